@@ -1,0 +1,104 @@
+// The admin API behind the CLI: every operator change goes through here, so it
+// is validated once and takes effect at once (caches are invalidated).
+import crypto from 'node:crypto';
+import type { FastifyPluginAsync } from 'fastify';
+import { ApiError, notFound } from '../../core/errors.js';
+import { clock } from '../../core/clock.js';
+import type { Invalidator } from '../../core/invalidation.js';
+import { newApiKey } from '../keys.js';
+import type { KeyKind, KeyScope, Project, Store } from '../store/store.js';
+import { errorSchema } from '../mail/schema.js';
+
+export interface AdminOptions {
+  store: Store;
+  token: string;
+  invalidator: Invalidator;
+  defaultPlan: string;
+}
+
+const slugSchema = { type: 'string', pattern: '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$' } as const;
+const projectOut = (p: Project) => ({ id: p.id, slug: p.slug, name: p.name, status: p.status, plan: p.plan, created_at: new Date(p.createdAt).toISOString() });
+const slugParams = { type: 'object', required: ['slug'], properties: { slug: slugSchema } } as const;
+
+function sameSecret(a: string, b: string): boolean {
+  const ha = crypto.createHash('sha256').update(a).digest();
+  const hb = crypto.createHash('sha256').update(b).digest();
+  return crypto.timingSafeEqual(ha, hb);
+}
+
+export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { store, token, invalidator, defaultPlan }) => {
+  app.addHook('onRequest', async (req) => {
+    const auth = req.headers.authorization;
+    if (typeof auth !== 'string' || !auth.startsWith('Bearer ') || !sameSecret(auth.slice(7), token)) {
+      throw new ApiError('UNAUTHORIZED', 'Admin token required');
+    }
+  });
+
+  const project = async (slug: string): Promise<Project> => {
+    const p = await store.projectBySlug(slug);
+    if (!p) throw notFound(`No project ${slug}`);
+    return p;
+  };
+
+  const hide = { hide: true, tags: ['admin'] };
+
+  app.post<{ Body: { name: string; slug: string } }>('/admin/v1/projects', {
+    schema: {
+      ...hide,
+      body: { type: 'object', additionalProperties: false, required: ['name', 'slug'], properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, slug: slugSchema } },
+      response: { 409: errorSchema },
+    },
+  }, async (req, reply) => {
+    if (await store.projectBySlug(req.body.slug)) throw new ApiError('CONFLICT', `Project ${req.body.slug} exists`);
+    const now = clock.now();
+    const id = crypto.randomUUID();
+    const live = newApiKey(id, 'live', 'all', now);
+    const test = newApiKey(id, 'test', 'all', now);
+    await store.createProject({ id, slug: req.body.slug, name: req.body.name, plan: defaultPlan, createdAt: now }, [live.row, test.row]);
+    return reply.code(201).send({ id, slug: req.body.slug, keys: { live: live.plain, test: test.plain } });
+  });
+
+  app.get('/admin/v1/projects', { schema: hide }, async () => ({ data: (await store.listProjects()).map(projectOut) }));
+
+  for (const action of ['pause', 'resume'] as const) {
+    app.post<{ Params: { slug: string } }>(`/admin/v1/projects/:slug/${action}`, { schema: { ...hide, params: slugParams } }, async (req) => {
+      const p = await project(req.params.slug);
+      await store.setProjectStatus(p.id, action === 'pause' ? 'paused' : 'active');
+      invalidator.publish('project', p.id);
+      return projectOut({ ...p, status: action === 'pause' ? 'paused' : 'active' });
+    });
+  }
+
+  app.post<{ Params: { slug: string }; Body: { kind: KeyKind; scope?: KeyScope } }>('/admin/v1/projects/:slug/keys', {
+    schema: {
+      ...hide,
+      params: slugParams,
+      body: { type: 'object', additionalProperties: false, required: ['kind'], properties: { kind: { enum: ['live', 'test'] }, scope: { enum: ['all', 'auth'] } } },
+    },
+  }, async (req, reply) => {
+    const p = await project(req.params.slug);
+    const key = newApiKey(p.id, req.body.kind, req.body.scope ?? 'all', clock.now());
+    await store.createKey(key.row);
+    return reply.code(201).send({ id: key.row.id, key: key.plain, kind: key.row.kind, scope: key.row.scope, hint: key.row.hint });
+  });
+
+  app.get<{ Params: { slug: string } }>('/admin/v1/projects/:slug/keys', { schema: { ...hide, params: slugParams } }, async (req) => {
+    const p = await project(req.params.slug);
+    return {
+      data: (await store.listKeys(p.id)).map((k) => ({
+        id: k.id, kind: k.kind, scope: k.scope, hint: k.hint, created_at: new Date(k.createdAt).toISOString(),
+        revoked_at: k.revokedAt ? new Date(k.revokedAt).toISOString() : null,
+      })),
+    };
+  });
+
+  app.delete<{ Params: { slug: string; id: string } }>('/admin/v1/projects/:slug/keys/:id', {
+    schema: { ...hide, params: { type: 'object', required: ['slug', 'id'], properties: { slug: slugSchema, id: { type: 'string', maxLength: 100 } } } },
+  }, async (req) => {
+    const p = await project(req.params.slug);
+    const revoked = await store.revokeKey(p.id, req.params.id, clock.now());
+    if (!revoked) throw notFound('No such active key');
+    invalidator.publish('key', revoked.hash);
+    return { id: req.params.id, revoked: true };
+  });
+};

@@ -1,0 +1,93 @@
+// The HTTP side of control: one Fastify instance, one error shape ({error, code}),
+// plugins registered per area (mail, admin; auth later).
+import Fastify, { type FastifyInstance, type FastifyError, type FastifyBaseLogger } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { ApiError } from '../core/errors.js';
+import type { Logger } from '../core/log.js';
+import type { Config } from '../core/config.js';
+import type { Invalidator } from '../core/invalidation.js';
+import type { Store } from './store/store.js';
+import type { Access } from './access.js';
+import type { MailPipeline } from './mail/pipeline.js';
+import type { Metrics } from './metrics.js';
+import { mailRoutes } from './mail/routes.js';
+import { adminRoutes } from './admin/routes.js';
+
+export interface AppDeps {
+  config: Config;
+  log: Logger;
+  store: Store;
+  access: Access;
+  pipeline: MailPipeline;
+  metrics: Metrics;
+  invalidator: Invalidator;
+  adminToken: string;
+}
+
+/** Maps whatever was thrown to the one error shape; never leaks internals. */
+function toApiError(err: FastifyError | Error): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as FastifyError;
+  if (e.validation) return new ApiError('INVALID_REQUEST', e.message);
+  switch (e.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError('PAYLOAD_TOO_LARGE', 'Request body is too large');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ApiError('INVALID_REQUEST', 'Body must not be empty');
+  }
+  if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) return new ApiError('INVALID_REQUEST', e.message);
+  return new ApiError('INTERNAL', 'Internal error');
+}
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const { config, log, metrics } = deps;
+  const app = Fastify({
+    loggerInstance: log as FastifyBaseLogger,
+    disableRequestLogging: true,
+    bodyLimit: 2 * config.limits.maxBodyBytes + 1024 * 1024,
+    trustProxy: false,
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+  });
+
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    const apiErr = toApiError(err);
+    if (apiErr.status >= 500) req.log.error({ err, url: req.url }, 'request failed');
+    metrics.inc(`postgate_http_errors_total{code="${apiErr.code}"}`);
+    reply.code(apiErr.status).headers(apiErr.headers).send(apiErr.toJSON());
+  });
+  app.setNotFoundHandler((req, reply) => {
+    reply.code(404).send({ error: `No route ${req.method} ${req.url.split('?')[0]}`, code: 'NOT_FOUND' });
+  });
+  app.addHook('onResponse', async (_req, reply) => {
+    metrics.inc(`postgate_http_responses_total{status="${reply.statusCode}"}`);
+  });
+
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
+    reply.type('text/plain; version=0.0.4');
+    return metrics.render();
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'postgate', version: '1', description: 'Email sending and sign-in API. Errors are {error, code}.' },
+      servers: [{ url: config.baseUrl }],
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', description: 'Project API key (live kind)' },
+          serviceKey: { type: 'apiKey', in: 'header', name: 'X-Service-Key' },
+        },
+      },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(mailRoutes, { config, store: deps.store, access: deps.access, pipeline: deps.pipeline });
+  await app.register(adminRoutes, { store: deps.store, token: deps.adminToken, invalidator: deps.invalidator, defaultPlan: 'free' });
+  return app;
+}

@@ -1,0 +1,51 @@
+// Control's view of its gateways (POSTGATE_GATEWAYS). An email always goes to
+// the same gateway (by its id), so a retried enqueue meets the gateway that
+// remembers the id and is not delivered twice.
+import crypto from 'node:crypto';
+import type * as grpc from '@grpc/grpc-js';
+import { create } from '@bufbuild/protobuf';
+import { grpcClient, unary } from '../proto/grpc.js';
+import {
+  GatewayService, EnqueueRequestSchema, OutboundMessageSchema, AckRequestSchema, EventsRequestSchema,
+  type EnqueueResponse, type OutboundMessage, type DeliveryEvent,
+} from '../proto/gen/postgate/gateway/v1/gateway_pb.js';
+import type { HostPort } from '../core/config.js';
+
+export interface Gateway {
+  name: string;
+  client: grpc.Client & Record<string, Function>;
+}
+
+export class Gateways {
+  readonly list: Gateway[];
+
+  constructor(addresses: HostPort[]) {
+    this.list = addresses.map(({ host, port }) => {
+      const name = `${host}:${port}`;
+      return { name, client: grpcClient(GatewayService, name, { 'grpc.keepalive_time_ms': 10_000 }) };
+    });
+  }
+
+  pick(emailId: string): Gateway {
+    if (this.list.length === 1) return this.list[0]!;
+    const h = crypto.createHash('sha1').update(emailId).digest().readUInt32BE(0);
+    return this.list[h % this.list.length]!;
+  }
+
+  enqueue(gw: Gateway, messages: Array<Omit<OutboundMessage, '$typeName'>>): Promise<EnqueueResponse> {
+    const req = create(EnqueueRequestSchema, { messages: messages.map((m) => create(OutboundMessageSchema, m)) });
+    return unary<EnqueueResponse>(gw.client, 'enqueue', req);
+  }
+
+  ack(gw: Gateway, seq: number): Promise<unknown> {
+    return unary(gw.client, 'ack', create(AckRequestSchema, { seq: BigInt(seq) }));
+  }
+
+  events(gw: Gateway, afterSeq: number): grpc.ClientReadableStream<DeliveryEvent> {
+    return gw.client.events!(create(EventsRequestSchema, { afterSeq: BigInt(afterSeq) })) as grpc.ClientReadableStream<DeliveryEvent>;
+  }
+
+  close(): void {
+    for (const g of this.list) g.client.close();
+  }
+}

@@ -1,0 +1,43 @@
+// Email addresses as the API accepts them: `user@example.com` or
+// `Display Name <user@example.com>`. Anything that could smuggle a header
+// (CR, LF, NUL) or is not a plain addr-spec is refused.
+export interface Mailbox {
+  name?: string;
+  address: string;
+}
+
+const LOCAL = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/;
+const LABEL = /^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$/;
+
+export function isAddress(s: string): boolean {
+  if (s.length > 254) return false;
+  const at = s.lastIndexOf('@');
+  if (at < 1) return false;
+  const local = s.slice(0, at);
+  const domain = s.slice(at + 1);
+  if (local.length > 64 || !LOCAL.test(local)) return false;
+  const labels = domain.split('.');
+  return labels.length >= 2 && labels.every((l) => LABEL.test(l)) && !/^\d+$/.test(labels[labels.length - 1]!);
+}
+
+/** Parses one mailbox, or returns undefined when it is not acceptable. */
+export function parseMailbox(input: string): Mailbox | undefined {
+  if (/[\r\n\0]/.test(input)) return undefined;
+  const s = input.trim();
+  const m = /^(.*?)\s*<([^<>]+)>$/.exec(s);
+  if (m) {
+    const name = m[1]!.trim().replace(/^"(.*)"$/, '$1');
+    const address = m[2]!.trim();
+    if (!isAddress(address) || name.length > 200 || /[<>"\\]/.test(name)) return undefined;
+    return name ? { name, address } : { address };
+  }
+  return isAddress(s) ? { address: s } : undefined;
+}
+
+export const domainOf = (address: string): string => address.slice(address.lastIndexOf('@') + 1).toLowerCase();
+
+/** Canonical form used to compare recipients and in the suppression list. */
+export const canonical = (address: string): string => {
+  const at = address.lastIndexOf('@');
+  return address.slice(0, at) + '@' + address.slice(at + 1).toLowerCase();
+};

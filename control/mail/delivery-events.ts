@@ -1,0 +1,113 @@
+// Drains each gateway's event outbox over a resumable gRPC stream. Events are
+// applied in group commits together with the gateway's cursor; after a restart
+// the stream resumes from the committed cursor, so nothing is lost or doubled.
+import { EventEmitter } from 'node:events';
+import type { Logger } from '../../core/log.js';
+import type { GatewayEvent, Store } from '../store/store.js';
+import type { Gateway, Gateways } from '../gateways.js';
+import type { DeliveryEvent } from '../../proto/gen/postgate/gateway/v1/gateway_pb.js';
+import type { Metrics } from '../metrics.js';
+
+const RECONNECT_MS = 500;
+const ACK_EVERY_MS = 1000;
+
+export type AppliedEvent = GatewayEvent & { emailStatus: string; projectId: string };
+
+function toGatewayEvent(e: DeliveryEvent): GatewayEvent {
+  const details: Record<string, unknown> = {};
+  if (e.mx) details.mx = e.mx;
+  if (e.response) details.response = e.response;
+  if (e.enhancedCode) details.enhanced_code = e.enhancedCode;
+  if (e.nextAttemptMs) details.next_attempt_at = new Date(Number(e.nextAttemptMs)).toISOString();
+  return { seq: Number(e.seq), emailId: e.emailId, type: e.type, recipient: e.recipient, at: Number(e.atMs), attempt: e.attempt, details };
+}
+
+class Consumer {
+  private buffer: GatewayEvent[] = [];
+  private applying: Promise<void> = Promise.resolve();
+  private stream: ReturnType<Gateways['events']> | undefined;
+  private lastAck = 0;
+  private ackTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private acked = 0;
+  private committed = 0;
+
+  constructor(private readonly gw: Gateway, private readonly deps: { store: Store; gateways: Gateways; log: Logger; bus: EventEmitter; metrics: Metrics }) {}
+
+  async connect(): Promise<void> {
+    if (this.stopped) return;
+    await this.applying;
+    const cursor = await this.deps.store.gatewayCursor(this.gw.name);
+    this.committed = cursor;
+    const stream = this.deps.gateways.events(this.gw, cursor);
+    this.stream = stream;
+    stream.on('data', (e: DeliveryEvent) => {
+      this.buffer.push(toGatewayEvent(e));
+      if (this.buffer.length === 1) this.applying = this.applying.then(() => this.apply());
+    });
+    const retry = (why: string) => {
+      if (this.stream !== stream) return;
+      this.stream = undefined;
+      if (!this.stopped) this.deps.log.debug({ gateway: this.gw.name, why }, 'event stream closed; reconnecting');
+      setTimeout(() => void this.connect(), RECONNECT_MS).unref();
+    };
+    stream.on('error', (err: Error) => retry(err.message));
+    stream.on('end', () => retry('end'));
+  }
+
+  private async apply(): Promise<void> {
+    const batch = this.buffer;
+    this.buffer = [];
+    if (!batch.length) return;
+    try {
+      const applied = await this.deps.store.applyGatewayEvents(this.gw.name, batch);
+      this.committed = Math.max(this.committed, ...batch.map((e) => e.seq));
+      this.deps.metrics.inc('postgate_delivery_events_total', applied.length);
+      for (const a of applied) this.deps.bus.emit('event', a);
+      this.scheduleAck();
+    } catch (err) {
+      // Not committed: drop the stream and resume from the stored cursor.
+      this.deps.log.error({ err }, 'could not record delivery events');
+      this.stream?.cancel();
+    }
+  }
+
+  private scheduleAck(): void {
+    if (this.ackTimer) return;
+    const wait = Math.max(0, this.lastAck + ACK_EVERY_MS - Date.now());
+    this.ackTimer = setTimeout(() => {
+      this.ackTimer = undefined;
+      this.lastAck = Date.now();
+      const seq = this.committed;
+      if (seq <= this.acked) return;
+      this.deps.gateways.ack(this.gw, seq).then(() => (this.acked = seq), () => {});
+    }, wait);
+    this.ackTimer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.stream?.cancel();
+    clearTimeout(this.ackTimer);
+    await this.applying;
+  }
+}
+
+export class DeliveryEvents {
+  /** Emits 'event' with each AppliedEvent after it is committed (webhooks, analytics). */
+  readonly bus = new EventEmitter();
+  private readonly consumers: Consumer[];
+
+  constructor(store: Store, gateways: Gateways, log: Logger, metrics: Metrics) {
+    this.bus.setMaxListeners(0);
+    this.consumers = gateways.list.map((gw) => new Consumer(gw, { store, gateways, log, bus: this.bus, metrics }));
+  }
+
+  start(): void {
+    for (const c of this.consumers) void c.connect();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.consumers.map((c) => c.stop()));
+  }
+}

@@ -1,0 +1,25 @@
+// Builds the RFC 5322 message of a stored email with nodemailer's composer.
+// Done after the 202 (by the dispatcher), and deterministic in what matters:
+// Message-ID and Date come from the stored email, so a rebuild is the same mail.
+import MailComposer from 'nodemailer/lib/mail-composer';
+import { domainOf, parseMailbox } from './address.js';
+import type { NormalizedRequest } from './pipeline.js';
+
+export function buildMime(id: string, createdAt: number, r: NormalizedRequest): Promise<Buffer> {
+  const from = parseMailbox(r.from)!;
+  const composer = new MailComposer({
+    from: r.from,
+    to: r.to.length ? r.to : undefined,
+    cc: r.cc.length ? r.cc : undefined,
+    replyTo: r.reply_to.length ? r.reply_to : undefined,
+    subject: r.subject,
+    text: r.text,
+    html: r.html,
+    headers: r.headers,
+    messageId: `<${id}@${domainOf(from.address)}>`,
+    date: new Date(createdAt),
+    disableFileAccess: true,
+    disableUrlAccess: true,
+  });
+  return composer.compile().build();
+}

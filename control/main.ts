@@ -1,0 +1,52 @@
+// The control process: storage, the HTTP API, dispatch to gateways and the
+// delivery-event stream back. Started by the supervisor (control/supervisor.ts).
+import { loadConfig, adminToken } from '../core/config.js';
+import { createLogger } from '../core/log.js';
+import { localInvalidator } from '../core/invalidation.js';
+import { Store } from './store/store.js';
+import { Access } from './access.js';
+import { Gateways } from './gateways.js';
+import { Dispatcher } from './mail/dispatcher.js';
+import { DeliveryEvents } from './mail/delivery-events.js';
+import { MailPipeline } from './mail/pipeline.js';
+import { Metrics } from './metrics.js';
+import { buildApp } from './app.js';
+
+const config = loadConfig();
+const log = createLogger('control', config.logLevel);
+const store = new Store(config.dataDir, config.storage);
+const invalidator = localInvalidator();
+const metrics = new Metrics();
+const gateways = new Gateways(config.gateways);
+const dispatcher = new Dispatcher(store, gateways, log, metrics);
+const events = new DeliveryEvents(store, gateways, log, metrics);
+const access = new Access(store, invalidator);
+const pipeline = new MailPipeline(store, config, dispatcher);
+
+metrics.gauge('postgate_store_commits', () => store.writer.commits, 'Grouped SQLite commits since start');
+metrics.gauge('postgate_store_writes', () => store.writer.writes, 'Writes committed since start');
+metrics.gauge('postgate_process_rss_bytes', () => process.memoryUsage().rss);
+
+const app = await buildApp({ config, log, store, access, pipeline, metrics, invalidator, adminToken: adminToken(config) });
+await app.listen({ host: config.host, port: config.httpPort });
+dispatcher.start();
+events.start();
+log.info({ http: `${config.host}:${config.httpPort}`, gateways: gateways.list.map((g) => g.name) }, 'control ready');
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  log.info({ signal }, 'control draining');
+  const force = setTimeout(() => process.exit(1), 10_000);
+  force.unref();
+  await app.close(); // stops accepting; in-flight requests finish (their writes commit)
+  dispatcher.stop();
+  await events.stop();
+  gateways.close();
+  store.close();
+  log.info('control stopped');
+  process.exit(0);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));

@@ -1,0 +1,42 @@
+// Opening a SQLite database: WAL, pragmas, versioned migrations applied at start.
+// Only the storage module (control/store) speaks SQL.
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+
+export type Db = Database.Database;
+
+export interface Migration {
+  /** Stable id, recorded once applied; never change an applied migration, add a new one. */
+  id: string;
+  sql: string;
+}
+
+export interface OpenOptions {
+  synchronous?: 'FULL' | 'NORMAL';
+}
+
+export function openDatabase(file: string, migrations: readonly Migration[], opts: OpenOptions = {}): Db {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  // Under WAL, FULL fsyncs the log at each commit (one commit holds many grouped writes).
+  db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  migrate(db, migrations);
+  return db;
+}
+
+function migrate(db: Db, migrations: readonly Migration[]): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (id TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)');
+  const applied = new Set(db.prepare('SELECT id FROM schema_migrations').pluck().all() as string[]);
+  const record = db.prepare('INSERT INTO schema_migrations (id, applied_at) VALUES (?, ?)');
+  for (const m of migrations) {
+    if (applied.has(m.id)) continue;
+    db.transaction(() => {
+      db.exec(m.sql);
+      record.run(m.id, Date.now());
+    })();
+  }
+}

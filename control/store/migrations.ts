@@ -1,0 +1,83 @@
+// Control's schema, one versioned step at a time. Applied steps are recorded in
+// schema_migrations; never edit an applied step, append a new one.
+import type { Migration } from './db.js';
+
+export const controlMigrations: Migration[] = [
+  {
+    id: '0001_projects_keys',
+    sql: `
+      CREATE TABLE projects (
+        id TEXT PRIMARY KEY,
+        slug TEXT NOT NULL UNIQUE,
+        name TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'active',
+        plan TEXT NOT NULL DEFAULT 'free',
+        created_at INTEGER NOT NULL
+      );
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        kind TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        hint TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      );
+      CREATE INDEX api_keys_project ON api_keys(project_id);
+    `,
+  },
+  {
+    id: '0002_emails',
+    sql: `
+      CREATE TABLE emails (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        status TEXT NOT NULL,
+        from_addr TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        bulk INTEGER NOT NULL DEFAULT 0,
+        request TEXT NOT NULL,
+        error TEXT,
+        error_code TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        dispatched_at INTEGER
+      );
+      CREATE INDEX emails_project_created ON emails(project_id, created_at);
+      CREATE INDEX emails_undispatched ON emails(created_at) WHERE dispatched_at IS NULL AND status = 'queued';
+      CREATE TABLE email_recipients (
+        email_id TEXT NOT NULL REFERENCES emails(id),
+        address TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        status TEXT NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (email_id, address)
+      );
+      CREATE TABLE email_events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        email_id TEXT NOT NULL REFERENCES emails(id),
+        type TEXT NOT NULL,
+        recipient TEXT NOT NULL DEFAULT '',
+        attempt INTEGER NOT NULL DEFAULT 0,
+        at INTEGER NOT NULL,
+        details TEXT
+      );
+      -- The same outcome reported twice (a redelivery after a gateway crash) is recorded once.
+      CREATE UNIQUE INDEX email_events_once ON email_events(email_id, type, recipient, attempt);
+      CREATE TABLE gateway_cursors (
+        gateway TEXT PRIMARY KEY,
+        seq INTEGER NOT NULL
+      );
+      CREATE TABLE suppressions (
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        address TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        scope TEXT NOT NULL DEFAULT 'all',
+        email_id TEXT,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (project_id, address)
+      );
+    `,
+  },
+];

@@ -1,0 +1,82 @@
+// `npm start`: runs control and the gateway as two child processes, restarts
+// one that dies (logged, with backoff) and, on SIGTERM or SIGINT, drains and
+// stops both. Each child's pid is kept in <data>/run/ for operators and tests.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../core/config.js';
+import { createLogger } from '../core/log.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const config = loadConfig();
+const log = createLogger('supervisor', config.logLevel);
+const runDir = path.join(config.dataDir, 'run');
+fs.mkdirSync(runDir, { recursive: true });
+
+interface Child {
+  name: 'control' | 'gateway';
+  entry: string;
+  /** Signal that makes the child drain and stop (Haraka drains on SIGINT). */
+  stopSignal: NodeJS.Signals;
+  proc?: ChildProcess;
+  startedAt: number;
+  backoffMs: number;
+  timer?: NodeJS.Timeout;
+}
+
+const children: Child[] = [
+  { name: 'gateway', entry: 'gateway/main.ts', stopSignal: 'SIGINT', startedAt: 0, backoffMs: 250 },
+  { name: 'control', entry: 'control/main.ts', stopSignal: 'SIGTERM', startedAt: 0, backoffMs: 250 },
+];
+let stopping = false;
+
+function start(c: Child): void {
+  c.startedAt = Date.now();
+  // detached: a Ctrl-C in the terminal reaches the supervisor only, which then stops the children in order.
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, c.entry)], { cwd: root, env: process.env, stdio: 'inherit', detached: true });
+  c.proc = proc;
+  fs.writeFileSync(path.join(runDir, `${c.name}.pid`), String(proc.pid));
+  log.info({ child: c.name, pid: proc.pid }, 'started');
+  proc.on('exit', (code, signal) => {
+    c.proc = undefined;
+    if (stopping) return;
+    // A child that ran a while gets a quick restart; one that keeps dying backs off.
+    c.backoffMs = Date.now() - c.startedAt > 30_000 ? 250 : Math.min(c.backoffMs * 2, 10_000);
+    log.error({ child: c.name, code, signal, restartInMs: c.backoffMs }, 'child exited; restarting');
+    c.timer = setTimeout(() => start(c), c.backoffMs);
+  });
+}
+
+function stopChild(c: Child): Promise<void> {
+  clearTimeout(c.timer);
+  const proc = c.proc;
+  if (!proc) return Promise.resolve();
+  return new Promise((resolve) => {
+    const kill = setTimeout(() => {
+      log.warn({ child: c.name }, 'did not stop in time; killing');
+      proc.kill('SIGKILL');
+    }, 15_000);
+    proc.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    proc.kill(c.stopSignal);
+  });
+}
+
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  log.info({ signal }, 'stopping');
+  // Control first: it stops taking mail and commits what it accepted; then the gateway drains.
+  await stopChild(children[1]!);
+  await stopChild(children[0]!);
+  for (const c of children) fs.rmSync(path.join(runDir, `${c.name}.pid`), { force: true });
+  log.info('stopped');
+  process.exit(0);
+}
+
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));
+for (const c of children) start(c);

@@ -1,0 +1,162 @@
+// The one config loader: every setting of the operator contract (DESIGN.md),
+// read from the environment, plus POSTGATE_CONFIG (a JSON file) for numbers.
+import fs from 'node:fs';
+import path from 'node:path';
+import crypto from 'node:crypto';
+
+export interface HostPort { host: string; port: number }
+
+export interface Limits {
+  /** Recipients in to+cc+bcc of one email. */
+  maxRecipients: number;
+  /** Largest accepted html/text body, in bytes. */
+  maxBodyBytes: number;
+  maxSubjectLength: number;
+  maxHeaders: number;
+  maxTags: number;
+}
+
+export interface DeliverySettings {
+  /** Delay in seconds before retry n (1-based) after a temporary failure; the last value repeats. */
+  retryDelays: number[];
+  /** Temporary failures before the message is given up. */
+  maxTempFailures: number;
+  /** Seconds to wait for a connection to the recipient's MX. */
+  connectTimeout: number;
+  /** Outbound concurrency cap of the gateway. */
+  concurrency: number;
+}
+
+export interface StorageSettings {
+  /** SQLite `synchronous` pragma under WAL: FULL fsyncs each grouped commit, NORMAL only at checkpoints. */
+  synchronous: 'FULL' | 'NORMAL';
+  /** Most writes grouped into one transaction. */
+  maxBatch: number;
+}
+
+export interface Config {
+  dataDir: string;
+  host: string;
+  httpPort: number;
+  smtpPort: number;
+  grpcPort: number;
+  gatewayPort: number;
+  gateways: HostPort[];
+  inboundPort: number;
+  baseUrl: string;
+  idUrl: string;
+  mxHost: string;
+  dnsServers: string[];
+  deliveryPort: number;
+  sendingIps: string[];
+  systemFrom: string;
+  secret: string | undefined;
+  tlsCert: string | undefined;
+  tlsKey: string | undefined;
+  adminToken: string | undefined;
+  logLevel: string;
+  limits: Limits;
+  delivery: DeliverySettings;
+  storage: StorageSettings;
+}
+
+const defaults = {
+  limits: { maxRecipients: 50, maxBodyBytes: 5 * 1024 * 1024, maxSubjectLength: 998, maxHeaders: 50, maxTags: 20 },
+  delivery: { retryDelays: [60, 300, 900, 3600, 7200, 14400], maxTempFailures: 13, connectTimeout: 30, concurrency: 1000 },
+  storage: { synchronous: 'FULL', maxBatch: 1000 },
+} satisfies Pick<Config, 'limits' | 'delivery' | 'storage'>;
+
+function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`${name} must be a port number, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+function list(raw: string | undefined): string[] {
+  return (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+export function parseHostPort(s: string, defaultPort: number): HostPort {
+  const m = /^\[?([^\]]+?)\]?(?::(\d+))?$/.exec(s);
+  if (!m) throw new Error(`bad host:port ${JSON.stringify(s)}`);
+  return { host: m[1]!, port: m[2] ? Number(m[2]) : defaultPort };
+}
+
+function merge<T extends object>(base: T, over: unknown, name: string): T {
+  if (over === undefined) return base;
+  if (typeof over !== 'object' || over === null) throw new Error(`POSTGATE_CONFIG: ${name} must be an object`);
+  const out = { ...base } as Record<string, unknown>;
+  for (const [k, v] of Object.entries(over)) {
+    if (!(k in base)) throw new Error(`POSTGATE_CONFIG: unknown setting ${name}.${k}`);
+    out[k] = v;
+  }
+  return out as T;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const dataDir = path.resolve(env.POSTGATE_DATA_DIR || './data');
+  const host = env.POSTGATE_HOST || '127.0.0.1';
+  const httpPort = int(env, 'POSTGATE_HTTP_PORT', 8080);
+  const gatewayPort = int(env, 'POSTGATE_GATEWAY_PORT', 50052);
+  const baseUrl = (env.POSTGATE_BASE_URL || `http://localhost:${httpPort}`).replace(/\/+$/, '');
+  const baseHost = new URL(baseUrl).hostname;
+  let file: Record<string, unknown> = {};
+  if (env.POSTGATE_CONFIG) file = JSON.parse(fs.readFileSync(env.POSTGATE_CONFIG, 'utf8')) as Record<string, unknown>;
+  const gateways = list(env.POSTGATE_GATEWAYS).map((g) => parseHostPort(g, gatewayPort));
+  return {
+    dataDir,
+    host,
+    httpPort,
+    smtpPort: int(env, 'POSTGATE_SMTP_PORT', 2587),
+    grpcPort: int(env, 'POSTGATE_GRPC_PORT', 50051),
+    gatewayPort,
+    gateways: gateways.length ? gateways : [{ host: '127.0.0.1', port: gatewayPort }],
+    inboundPort: int(env, 'POSTGATE_INBOUND_PORT', 2525),
+    baseUrl,
+    idUrl: (env.POSTGATE_ID_URL || baseUrl).replace(/\/+$/, ''),
+    mxHost: env.POSTGATE_MX_HOST || baseHost,
+    dnsServers: list(env.POSTGATE_DNS_SERVERS),
+    deliveryPort: int(env, 'POSTGATE_DELIVERY_PORT', 25),
+    sendingIps: list(env.POSTGATE_SENDING_IPS),
+    systemFrom: env.POSTGATE_SYSTEM_FROM || `no-reply@${baseHost}`,
+    secret: env.POSTGATE_SECRET || undefined,
+    tlsCert: env.POSTGATE_TLS_CERT || undefined,
+    tlsKey: env.POSTGATE_TLS_KEY || undefined,
+    adminToken: env.POSTGATE_ADMIN_TOKEN || undefined,
+    logLevel: env.POSTGATE_LOG_LEVEL || 'info',
+    limits: merge(defaults.limits, file.limits, 'limits'),
+    delivery: merge(defaults.delivery, file.delivery, 'delivery'),
+    storage: merge(defaults.storage as StorageSettings, file.storage, 'storage'),
+  };
+}
+
+/** A secret kept in the data dir (mode 0600) when the environment gives none. */
+export function dataDirSecret(config: Config, file: string, fromEnv: string | undefined): string {
+  if (fromEnv) return fromEnv;
+  const p = path.join(config.dataDir, file);
+  try {
+    return fs.readFileSync(p, 'utf8').trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  const value = crypto.randomBytes(32).toString('base64url');
+  try {
+    fs.writeFileSync(p, value + '\n', { mode: 0o600, flag: 'wx' });
+    return value;
+  } catch (err) {
+    // Another process created it first: use theirs.
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return fs.readFileSync(p, 'utf8').trim();
+    throw err;
+  }
+}
+
+export function adminToken(config: Config): string {
+  return dataDirSecret(config, 'admin-token', config.adminToken);
+}
+
+export function masterSecret(config: Config): string {
+  return dataDirSecret(config, 'secret', config.secret);
+}

@@ -1,0 +1,77 @@
+// The one error type. Every refusal a user can see is an ApiError and is
+// answered as {error, code} with its HTTP status.
+export type ErrorCode =
+  | 'INVALID_REQUEST'
+  | 'INVALID_API_KEY'
+  | 'NOT_FOUND'
+  | 'RATE_LIMIT_EXCEEDED'
+  | 'DOMAIN_NOT_VERIFIED'
+  | 'SUBSCRIPTION_REQUIRED'
+  | 'SENDING_PAUSED'
+  | 'QUOTA_EXCEEDED'
+  | 'BULK_LIMIT_EXCEEDED'
+  | 'RECIPIENT_IN_SUPPRESSION_LIST'
+  | 'INVALID_CODE'
+  | 'CODE_EXPIRED'
+  | 'TOO_MANY_ATTEMPTS'
+  | 'SESSION_INVALID'
+  | 'REDIRECT_NOT_ALLOWED'
+  | 'PROVIDER_NOT_ENABLED'
+  | 'INVALID_CREDENTIAL'
+  | 'REGION_NOT_ALLOWED'
+  | 'CONFLICT'
+  | 'UNAUTHORIZED'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'INTERNAL';
+
+export const statusOf: Record<ErrorCode, number> = {
+  INVALID_REQUEST: 400,
+  INVALID_API_KEY: 401,
+  NOT_FOUND: 404,
+  RATE_LIMIT_EXCEEDED: 429,
+  DOMAIN_NOT_VERIFIED: 403,
+  SUBSCRIPTION_REQUIRED: 402,
+  SENDING_PAUSED: 403,
+  QUOTA_EXCEEDED: 429,
+  BULK_LIMIT_EXCEEDED: 429,
+  RECIPIENT_IN_SUPPRESSION_LIST: 422,
+  INVALID_CODE: 400,
+  CODE_EXPIRED: 400,
+  TOO_MANY_ATTEMPTS: 429,
+  SESSION_INVALID: 401,
+  REDIRECT_NOT_ALLOWED: 400,
+  PROVIDER_NOT_ENABLED: 400,
+  INVALID_CREDENTIAL: 401,
+  REGION_NOT_ALLOWED: 403,
+  CONFLICT: 409,
+  UNAUTHORIZED: 401,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  INTERNAL: 500,
+};
+
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  /** Extra fields of the answer, e.g. the id of an email recorded as failed. */
+  readonly extra: Record<string, unknown>;
+  /** Response headers, e.g. Retry-After. */
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
+    super(message);
+    this.name = 'ApiError';
+    this.code = code;
+    this.status = statusOf[code];
+    this.extra = extra;
+    this.headers = headers;
+  }
+
+  toJSON(): Record<string, unknown> {
+    return { error: this.message, code: this.code, ...this.extra };
+  }
+}
+
+export const invalid = (message: string): ApiError => new ApiError('INVALID_REQUEST', message);
+export const notFound = (what = 'Not found'): ApiError => new ApiError('NOT_FOUND', what);

@@ -1,0 +1,35 @@
+// Maps protobuf-es service descriptors (generated into proto/gen by `npm run gen`)
+// to grpc-js service definitions, so both sides use grpc-js with typed messages.
+import * as grpc from '@grpc/grpc-js';
+import { fromBinary, toBinary, type DescService, type DescMessage } from '@bufbuild/protobuf';
+
+export function grpcDefinition(svc: DescService): grpc.ServiceDefinition {
+  const def: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+  for (const m of svc.methods) {
+    const input = m.input as DescMessage;
+    const output = m.output as DescMessage;
+    def[m.localName] = {
+      path: `/${svc.typeName}/${m.name}`,
+      requestStream: m.methodKind === 'client_streaming' || m.methodKind === 'bidi_streaming',
+      responseStream: m.methodKind === 'server_streaming' || m.methodKind === 'bidi_streaming',
+      requestSerialize: (msg: unknown) => Buffer.from(toBinary(input, msg as never)),
+      requestDeserialize: (buf: Buffer) => fromBinary(input, buf),
+      responseSerialize: (msg: unknown) => Buffer.from(toBinary(output, msg as never)),
+      responseDeserialize: (buf: Buffer) => fromBinary(output, buf),
+    };
+  }
+  return def;
+}
+
+/** A grpc-js client for a protobuf-es service; methods are named by their localName (camelCase). */
+export function grpcClient(svc: DescService, address: string, options: grpc.ChannelOptions = {}): grpc.Client & Record<string, Function> {
+  const Ctor = grpc.makeGenericClientConstructor(grpcDefinition(svc), svc.name);
+  return new Ctor(address, grpc.credentials.createInsecure(), options) as grpc.Client & Record<string, Function>;
+}
+
+/** Calls a unary method and returns a promise. */
+export function unary<Res>(client: grpc.Client & Record<string, Function>, method: string, req: unknown, metadata = new grpc.Metadata(), deadlineMs = 30_000): Promise<Res> {
+  return new Promise<Res>((resolve, reject) => {
+    client[method]!(req, metadata, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, res: Res) => (err ? reject(err) : resolve(res)));
+  });
+}
