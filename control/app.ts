@@ -13,6 +13,7 @@ import type { MailPipeline } from './mail/pipeline.js';
 import type { Metrics } from './metrics.js';
 import { mailRoutes } from './mail/routes.js';
 import { adminRoutes } from './admin/routes.js';
+import { authPlugin } from '../auth/plugin.js';
 
 export interface AppDeps {
   config: Config;
@@ -23,6 +24,7 @@ export interface AppDeps {
   metrics: Metrics;
   invalidator: Invalidator;
   adminToken: string;
+  secret: string;
 }
 
 /** Maps whatever was thrown to the one error shape; never leaks internals. */
@@ -88,6 +90,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(mailRoutes, { config, store: deps.store, access: deps.access, pipeline: deps.pipeline });
+  await app.register(authPlugin, { config, log, store: deps.store, access: deps.access, pipeline: deps.pipeline, invalidator: deps.invalidator, secret: deps.secret, adminToken: deps.adminToken });
   await app.register(adminRoutes, { store: deps.store, token: deps.adminToken, invalidator: deps.invalidator, defaultPlan: 'free' });
   return app;
 }

@@ -1,6 +1,6 @@
 // The control process: storage, the HTTP API, dispatch to gateways and the
 // delivery-event stream back. Started by the supervisor (control/supervisor.ts).
-import { loadConfig, adminToken } from '../core/config.js';
+import { loadConfig, adminToken, masterSecret } from '../core/config.js';
 import { createLogger } from '../core/log.js';
 import { localInvalidator } from '../core/invalidation.js';
 import { Store } from './store/store.js';
@@ -27,7 +27,7 @@ metrics.gauge('postgate_store_commits', () => store.writer.commits, 'Grouped SQL
 metrics.gauge('postgate_store_writes', () => store.writer.writes, 'Writes committed since start');
 metrics.gauge('postgate_process_rss_bytes', () => process.memoryUsage().rss);
 
-const app = await buildApp({ config, log, store, access, pipeline, metrics, invalidator, adminToken: adminToken(config) });
+const app = await buildApp({ config, log, store, access, pipeline, metrics, invalidator, adminToken: adminToken(config), secret: masterSecret(config) });
 await app.listen({ host: config.host, port: config.httpPort });
 dispatcher.start();
 events.start();

@@ -1,7 +1,7 @@
 // The admin API behind the CLI: every operator change goes through here, so it
 // is validated once and takes effect at once (caches are invalidated).
 import crypto from 'node:crypto';
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ApiError, notFound } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import type { Invalidator } from '../../core/invalidation.js';
@@ -26,13 +26,18 @@ function sameSecret(a: string, b: string): boolean {
   return crypto.timingSafeEqual(ha, hb);
 }
 
-export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { store, token, invalidator, defaultPlan }) => {
-  app.addHook('onRequest', async (req) => {
+/** An onRequest hook that admits only the operator's admin token; other admin route plugins use it too. */
+export function requireAdmin(token: string) {
+  return async (req: FastifyRequest): Promise<void> => {
     const auth = req.headers.authorization;
     if (typeof auth !== 'string' || !auth.startsWith('Bearer ') || !sameSecret(auth.slice(7), token)) {
       throw new ApiError('UNAUTHORIZED', 'Admin token required');
     }
-  });
+  };
+}
+
+export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { store, token, invalidator, defaultPlan }) => {
+  app.addHook('onRequest', requireAdmin(token));
 
   const project = async (slug: string): Promise<Project> => {
     const p = await store.projectBySlug(slug);

@@ -138,8 +138,11 @@ export class MailPipeline {
     };
   }
 
-  /** Accepts one email; resolves once it is committed. */
-  async send(caller: Caller, req: SendRequest): Promise<Accepted> {
+  /**
+   * Accepts one email; resolves once it is committed. `system` marks the
+   * platform's own mail (sign-in codes): exempt from the project's plan limits.
+   */
+  async send(caller: Caller, req: SendRequest, _opts: { system?: boolean } = {}): Promise<Accepted> {
     const email = this.prepare(caller, req);
     await this.store.insertEmail(email);
     this.dispatcher.wake();

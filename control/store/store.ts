@@ -5,6 +5,7 @@ import path from 'node:path';
 import { openDatabase, type Db } from './db.js';
 import { GroupWriter } from './writer.js';
 import { controlMigrations } from './migrations.js';
+import { AuthStore, authMigrations } from './auth.js';
 import type { StorageSettings } from '../../core/config.js';
 
 export type KeyKind = 'live' | 'test';
@@ -129,11 +130,13 @@ const toEmail = (r: any): EmailRow => ({
 export class Store {
   readonly db: Db;
   readonly writer: GroupWriter;
+  readonly auth: AuthStore;
   private readonly q;
 
   constructor(dataDir: string, settings: StorageSettings) {
-    this.db = openDatabase(path.join(dataDir, 'postgate.db'), controlMigrations, { synchronous: settings.synchronous });
+    this.db = openDatabase(path.join(dataDir, 'postgate.db'), [...controlMigrations, ...authMigrations], { synchronous: settings.synchronous });
     this.writer = new GroupWriter(this.db, settings.maxBatch);
+    this.auth = new AuthStore(this.db, this.writer);
     const db = this.db;
     this.q = {
       insertProject: db.prepare('INSERT INTO projects (id, slug, name, status, plan, created_at) VALUES (@id, @slug, @name, @status, @plan, @createdAt)'),

@@ -1,0 +1,21 @@
+// What every CLI command gets: the parsed options, an admin API client and output helpers.
+export class CliError extends Error {}
+
+export interface CliContext {
+  opts: Record<string, string | boolean | undefined>;
+  positionals: string[];
+  call(method: string, path: string, body?: unknown): Promise<any>;
+  /** A required --option's value. */
+  need(name: string): string;
+  /** The --project slug, URL-encoded. */
+  slug(): string;
+  table(rows: Array<Record<string, unknown>>): string;
+}
+
+export interface CliResult {
+  data: unknown;
+  text: string;
+}
+
+/** Commands by their two words, e.g. "project create". */
+export type Commands = Record<string, { usage: string; run(ctx: CliContext): Promise<CliResult> }>;

@@ -1,0 +1,169 @@
+// Starts the whole stack the way `npm start` does (the supervisor with control
+// and gateway), on free ports and a temporary data dir.
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { freePort } from './ports.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const exec = promisify(execFile);
+
+export interface StackOptions {
+  env?: Record<string, string>;
+  /** Written to a file and passed as POSTGATE_CONFIG. */
+  config?: Record<string, unknown>;
+  dataDir?: string;
+}
+
+export interface Project {
+  id: string;
+  slug: string;
+  keys: { live: string; test: string };
+}
+
+export class Stack {
+  proc: ChildProcess | undefined;
+  readonly logFile: string;
+
+  constructor(readonly url: string, readonly dataDir: string, readonly env: Record<string, string>) {
+    this.logFile = path.join(dataDir, 'stack.log');
+  }
+
+  static async start(opts: StackOptions = {}): Promise<Stack> {
+    const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'postgate-test-'));
+    const [http, smtp, grpc, gateway, inbound] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
+    const env: Record<string, string> = {
+      POSTGATE_DATA_DIR: dataDir,
+      POSTGATE_HOST: '127.0.0.1',
+      POSTGATE_HTTP_PORT: String(http),
+      POSTGATE_SMTP_PORT: String(smtp),
+      POSTGATE_GRPC_PORT: String(grpc),
+      POSTGATE_GATEWAY_PORT: String(gateway),
+      POSTGATE_INBOUND_PORT: String(inbound),
+      POSTGATE_LOG_LEVEL: 'info',
+      ...opts.env,
+    };
+    if (opts.config) {
+      const file = path.join(dataDir, 'config.json');
+      fs.writeFileSync(file, JSON.stringify(opts.config));
+      env.POSTGATE_CONFIG = file;
+    }
+    const stack = new Stack(`http://127.0.0.1:${http}`, dataDir, env);
+    await stack.boot();
+    return stack;
+  }
+
+  /** Starts (or restarts after stop()) the supervisor and waits until the API answers. */
+  async boot(): Promise<void> {
+    const log = fs.openSync(this.logFile, 'a');
+    this.proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'control/supervisor.ts')], {
+      cwd: root,
+      env: { ...process.env, ...this.env },
+      stdio: ['ignore', log, log],
+    });
+    fs.closeSync(log);
+    await this.waitReady();
+  }
+
+  async waitReady(timeoutMs = 30_000): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    while (Date.now() < until) {
+      if (this.proc?.exitCode !== null) throw new Error(`stack exited early; see ${this.logFile}\n${this.tail()}`);
+      try {
+        const res = await fetch(this.url + '/healthz');
+        if (res.ok) return;
+      } catch {
+        /* not yet */
+      }
+      await sleep(100);
+    }
+    throw new Error(`stack not ready in ${timeoutMs} ms; see ${this.logFile}\n${this.tail()}`);
+  }
+
+  tail(lines = 40): string {
+    try {
+      return fs.readFileSync(this.logFile, 'utf8').split('\n').slice(-lines).join('\n');
+    } catch {
+      return '';
+    }
+  }
+
+  pid(child: 'control' | 'gateway'): number {
+    return Number(fs.readFileSync(path.join(this.dataDir, 'run', `${child}.pid`), 'utf8'));
+  }
+
+  /** Sends a signal to one child (e.g. SIGKILL); the supervisor restarts it. */
+  kill(child: 'control' | 'gateway', signal: NodeJS.Signals = 'SIGKILL'): number {
+    const pid = this.pid(child);
+    process.kill(pid, signal);
+    return pid;
+  }
+
+  /** Waits until the supervisor has started a new child in place of `oldPid`. */
+  async waitRestart(child: 'control' | 'gateway', oldPid: number, timeoutMs = 30_000): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    while (Date.now() < until) {
+      try {
+        if (this.pid(child) !== oldPid) {
+          if (child === 'control') await this.waitReady(until - Date.now());
+          return;
+        }
+      } catch {
+        /* pid file being rewritten */
+      }
+      await sleep(100);
+    }
+    throw new Error(`${child} was not restarted`);
+  }
+
+  async cli(...args: string[]): Promise<string> {
+    const { stdout } = await exec(process.execPath, [path.join(root, 'bin/postgate.js'), ...args], { cwd: root, env: { ...process.env, ...this.env } });
+    return stdout;
+  }
+
+  async createProject(slug = 'p' + Math.random().toString(36).slice(2, 10), name = 'Test project'): Promise<Project> {
+    return JSON.parse(await this.cli('project', 'create', '--name', name, '--slug', slug, '--json')) as Project;
+  }
+
+  async api(method: string, p: string, key: string | undefined, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
+    const res = await fetch(this.url + p, {
+      method,
+      headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      /* not JSON */
+    }
+    return { status: res.status, body: parsed, headers: res.headers };
+  }
+
+  /** Polls GET /v1/emails/:id until `done` holds. */
+  async waitEmail(key: string, id: string, done: (email: any) => boolean, timeoutMs = 20_000): Promise<any> {
+    const until = Date.now() + timeoutMs;
+    let last: any;
+    while (Date.now() < until) {
+      last = (await this.api('GET', `/v1/emails/${id}`, key)).body;
+      if (done(last)) return last;
+      await sleep(100);
+    }
+    throw new Error(`email ${id} never reached the expected state; last: ${JSON.stringify(last)}`);
+  }
+
+  /** SIGTERM to the supervisor: both children drain and stop. */
+  async stop(): Promise<number | null> {
+    const proc = this.proc;
+    if (!proc || proc.exitCode !== null) return proc?.exitCode ?? null;
+    const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+    proc.kill('SIGTERM');
+    return exited;
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
