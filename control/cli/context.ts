@@ -2,7 +2,7 @@
 export class CliError extends Error {}
 
 export interface CliContext {
-  opts: Record<string, string | boolean | undefined>;
+  opts: Record<string, string | boolean>;
   positionals: string[];
   call(method: string, path: string, body?: unknown): Promise<any>;
   /** A required --option's value. */

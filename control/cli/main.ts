@@ -1,7 +1,6 @@
 // `postgate <command>`: the operator's CLI. It talks to the running control over
 // the admin API (token from POSTGATE_ADMIN_TOKEN or the data dir), so every
 // change is validated in one place and takes effect at once.
-import { parseArgs } from 'node:util';
 import { loadConfig, adminToken } from '../../core/config.js';
 import { CliError, type CliContext, type Commands } from './context.js';
 import { coreCommands } from './core-commands.js';
@@ -10,7 +9,35 @@ import { authCommands } from '../../auth/cli.js';
 const commands: Commands = { ...coreCommands, ...authCommands };
 const usage = `usage: postgate <command> [options]   (every command takes --json)\n\n${Object.values(commands).map((c) => '  ' + c.usage).join('\n')}\n`;
 
-const { values: opts, positionals } = parseArgs({ allowPositionals: true, strict: false, options: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+const FLAGS = new Set(['json', 'help', 'force']);
+
+/** `--name value`, `--name=value` and the boolean flags above; everything else is positional. */
+function parse(argv: string[]): { opts: Record<string, string | boolean>; positionals: string[] } {
+  const opts: Record<string, string | boolean> = {};
+  const positionals: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '-h') opts.help = true;
+    else if (a.startsWith('--')) {
+      const eq = a.indexOf('=');
+      const name = a.slice(2, eq > 0 ? eq : undefined);
+      if (eq > 0) opts[name] = a.slice(eq + 1);
+      else if (FLAGS.has(name)) opts[name] = true;
+      else if (i + 1 < argv.length) opts[name] = argv[++i]!;
+      else throw new CliError(`--${name} needs a value`);
+    } else positionals.push(a);
+  }
+  return { opts, positionals };
+}
+
+let parsed: ReturnType<typeof parse>;
+try {
+  parsed = parse(process.argv.slice(2));
+} catch (err) {
+  process.stderr.write(`postgate: ${(err as Error).message}\n`);
+  process.exit(1);
+}
+const { opts, positionals } = parsed;
 
 const config = loadConfig();
 const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;

@@ -1,0 +1,221 @@
+// The gateway's own store (its SQLite file, separate from control's): the event
+// outbox that control drains over gRPC, and the ids Haraka has queued, which make
+// Enqueue idempotent across retries and crashes. All of the gateway's SQL is here.
+import { openDatabase, type Db, type Migration } from './db.js';
+import { GroupWriter } from './writer.js';
+
+export type DeliveryEventType = 'sending' | 'sent' | 'deferred' | 'bounced' | 'rejected' | 'delivered' | 'complained';
+
+export interface NewDeliveryEvent {
+  emailId: string;
+  type: DeliveryEventType;
+  /** One recipient address; every event the gateway writes names one. */
+  recipient: string;
+  atMs: number;
+  /** Remote MX host name (the exchange, not its IP), '' when none was reached. */
+  mx: string;
+  /** SMTP response text, or why delivery failed before any SMTP exchange. */
+  response: string;
+  attempt: number;
+  /** RFC 3463 code such as 5.1.1, '' when unknown. */
+  enhancedCode: string;
+  /** For deferred events: when the next attempt is due (epoch ms), else 0. */
+  nextAttemptMs: number;
+}
+
+export interface DeliveryEventRow extends NewDeliveryEvent {
+  seq: number;
+}
+
+/**
+ * 'pending': Enqueue is handing the message to Haraka (or crashed while doing so);
+ * 'queued': Haraka has the message on disk, so a retried Enqueue is a duplicate.
+ */
+export type EnqueueState = 'pending' | 'queued';
+
+export interface OutboxOptions {
+  synchronous?: 'FULL' | 'NORMAL';
+  maxBatch?: number;
+}
+
+const migrations: Migration[] = [
+  {
+    id: '0001_outbox',
+    sql: `
+      -- AUTOINCREMENT: a seq is never reused after pruning, so a consumer's cursor stays valid.
+      CREATE TABLE events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        email_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        recipient TEXT NOT NULL DEFAULT '',
+        at_ms INTEGER NOT NULL,
+        mx TEXT NOT NULL DEFAULT '',
+        response TEXT NOT NULL DEFAULT '',
+        attempt INTEGER NOT NULL DEFAULT 0,
+        enhanced_code TEXT NOT NULL DEFAULT '',
+        next_attempt_ms INTEGER NOT NULL DEFAULT 0
+      );
+      CREATE TABLE enqueued (
+        email_id TEXT PRIMARY KEY,
+        state TEXT NOT NULL CHECK (state IN ('pending', 'queued')),
+        updated_ms INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE INDEX enqueued_by_state ON enqueued (state, updated_ms);
+    `,
+  },
+];
+
+interface EventRecord {
+  seq: number;
+  email_id: string;
+  type: DeliveryEventType;
+  recipient: string;
+  at_ms: number;
+  mx: string;
+  response: string;
+  attempt: number;
+  enhanced_code: string;
+  next_attempt_ms: number;
+}
+
+const fromRecord = (r: EventRecord): DeliveryEventRow => ({
+  seq: r.seq,
+  emailId: r.email_id,
+  type: r.type,
+  recipient: r.recipient,
+  atMs: r.at_ms,
+  mx: r.mx,
+  response: r.response,
+  attempt: r.attempt,
+  enhancedCode: r.enhanced_code,
+  nextAttemptMs: r.next_attempt_ms,
+});
+
+function prepare(db: Db) {
+  return {
+    insertEvent: db.prepare(
+      `INSERT INTO events (email_id, type, recipient, at_ms, mx, response, attempt, enhanced_code, next_attempt_ms)
+       VALUES (@emailId, @type, @recipient, @atMs, @mx, @response, @attempt, @enhancedCode, @nextAttemptMs)`,
+    ),
+    eventsAfter: db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
+    prune: db.prepare('DELETE FROM events WHERE seq <= ?'),
+    countEvents: db.prepare('SELECT count(*) FROM events').pluck(),
+    // sqlite_sequence keeps the highest seq ever issued, even once every event is pruned.
+    lastSeq: db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'events'").pluck(),
+    state: db.prepare('SELECT state FROM enqueued WHERE email_id = ?').pluck(),
+    insertPending: db.prepare("INSERT INTO enqueued (email_id, state, updated_ms) VALUES (?, 'pending', ?)"),
+    setQueued: db.prepare("UPDATE enqueued SET state = 'queued', updated_ms = ? WHERE email_id = ? AND state = 'pending'"),
+    forget: db.prepare('DELETE FROM enqueued WHERE email_id = ?'),
+    pendingIds: db.prepare("SELECT email_id FROM enqueued WHERE state = 'pending'").pluck(),
+    pruneQueued: db.prepare("DELETE FROM enqueued WHERE state = 'queued' AND updated_ms < ?"),
+  };
+}
+
+export class Outbox {
+  private readonly writer: GroupWriter;
+  private readonly stmt: ReturnType<typeof prepare>;
+
+  private constructor(private readonly db: Db, maxBatch: number) {
+    this.writer = new GroupWriter(db, maxBatch);
+    this.stmt = prepare(db);
+  }
+
+  static open(file: string, opts: OutboxOptions = {}): Outbox {
+    const db = openDatabase(file, migrations, { synchronous: opts.synchronous ?? 'FULL' });
+    return new Outbox(db, opts.maxBatch ?? 1000);
+  }
+
+  /**
+   * Appends events durably (the promise settles after the commit) and returns them
+   * with their seq. An email that has events was certainly queued by Haraka, so a
+   * 'pending' enqueue row flips to 'queued' in the same transaction: after that,
+   * even pruned events cannot make a crash recovery forget it.
+   */
+  appendEvents(events: readonly NewDeliveryEvent[]): Promise<DeliveryEventRow[]> {
+    if (!events.length) return Promise.resolve([]);
+    return this.writer.run(() => {
+      const now = Date.now();
+      const rows: DeliveryEventRow[] = [];
+      const ids = new Set<string>();
+      for (const e of events) {
+        const row: NewDeliveryEvent = {
+          emailId: e.emailId, type: e.type, recipient: e.recipient, atMs: e.atMs, mx: e.mx,
+          response: e.response, attempt: e.attempt, enhancedCode: e.enhancedCode, nextAttemptMs: e.nextAttemptMs,
+        };
+        const { lastInsertRowid } = this.stmt.insertEvent.run(row);
+        rows.push({ ...row, seq: Number(lastInsertRowid) });
+        ids.add(e.emailId);
+      }
+      for (const id of ids) this.stmt.setQueued.run(now, id);
+      return rows;
+    });
+  }
+
+  async appendEvent(event: NewDeliveryEvent): Promise<DeliveryEventRow> {
+    const [row] = await this.appendEvents([event]);
+    return row!;
+  }
+
+  async eventsAfter(seq: number, limit: number): Promise<DeliveryEventRow[]> {
+    return (this.stmt.eventsAfter.all(seq, limit) as EventRecord[]).map(fromRecord);
+  }
+
+  /** Drops events up to seq (control has recorded them). Returns how many went. */
+  prune(uptoSeq: number): Promise<number> {
+    return this.writer.run(() => this.stmt.prune.run(uptoSeq).changes);
+  }
+
+  async lastSeq(): Promise<number> {
+    return Number(this.stmt.lastSeq.get() ?? 0);
+  }
+
+  async countEvents(): Promise<number> {
+    return Number(this.stmt.countEvents.get());
+  }
+
+  async getEnqueueState(emailId: string): Promise<EnqueueState | undefined> {
+    return this.stmt.state.get(emailId) as EnqueueState | undefined;
+  }
+
+  /**
+   * Records that an Enqueue of this id starts, unless the id is known.
+   * Returns the state found before: undefined means the caller now owns a 'pending' row.
+   */
+  beginEnqueue(emailId: string): Promise<EnqueueState | undefined> {
+    return this.writer.run(() => {
+      const state = this.stmt.state.get(emailId) as EnqueueState | undefined;
+      if (state === undefined) this.stmt.insertPending.run(emailId, Date.now());
+      return state;
+    });
+  }
+
+  /** Haraka has the messages on disk: later Enqueues of these ids are duplicates. */
+  markEnqueued(emailIds: readonly string[]): Promise<void> {
+    return this.writer.run(() => {
+      const now = Date.now();
+      for (const id of emailIds) this.stmt.setQueued.run(now, id);
+    });
+  }
+
+  /** Forgets ids that Haraka never queued, so a retried Enqueue sends them. */
+  forgetEnqueued(emailIds: readonly string[]): Promise<void> {
+    return this.writer.run(() => {
+      for (const id of emailIds) this.stmt.forget.run(id);
+    });
+  }
+
+  async pendingEnqueues(): Promise<string[]> {
+    return this.stmt.pendingIds.all() as string[];
+  }
+
+  /** Forgets queued ids older than the idempotency window. */
+  pruneEnqueued(olderThanMs: number): Promise<number> {
+    return this.writer.run(() => this.stmt.pruneQueued.run(olderThanMs).changes);
+  }
+
+  /** Commits what is queued, then closes the database. */
+  close(): void {
+    this.writer.close();
+    this.db.close();
+  }
+}

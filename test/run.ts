@@ -1,0 +1,25 @@
+// `npm test`: runs every vitest file and ends with the plain line CI reads:
+// `N passed, N failed`.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'postgate-vitest-')), 'report.json');
+const args = ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...process.argv.slice(2)];
+const run = spawnSync('npx', args, { stdio: 'inherit' });
+
+let passed = 0;
+let failed = 0;
+try {
+  const r = JSON.parse(fs.readFileSync(report, 'utf8')) as { numPassedTests: number; numFailedTests: number; testResults: Array<{ status: string; message?: string }> };
+  passed = r.numPassedTests;
+  failed = r.numFailedTests;
+  // A file that fails to load has no tests to count; count it as a failure.
+  failed += r.testResults.filter((f) => f.status === 'failed' && f.message).length;
+} catch {
+  failed = Math.max(failed, 1);
+}
+if (run.status !== 0 && failed === 0) failed = 1;
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
