@@ -4,6 +4,7 @@ import crypto from 'node:crypto';
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ApiError, notFound } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
+import { safeEqual } from '../../core/crypto.js';
 import type { Invalidator } from '../../core/invalidation.js';
 import { newApiKey } from '../keys.js';
 import type { KeyKind, KeyScope, Project, Store } from '../store/store.js';
@@ -20,17 +21,11 @@ const slugSchema = { type: 'string', pattern: '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-
 const projectOut = (p: Project) => ({ id: p.id, slug: p.slug, name: p.name, status: p.status, plan: p.plan, created_at: new Date(p.createdAt).toISOString() });
 const slugParams = { type: 'object', required: ['slug'], properties: { slug: slugSchema } } as const;
 
-function sameSecret(a: string, b: string): boolean {
-  const ha = crypto.createHash('sha256').update(a).digest();
-  const hb = crypto.createHash('sha256').update(b).digest();
-  return crypto.timingSafeEqual(ha, hb);
-}
-
 /** An onRequest hook that admits only the operator's admin token; other admin route plugins use it too. */
 export function requireAdmin(token: string) {
   return async (req: FastifyRequest): Promise<void> => {
     const auth = req.headers.authorization;
-    if (typeof auth !== 'string' || !auth.startsWith('Bearer ') || !sameSecret(auth.slice(7), token)) {
+    if (typeof auth !== 'string' || !auth.startsWith('Bearer ') || !safeEqual(auth.slice(7), token)) {
       throw new ApiError('UNAUTHORIZED', 'Admin token required');
     }
   };

@@ -149,6 +149,11 @@ export class MailPipeline {
     return { id: email.id, status: 'queued' };
   }
 
+  /** Checks the shape of a request from outside HTTP (SMTP, gRPC), then sends it. */
+  submit(caller: Caller, body: unknown): Promise<Accepted> {
+    return this.send(caller, this.validateShape(body));
+  }
+
   /** Accepts several emails, each judged on its own; one commit for all. */
   async sendMany(caller: Caller, reqs: unknown[]): Promise<Array<Accepted | ApiError>> {
     const prepared: Array<NewEmail | ApiError> = reqs.map((r) => {

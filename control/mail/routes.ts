@@ -7,6 +7,7 @@ import type { Store } from '../store/store.js';
 import type { MailPipeline, SendRequest } from './pipeline.js';
 import { emailSchema, errorSchema, sendRequestSchema, sendResponseSchema } from './schema.js';
 import type { Config } from '../../core/config.js';
+import { emailView } from './view.js';
 
 export interface MailRoutesOptions {
   config: Config;
@@ -21,7 +22,6 @@ declare module 'fastify' {
   }
 }
 
-const iso = (ms: number) => new Date(ms).toISOString();
 const errors = { 400: errorSchema, 401: errorSchema, 404: errorSchema, 429: errorSchema };
 const security: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { serviceKey: [] }];
 
@@ -53,32 +53,8 @@ export const mailRoutes: FastifyPluginAsync<MailRoutesOptions> = async (app, { c
       response: { 200: emailSchema, ...errors },
     },
   }, async (req) => {
-    const found = await store.getEmail(req.caller!.project.id, req.params.id);
-    if (!found) throw notFound('Email not found');
-    const { email, recipients, events } = found;
-    const r = JSON.parse(email.request) as { to: string[]; cc: string[]; bcc: string[]; reply_to: string[]; tags: string[] };
-    return {
-      id: email.id,
-      status: email.status,
-      from: email.from,
-      to: r.to,
-      cc: r.cc,
-      bcc: r.bcc,
-      reply_to: r.reply_to,
-      subject: email.subject,
-      tags: r.tags,
-      bulk: email.bulk,
-      created_at: iso(email.createdAt),
-      updated_at: iso(email.updatedAt),
-      error: email.error ? { error: email.error, code: email.errorCode } : null,
-      recipients: recipients.map((x) => ({ email: x.address, kind: x.kind, status: x.status, updated_at: iso(x.updatedAt) })),
-      events: events.map((e) => ({
-        type: e.type,
-        at: iso(e.at),
-        ...(e.recipient ? { recipient: e.recipient } : {}),
-        ...(e.attempt ? { attempt: e.attempt } : {}),
-        ...(e.details ?? {}),
-      })),
-    };
+    const view = await emailView(store, req.caller!.project.id, req.params.id);
+    if (!view) throw notFound('Email not found');
+    return view;
   });
 };
