@@ -11,6 +11,8 @@ import type { Store } from './store/store.js';
 import type { Access } from './access.js';
 import type { MailPipeline } from './mail/pipeline.js';
 import type { Metrics } from './metrics.js';
+import type { Counters } from './limits/counters.js';
+import type { Resolver } from '../core/dns.js';
 import { mailRoutes } from './mail/routes.js';
 import { adminRoutes } from './admin/routes.js';
 import { authPlugin } from '../auth/plugin.js';
@@ -25,6 +27,8 @@ export interface AppDeps {
   invalidator: Invalidator;
   adminToken: string;
   secret: string;
+  counters: Counters;
+  resolver: Resolver;
 }
 
 /** Maps whatever was thrown to the one error shape; never leaks internals. */
@@ -89,8 +93,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  await app.register(mailRoutes, { config, store: deps.store, access: deps.access, pipeline: deps.pipeline });
+  await app.register(mailRoutes, { config, store: deps.store, access: deps.access, pipeline: deps.pipeline, counters: deps.counters, secret: deps.secret, resolver: deps.resolver });
   await app.register(authPlugin, { config, log, store: deps.store, access: deps.access, pipeline: deps.pipeline, invalidator: deps.invalidator, secret: deps.secret, adminToken: deps.adminToken });
-  await app.register(adminRoutes, { store: deps.store, token: deps.adminToken, invalidator: deps.invalidator, defaultPlan: 'free' });
+  await app.register(adminRoutes, { config, store: deps.store, token: deps.adminToken, invalidator: deps.invalidator, secret: deps.secret });
   return app;
 }

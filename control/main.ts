@@ -11,6 +11,10 @@ import { DeliveryEvents } from './mail/delivery-events.js';
 import { MailPipeline } from './mail/pipeline.js';
 import { Metrics } from './metrics.js';
 import { buildApp } from './app.js';
+import { memoryCounters } from './limits/counters.js';
+import { makeResolver } from '../core/dns.js';
+import { sealer } from '../core/crypto.js';
+import { WebhookSender } from './webhooks/sender.js';
 
 const config = loadConfig();
 const log = createLogger('control', config.logLevel);
@@ -22,15 +26,18 @@ const dispatcher = new Dispatcher(store, gateways, log, metrics);
 const events = new DeliveryEvents(store, gateways, log, metrics);
 const access = new Access(store, invalidator);
 const pipeline = new MailPipeline(store, config, dispatcher);
+const secret = masterSecret(config);
+const webhooks = new WebhookSender(store, sealer(secret, 'webhooks'), config.webhooks, log);
 
 metrics.gauge('postgate_store_commits', () => store.writer.commits, 'Grouped SQLite commits since start');
 metrics.gauge('postgate_store_writes', () => store.writer.writes, 'Writes committed since start');
 metrics.gauge('postgate_process_rss_bytes', () => process.memoryUsage().rss);
 
-const app = await buildApp({ config, log, store, access, pipeline, metrics, invalidator, adminToken: adminToken(config), secret: masterSecret(config) });
+const app = await buildApp({ config, log, store, access, pipeline, metrics, invalidator, adminToken: adminToken(config), secret, counters: memoryCounters(), resolver: makeResolver(config.dnsServers) });
 await app.listen({ host: config.host, port: config.httpPort });
 dispatcher.start();
 events.start();
+webhooks.start();
 log.info({ http: `${config.host}:${config.httpPort}`, gateways: gateways.list.map((g) => g.name) }, 'control ready');
 
 let stopping = false;
@@ -42,6 +49,7 @@ async function shutdown(signal: string): Promise<void> {
   force.unref();
   await app.close(); // stops accepting; in-flight requests finish (their writes commit)
   dispatcher.stop();
+  webhooks.stop();
   await events.stop();
   gateways.close();
   store.close();

@@ -34,6 +34,20 @@ export interface StorageSettings {
   maxBatch: number;
 }
 
+export interface PlanLimits {
+  dailyQuota: number;
+  monthlyQuota: number;
+  /** API requests per second per project. */
+  rateLimit: number;
+}
+
+export interface WebhookSettings {
+  /** Seconds before retry n (1-based); the last value repeats until maxAgeSeconds. */
+  retryDelays: number[];
+  maxAgeSeconds: number;
+  timeoutMs: number;
+}
+
 export interface Config {
   dataDir: string;
   host: string;
@@ -58,13 +72,24 @@ export interface Config {
   limits: Limits;
   delivery: DeliverySettings;
   storage: StorageSettings;
+  plans: Record<'free' | 'pro' | 'scale', PlanLimits>;
+  defaultPlan: 'free' | 'pro' | 'scale';
+  /** Emails per second per project on SMTP submission. */
+  smtpRate: number;
+  webhooks: WebhookSettings;
 }
 
 const defaults = {
   limits: { maxRecipients: 50, maxBodyBytes: 5 * 1024 * 1024, maxSubjectLength: 998, maxHeaders: 50, maxTags: 20 },
   delivery: { retryDelays: [60, 300, 900, 3600, 7200, 14400], maxTempFailures: 13, connectTimeout: 30, concurrency: 1000 },
   storage: { synchronous: 'FULL', maxBatch: 1000 },
-} satisfies Pick<Config, 'limits' | 'delivery' | 'storage'>;
+  plans: {
+    free: { dailyQuota: 1_000, monthlyQuota: 10_000, rateLimit: 60 },
+    pro: { dailyQuota: 100_000, monthlyQuota: 1_000_000, rateLimit: 300 },
+    scale: { dailyQuota: 1_000_000, monthlyQuota: 20_000_000, rateLimit: 1_000 },
+  },
+  webhooks: { retryDelays: [5, 300, 1800, 7200, 18000, 36000], maxAgeSeconds: 86400, timeoutMs: 10_000 },
+} satisfies Pick<Config, 'limits' | 'delivery' | 'storage' | 'plans' | 'webhooks'>;
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];
@@ -129,6 +154,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     limits: merge(defaults.limits, file.limits, 'limits'),
     delivery: merge(defaults.delivery, file.delivery, 'delivery'),
     storage: merge(defaults.storage as StorageSettings, file.storage, 'storage'),
+    plans: {
+      free: merge(defaults.plans.free, (file.plans as any)?.free, 'plans.free'),
+      pro: merge(defaults.plans.pro, (file.plans as any)?.pro, 'plans.pro'),
+      scale: merge(defaults.plans.scale, (file.plans as any)?.scale, 'plans.scale'),
+    },
+    defaultPlan: (file.defaultPlan as Config['defaultPlan'] | undefined) ?? 'free',
+    smtpRate: (file.smtpRate as number | undefined) ?? 300,
+    webhooks: merge(defaults.webhooks, file.webhooks, 'webhooks'),
   };
 }
 

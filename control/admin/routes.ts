@@ -9,12 +9,18 @@ import type { Invalidator } from '../../core/invalidation.js';
 import { newApiKey } from '../keys.js';
 import type { KeyKind, KeyScope, Project, Store } from '../store/store.js';
 import { errorSchema } from '../mail/schema.js';
+import { sealer } from '../../core/crypto.js';
+import type { Config } from '../../core/config.js';
+import { PLANS, limitsOf, type PlanName } from '../plans.js';
+import { createDomain, normalizeDomain } from '../domains/create.js';
+import { domainView } from '../domains/routes.js';
 
 export interface AdminOptions {
+  config: Config;
   store: Store;
   token: string;
   invalidator: Invalidator;
-  defaultPlan: string;
+  secret: string;
 }
 
 const slugSchema = { type: 'string', pattern: '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$' } as const;
@@ -31,7 +37,8 @@ export function requireAdmin(token: string) {
   };
 }
 
-export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { store, token, invalidator, defaultPlan }) => {
+export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { config, store, token, invalidator, secret }) => {
+  const dkimSealer = sealer(secret, 'dkim');
   app.addHook('onRequest', requireAdmin(token));
 
   const project = async (slug: string): Promise<Project> => {
@@ -54,7 +61,7 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { store
     const id = crypto.randomUUID();
     const live = newApiKey(id, 'live', 'all', now);
     const test = newApiKey(id, 'test', 'all', now);
-    await store.createProject({ id, slug: req.body.slug, name: req.body.name, plan: defaultPlan, createdAt: now }, [live.row, test.row]);
+    await store.createProject({ id, slug: req.body.slug, name: req.body.name, plan: config.defaultPlan, createdAt: now }, [live.row, test.row]);
     return reply.code(201).send({ id, slug: req.body.slug, keys: { live: live.plain, test: test.plain } });
   });
 
@@ -68,6 +75,44 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { store
       return projectOut({ ...p, status: action === 'pause' ? 'paused' : 'active' });
     });
   }
+
+  app.post<{ Params: { slug: string }; Body: { plan: PlanName; daily_quota?: number; monthly_quota?: number; rate?: number } }>('/admin/v1/projects/:slug/plan', {
+    schema: {
+      ...hide,
+      params: slugParams,
+      body: {
+        type: 'object', additionalProperties: false, required: ['plan'],
+        properties: {
+          plan: { enum: [...PLANS] },
+          daily_quota: { type: 'integer', minimum: 0 }, monthly_quota: { type: 'integer', minimum: 0 }, rate: { type: 'integer', minimum: 1 },
+        },
+      },
+    },
+  }, async (req) => {
+    const p = await project(req.params.slug);
+    const limits = { dailyQuota: req.body.daily_quota ?? null, monthlyQuota: req.body.monthly_quota ?? null, rateLimit: req.body.rate ?? null };
+    await store.setPlan(p.id, req.body.plan, limits);
+    invalidator.publish('project', p.id);
+    const updated = { ...p, plan: req.body.plan, ...limits };
+    const l = limitsOf(updated, config);
+    return { ...projectOut(updated), daily_quota: l.dailyQuota, monthly_quota: l.monthlyQuota, rate: l.rateLimit };
+  });
+
+  // Operator override: the domain's DNS is managed elsewhere (or this is a local tour).
+  app.post<{ Params: { slug: string }; Body: { name: string; force: boolean } }>('/admin/v1/projects/:slug/domains/verify', {
+    schema: {
+      ...hide,
+      params: slugParams,
+      body: { type: 'object', additionalProperties: false, required: ['name', 'force'], properties: { name: { type: 'string', maxLength: 253 }, force: { const: true } } },
+    },
+  }, async (req) => {
+    const p = await project(req.params.slug);
+    const name = normalizeDomain(req.body.name);
+    const d = (await store.domainByName(p.id, name)) ?? (await createDomain(store, config, dkimSealer, p.id, name));
+    const now = clock.now();
+    await store.updateDomain(d.id, 'verified', d.records, d.checkedAt ?? now, d.verifiedAt ?? now);
+    return domainView({ ...d, status: 'verified', verifiedAt: d.verifiedAt ?? now, checkedAt: d.checkedAt ?? now });
+  });
 
   app.post<{ Params: { slug: string }; Body: { kind: KeyKind; scope?: KeyScope } }>('/admin/v1/projects/:slug/keys', {
     schema: {

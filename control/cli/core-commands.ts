@@ -1,5 +1,5 @@
 // Projects and API keys.
-import type { Commands } from './context.js';
+import { CliError, type Commands } from './context.js';
 
 export const coreCommands: Commands = {
   'project create': {
@@ -51,5 +51,24 @@ export const coreCommands: Commands = {
       const d = await c.call('DELETE', `/admin/v1/projects/${c.slug()}/keys/${encodeURIComponent(c.need('id'))}`);
       return { data: d, text: `revoked ${d.id}` };
     },
+  },
+};
+
+coreCommands['plan set'] = {
+  usage: 'plan set --project S --plan free|pro|scale|none [--daily-quota N] [--monthly-quota N] [--rate N]',
+  async run(c) {
+    const num = (name: string) => (typeof c.opts[name] === 'string' ? Number(c.opts[name]) : undefined);
+    const body = { plan: c.need('plan'), daily_quota: num('daily-quota'), monthly_quota: num('monthly-quota'), rate: num('rate') };
+    const d = await c.call('POST', `/admin/v1/projects/${c.slug()}/plan`, JSON.parse(JSON.stringify(body)));
+    return { data: d, text: `${d.slug}: plan ${d.plan}, ${d.daily_quota}/day, ${d.monthly_quota}/month, ${d.rate} requests/s` };
+  },
+};
+
+coreCommands['domain verify'] = {
+  usage: 'domain verify --project S --name D --force   mark a domain verified (DNS managed elsewhere, or a local tour)',
+  async run(c) {
+    if (c.opts.force !== true) throw new CliError('domain verify needs --force: it skips the DNS check (use POST /v1/domains/:id/verify to check DNS)');
+    const d = await c.call('POST', `/admin/v1/projects/${c.slug()}/domains/verify`, { name: c.need('name'), force: true });
+    return { data: d, text: `${d.name}: ${d.status}` };
   },
 };

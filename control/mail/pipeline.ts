@@ -7,8 +7,9 @@ import { ApiError, invalid } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import type { Config } from '../../core/config.js';
 import type { Caller } from '../access.js';
-import type { NewEmail, Store } from '../store/store.js';
-import { canonical, parseMailbox } from './address.js';
+import type { NewEmail, Quota, Store } from '../store/store.js';
+import { limitsOf, requireSubscription } from '../plans.js';
+import { canonical, domainOf, parseMailbox } from './address.js';
 import { sendRequestSchema } from './schema.js';
 
 export interface SendRequest {
@@ -122,6 +123,50 @@ export class MailPipeline {
     return out;
   }
 
+  /**
+   * The ingestion checks, in DESIGN.md's order after key and scope: plan, pause,
+   * sender domain, suppression. Throws refusals that record nothing; returns the
+   * ones the spec calls `failed` (the email is recorded with that status).
+   */
+  private async judge(caller: Caller, email: NewEmail, system: boolean): Promise<ApiError | undefined> {
+    const { project } = caller;
+    if (!system) {
+      requireSubscription(project);
+      if (project.status === 'paused') throw new ApiError('SENDING_PAUSED', 'Sending is paused for this project; write to the operator\'s abuse contact');
+      const domain = domainOf(parseMailbox(email.from)!.address);
+      const d = await this.store.domainByName(project.id, domain);
+      if (!d || d.status !== 'verified') {
+        return new ApiError('DOMAIN_NOT_VERIFIED', `The sender domain ${domain} is not verified; add it with POST /v1/domains and complete the DNS setup`);
+      }
+    }
+    for (const r of email.recipients) {
+      const scope = await this.store.suppressionScope(project.id, r.address);
+      if (scope === 'all' || (scope === 'bulk' && email.bulk)) {
+        r.status = 'failed';
+        r.reason = scope === 'bulk' ? 'unsubscribed' : 'suppressed';
+      }
+    }
+    if (email.recipients.every((r) => r.status === 'failed')) {
+      return new ApiError('RECIPIENT_IN_SUPPRESSION_LIST', 'Every recipient is in the suppression list');
+    }
+    return undefined;
+  }
+
+  /** Records a refused email as failed and returns the refusal carrying its id. */
+  private failed(email: NewEmail, refusal: ApiError): NewEmail {
+    email.status = 'failed';
+    email.error = refusal.message;
+    email.errorCode = refusal.code;
+    for (const r of email.recipients) r.status = 'failed';
+    return email;
+  }
+
+  private quota(caller: Caller, system: boolean): Quota | undefined {
+    if (system) return undefined;
+    const l = limitsOf(caller.project, this.config);
+    return { daily: l.dailyQuota, monthly: l.monthlyQuota };
+  }
+
   private prepare(caller: Caller, req: SendRequest): NewEmail {
     const n = this.normalize(req);
     const now = clock.now();
@@ -142,9 +187,15 @@ export class MailPipeline {
    * Accepts one email; resolves once it is committed. `system` marks the
    * platform's own mail (sign-in codes): exempt from the project's plan limits.
    */
-  async send(caller: Caller, req: SendRequest, _opts: { system?: boolean } = {}): Promise<Accepted> {
+  async send(caller: Caller, req: SendRequest, opts: { system?: boolean } = {}): Promise<Accepted> {
+    const system = opts.system === true;
     const email = this.prepare(caller, req);
-    await this.store.insertEmail(email);
+    const refusal = await this.judge(caller, email, system);
+    if (refusal) {
+      await this.store.insertEmail(this.failed(email, refusal));
+      throw new ApiError(refusal.code, refusal.message, { id: email.id });
+    }
+    await this.store.insertEmail(email, this.quota(caller, system));
     this.dispatcher.wake();
     return { id: email.id, status: 'queued' };
   }
@@ -156,19 +207,33 @@ export class MailPipeline {
 
   /** Accepts several emails, each judged on its own; one commit for all. */
   async sendMany(caller: Caller, reqs: unknown[]): Promise<Array<Accepted | ApiError>> {
-    const prepared: Array<NewEmail | ApiError> = reqs.map((r) => {
-      try {
-        return this.prepare(caller, this.validateShape(r));
-      } catch (err) {
-        if (err instanceof ApiError) return err;
-        throw err;
+    const quota = this.quota(caller, false);
+    const judged = await Promise.all(
+      reqs.map(async (r): Promise<{ email: NewEmail; refusal?: ApiError } | ApiError> => {
+        try {
+          const email = this.prepare(caller, this.validateShape(r));
+          const refusal = await this.judge(caller, email, false);
+          return refusal ? { email: this.failed(email, refusal), refusal } : { email };
+        } catch (err) {
+          if (err instanceof ApiError) return err;
+          throw err;
+        }
+      }),
+    );
+    const emails = judged.filter((j): j is { email: NewEmail; refusal?: ApiError } => !(j instanceof ApiError));
+    // One commit for the whole batch; each email keeps its own outcome (e.g. the quota runs out midway).
+    const outcomes = await Promise.allSettled(this.store.insertEmails(emails.map((e) => e.email), quota));
+    if (emails.some((e, i) => !e.refusal && outcomes[i]!.status === 'fulfilled')) this.dispatcher.wake();
+    let i = 0;
+    return judged.map((j) => {
+      if (j instanceof ApiError) return j;
+      const outcome = outcomes[i++]!;
+      if (outcome.status === 'rejected') {
+        if (outcome.reason instanceof ApiError) return outcome.reason;
+        throw outcome.reason;
       }
+      if (j.refusal) return new ApiError(j.refusal.code, j.refusal.message, { id: j.email.id });
+      return { id: j.email.id, status: 'queued' as const };
     });
-    const emails = prepared.filter((p): p is NewEmail => !(p instanceof ApiError));
-    if (emails.length) {
-      await this.store.insertEmails(emails);
-      this.dispatcher.wake();
-    }
-    return prepared.map((p) => (p instanceof ApiError ? p : { id: p.id, status: 'queued' as const }));
   }
 }

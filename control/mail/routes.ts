@@ -1,7 +1,16 @@
 // The mail API (spec/mail-api.md) as a Fastify plugin. Every route has a schema
 // that validates it and describes it in the OpenAPI document.
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { notFound } from '../../core/errors.js';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, notFound } from '../../core/errors.js';
+import { sealer } from '../../core/crypto.js';
+import type { Resolver } from '../../core/dns.js';
+import type { Counters } from '../limits/counters.js';
+import { checkRate } from '../limits/rate-limit.js';
+import { limitsOf } from '../plans.js';
+import { domainRoutes } from '../domains/routes.js';
+import { suppressionRoutes } from '../suppressions/routes.js';
+import { analyticsRoutes } from '../analytics/routes.js';
+import { webhookRoutes } from '../webhooks/routes.js';
 import { Access, MAIL_KEYS, type Caller } from '../access.js';
 import type { Store } from '../store/store.js';
 import type { MailPipeline, SendRequest } from './pipeline.js';
@@ -14,6 +23,9 @@ export interface MailRoutesOptions {
   store: Store;
   access: Access;
   pipeline: MailPipeline;
+  counters: Counters;
+  secret: string;
+  resolver: Resolver;
 }
 
 declare module 'fastify' {
@@ -25,12 +37,23 @@ declare module 'fastify' {
 const errors = { 400: errorSchema, 401: errorSchema, 404: errorSchema, 429: errorSchema };
 const security: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { serviceKey: [] }];
 
-export const mailRoutes: FastifyPluginAsync<MailRoutesOptions> = async (app, { config, store, access, pipeline }) => {
+/** The whole mail API: one key check and one rate limit in front of every route. */
+export const mailRoutes: FastifyPluginAsync<MailRoutesOptions> = async (app, { config, store, access, pipeline, counters, secret, resolver }) => {
   app.decorateRequest('caller', undefined);
-  app.addHook('onRequest', async (req: FastifyRequest) => {
+  app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     req.caller = await access.resolve(Access.keyOf(req), MAIL_KEYS);
+    const { headers } = checkRate(counters, `api:${req.caller.project.id}`, limitsOf(req.caller.project, config).rateLimit);
+    reply.headers(headers);
   });
 
+  await app.register(emailRoutes, { config, store, pipeline });
+  await app.register(domainRoutes, { config, store, resolver, dkimSealer: sealer(secret, 'dkim') });
+  await app.register(suppressionRoutes, { store });
+  await app.register(analyticsRoutes, { store });
+  await app.register(webhookRoutes, { store, sealer: sealer(secret, 'webhooks') });
+};
+
+const emailRoutes: FastifyPluginAsync<Pick<MailRoutesOptions, 'config' | 'store' | 'pipeline'>> = async (app, { config, store, pipeline }) => {
   app.post<{ Body: SendRequest }>('/v1/emails', {
     schema: {
       summary: 'Send one email',
@@ -42,6 +65,40 @@ export const mailRoutes: FastifyPluginAsync<MailRoutesOptions> = async (app, { c
   }, async (req, reply) => {
     const accepted = await pipeline.send(req.caller!, req.body);
     return reply.code(202).send(accepted);
+  });
+
+  app.post<{ Body: unknown[] }>('/v1/emails/batch', {
+    schema: {
+      summary: 'Send up to 100 emails; each is judged on its own, answers in request order',
+      tags: ['emails'],
+      security,
+      body: { type: 'array', minItems: 1, maxItems: 100, items: sendRequestSchema(config.limits) },
+      response: {
+        202: {
+          type: 'object',
+          properties: {
+            data: {
+              type: 'array',
+              items: { type: 'object', properties: { id: { type: 'string' }, status: { type: 'string' }, error: { type: 'string' }, code: { type: 'string' } } },
+            },
+          },
+        },
+        ...errors,
+      },
+    },
+    // Items are validated one by one in the pipeline, so one bad item does not refuse the others.
+    validatorCompiler: ({ schema }) => {
+      const s = schema as { maxItems?: number };
+      return (data: unknown) => {
+        if (!Array.isArray(data)) return { error: new Error('body must be an array of send requests') };
+        if (!data.length) return { error: new Error('body must hold at least one email') };
+        if (data.length > (s.maxItems ?? 100)) return { error: new Error(`at most ${s.maxItems ?? 100} emails per batch`) };
+        return { value: data };
+      };
+    },
+  }, async (req, reply) => {
+    const results = await pipeline.sendMany(req.caller!, req.body);
+    return reply.code(202).send({ data: results.map((r) => (r instanceof ApiError ? r.toJSON() : r)) });
   });
 
   app.get<{ Params: { id: string } }>('/v1/emails/:id', {

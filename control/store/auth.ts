@@ -1,11 +1,484 @@
 // Storage of the auth API (users, identities, sessions, codes, providers,
 // origins). Owned by the auth area; still the one storage layer: same database,
-// same group-commit writer.
+// same group-commit writer. Every multi-step change (sign-in, code consumption)
+// runs inside one writer call, i.e. one savepoint: atomic against any racer.
+//
+// Secrets never reach this module in the clear: provider secrets arrive
+// encrypted, tokens and codes arrive hashed.
+import crypto from 'node:crypto';
 import type { Db, Migration } from './db.js';
 import type { GroupWriter } from './writer.js';
 
-export const authMigrations: Migration[] = [];
+export const authMigrations: Migration[] = [
+  {
+    id: 'auth_0001_schema',
+    sql: `
+      CREATE TABLE auth_settings (
+        project_id TEXT PRIMARY KEY REFERENCES projects(id),
+        session_ttl_seconds INTEGER,
+        code_from TEXT,
+        telegram_window_seconds INTEGER,
+        updated_at INTEGER NOT NULL
+      );
+      CREATE TABLE auth_providers (
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        provider TEXT NOT NULL,
+        enabled INTEGER NOT NULL,
+        methods TEXT NOT NULL,
+        client_id TEXT,
+        client_secret TEXT,
+        bot_token TEXT,
+        endpoints TEXT NOT NULL DEFAULT '{}',
+        region TEXT NOT NULL DEFAULT '{}',
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (project_id, provider)
+      );
+      CREATE TABLE auth_origins (
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        origin TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (project_id, origin)
+      );
+      -- env: 'live' or 'test'; a test-kind key sees only the test environment.
+      CREATE TABLE auth_users (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        env TEXT NOT NULL,
+        email TEXT,
+        email_verified INTEGER NOT NULL DEFAULT 0,
+        name TEXT,
+        avatar_url TEXT,
+        phone TEXT,
+        username TEXT,
+        provider TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        last_sign_in INTEGER
+      );
+      -- Only authoritative (verified) emails link accounts, so only they must be unique.
+      CREATE UNIQUE INDEX auth_users_verified_email ON auth_users(project_id, env, email) WHERE email_verified = 1;
+      CREATE TABLE auth_identities (
+        project_id TEXT NOT NULL,
+        env TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        user_id TEXT NOT NULL REFERENCES auth_users(id),
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (project_id, env, provider, subject)
+      );
+      CREATE INDEX auth_identities_user ON auth_identities(user_id);
+      CREATE TABLE auth_sessions (
+        id TEXT PRIMARY KEY,
+        token_hash TEXT NOT NULL UNIQUE,
+        project_id TEXT NOT NULL,
+        env TEXT NOT NULL,
+        user_id TEXT NOT NULL REFERENCES auth_users(id),
+        provider TEXT NOT NULL,
+        ip TEXT,
+        user_agent TEXT,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      );
+      CREATE INDEX auth_sessions_user ON auth_sessions(user_id);
+      CREATE INDEX auth_sessions_expiry ON auth_sessions(expires_at);
+      CREATE TABLE auth_exchange_codes (
+        code_hash TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        env TEXT NOT NULL,
+        session_id TEXT NOT NULL REFERENCES auth_sessions(id),
+        expires_at INTEGER NOT NULL,
+        used_at INTEGER
+      );
+      CREATE TABLE auth_oauth_states (
+        state_hash TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        env TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        callback_url TEXT NOT NULL,
+        code_verifier TEXT NOT NULL,
+        nonce TEXT,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE TABLE auth_otp_codes (
+        project_id TEXT NOT NULL,
+        env TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        target TEXT NOT NULL,
+        code_hash TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        test_code TEXT,
+        PRIMARY KEY (project_id, env, channel, target)
+      );
+      -- Signed one-shot payloads already used (Telegram widget and Mini App data).
+      CREATE TABLE auth_replays (
+        digest TEXT PRIMARY KEY,
+        expires_at INTEGER NOT NULL
+      );
+    `,
+  },
+];
+
+export type Env = 'live' | 'test';
+
+export interface AuthSettingsRow {
+  sessionTtlSeconds: number | null;
+  codeFrom: string | null;
+  telegramWindowSeconds: number | null;
+}
+
+export interface ProviderRow {
+  provider: string;
+  enabled: boolean;
+  methods: string[];
+  clientId: string | null;
+  /** Encrypted (auth/crypto.ts). */
+  clientSecret: string | null;
+  /** Encrypted (auth/crypto.ts). */
+  botToken: string | null;
+  endpoints: Record<string, string>;
+  region: Record<string, string[]>;
+  updatedAt: number;
+}
+
+export interface UserRow {
+  id: string;
+  projectId: string;
+  env: Env;
+  email: string | null;
+  emailVerified: boolean;
+  name: string | null;
+  avatarUrl: string | null;
+  phone: string | null;
+  username: string | null;
+  provider: string;
+  createdAt: number;
+  lastSignIn: number | null;
+}
+
+export interface SessionRow {
+  id: string;
+  projectId: string;
+  env: Env;
+  userId: string;
+  provider: string;
+  ip: string | null;
+  userAgent: string | null;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export interface OAuthStateRow {
+  projectId: string;
+  env: Env;
+  provider: string;
+  callbackUrl: string;
+  /** Encrypted (auth/crypto.ts). */
+  codeVerifier: string;
+  nonce: string | null;
+  expiresAt: number;
+}
+
+/** What a sign-in knows about the person, from the provider or the code channel. */
+export interface SignInProfile {
+  provider: string;
+  subject: string;
+  email: string | null;
+  /** True only when the source is authoritative for the address; only then may it link accounts. */
+  emailVerified: boolean;
+  name: string | null;
+  avatarUrl: string | null;
+  phone: string | null;
+  username: string | null;
+}
+
+export interface NewSession {
+  id: string;
+  tokenHash: string;
+  ip: string | null;
+  userAgent: string | null;
+  createdAt: number;
+  expiresAt: number;
+  /** An OAuth sign-in also gets a one-time exchange code (hash) bound to the session. */
+  exchangeCode?: { hash: string; expiresAt: number };
+}
+
+export type OtpCheck = 'ok' | 'missing' | 'expired' | 'locked' | 'wrong';
+export type ExchangeResult =
+  | { status: 'ok'; session: SessionRow; tokenHash: string; user: UserRow }
+  | { status: 'missing' | 'expired' }
+  | { status: 'reused'; revokedTokenHash: string | null };
+
+const toUser = (r: any): UserRow => ({
+  id: r.id, projectId: r.project_id, env: r.env, email: r.email, emailVerified: !!r.email_verified, name: r.name, avatarUrl: r.avatar_url,
+  phone: r.phone, username: r.username, provider: r.provider, createdAt: r.created_at, lastSignIn: r.last_sign_in,
+});
+const toSession = (r: any): SessionRow => ({
+  id: r.id, projectId: r.project_id, env: r.env, userId: r.user_id, provider: r.provider, ip: r.ip, userAgent: r.user_agent,
+  createdAt: r.created_at, expiresAt: r.expires_at,
+});
+const toProvider = (r: any): ProviderRow => ({
+  provider: r.provider, enabled: !!r.enabled, methods: JSON.parse(r.methods), clientId: r.client_id, clientSecret: r.client_secret,
+  botToken: r.bot_token, endpoints: JSON.parse(r.endpoints), region: JSON.parse(r.region), updatedAt: r.updated_at,
+});
 
 export class AuthStore {
-  constructor(readonly db: Db, readonly writer: GroupWriter) {}
+  private readonly q;
+
+  constructor(readonly db: Db, readonly writer: GroupWriter) {
+    const p = (sql: string) => db.prepare(sql);
+    this.q = {
+      settings: p('SELECT * FROM auth_settings WHERE project_id = ?'),
+      putSettings: p(`INSERT INTO auth_settings (project_id, session_ttl_seconds, code_from, telegram_window_seconds, updated_at)
+        VALUES (@projectId, @sessionTtlSeconds, @codeFrom, @telegramWindowSeconds, @at)
+        ON CONFLICT(project_id) DO UPDATE SET session_ttl_seconds = excluded.session_ttl_seconds, code_from = excluded.code_from,
+          telegram_window_seconds = excluded.telegram_window_seconds, updated_at = excluded.updated_at`),
+      providers: p('SELECT * FROM auth_providers WHERE project_id = ? ORDER BY provider'),
+      provider: p('SELECT * FROM auth_providers WHERE project_id = ? AND provider = ?'),
+      putProvider: p(`INSERT INTO auth_providers (project_id, provider, enabled, methods, client_id, client_secret, bot_token, endpoints, region, updated_at)
+        VALUES (@projectId, @provider, @enabled, @methods, @clientId, @clientSecret, @botToken, @endpoints, @region, @updatedAt)
+        ON CONFLICT(project_id, provider) DO UPDATE SET enabled = excluded.enabled, methods = excluded.methods, client_id = excluded.client_id,
+          client_secret = excluded.client_secret, bot_token = excluded.bot_token, endpoints = excluded.endpoints, region = excluded.region,
+          updated_at = excluded.updated_at`),
+      origins: p('SELECT origin FROM auth_origins WHERE project_id = ? ORDER BY origin').pluck(),
+      hasOrigin: p('SELECT 1 FROM auth_origins WHERE project_id = ? AND origin = ?').pluck(),
+      addOrigin: p('INSERT INTO auth_origins (project_id, origin, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING'),
+      removeOrigin: p('DELETE FROM auth_origins WHERE project_id = ? AND origin = ?'),
+
+      insertState: p(`INSERT INTO auth_oauth_states (state_hash, project_id, env, provider, callback_url, code_verifier, nonce, created_at, expires_at)
+        VALUES (@stateHash, @projectId, @env, @provider, @callbackUrl, @codeVerifier, @nonce, @createdAt, @expiresAt)`),
+      takeState: p('DELETE FROM auth_oauth_states WHERE state_hash = ? RETURNING *'),
+
+      identity: p('SELECT user_id FROM auth_identities WHERE project_id = ? AND env = ? AND provider = ? AND subject = ?').pluck(),
+      insertIdentity: p('INSERT INTO auth_identities (project_id, env, provider, subject, user_id, created_at) VALUES (?, ?, ?, ?, ?, ?)'),
+      userById: p('SELECT * FROM auth_users WHERE id = ?'),
+      userByVerifiedEmail: p('SELECT * FROM auth_users WHERE project_id = ? AND env = ? AND email = ? AND email_verified = 1'),
+      insertUser: p(`INSERT INTO auth_users (id, project_id, env, email, email_verified, name, avatar_url, phone, username, provider, created_at, last_sign_in)
+        VALUES (@id, @projectId, @env, @email, @emailVerified, @name, @avatarUrl, @phone, @username, @provider, @createdAt, @lastSignIn)`),
+      // Fills what the user record lacks; never overwrites what it has (the app may rely on it).
+      touchUser: p(`UPDATE auth_users SET last_sign_in = @at, name = COALESCE(name, @name), avatar_url = COALESCE(avatar_url, @avatarUrl),
+        phone = COALESCE(phone, @phone), username = COALESCE(username, @username) WHERE id = @id`),
+      verifyUserEmail: p('UPDATE auth_users SET email = ?, email_verified = 1 WHERE id = ? AND (email IS NULL OR email = ?)'),
+
+      insertSession: p(`INSERT INTO auth_sessions (id, token_hash, project_id, env, user_id, provider, ip, user_agent, created_at, expires_at)
+        VALUES (@id, @tokenHash, @projectId, @env, @userId, @provider, @ip, @userAgent, @createdAt, @expiresAt)`),
+      sessionByHash: p('SELECT * FROM auth_sessions WHERE token_hash = ? AND revoked_at IS NULL'),
+      sessionById: p('SELECT * FROM auth_sessions WHERE id = ?'),
+      revokeByHash: p('UPDATE auth_sessions SET revoked_at = ? WHERE token_hash = ? AND revoked_at IS NULL'),
+      revokeById: p('UPDATE auth_sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL RETURNING token_hash').pluck(),
+
+      insertExchange: p('INSERT INTO auth_exchange_codes (code_hash, project_id, env, session_id, expires_at) VALUES (?, ?, ?, ?, ?)'),
+      exchange: p('SELECT * FROM auth_exchange_codes WHERE code_hash = ?'),
+      useExchange: p('UPDATE auth_exchange_codes SET used_at = ? WHERE code_hash = ? AND used_at IS NULL'),
+
+      otp: p('SELECT * FROM auth_otp_codes WHERE project_id = ? AND env = ? AND channel = ? AND target = ?'),
+      putOtp: p(`INSERT INTO auth_otp_codes (project_id, env, channel, target, code_hash, attempts, created_at, expires_at, test_code)
+        VALUES (@projectId, @env, @channel, @target, @codeHash, 0, @createdAt, @expiresAt, @testCode)
+        ON CONFLICT(project_id, env, channel, target) DO UPDATE SET code_hash = excluded.code_hash, attempts = 0,
+          created_at = excluded.created_at, expires_at = excluded.expires_at, test_code = excluded.test_code`),
+      failOtp: p('UPDATE auth_otp_codes SET attempts = attempts + 1 WHERE project_id = ? AND env = ? AND channel = ? AND target = ?'),
+      deleteOtp: p('DELETE FROM auth_otp_codes WHERE project_id = ? AND env = ? AND channel = ? AND target = ?'),
+
+      insertReplay: p('INSERT INTO auth_replays (digest, expires_at) VALUES (?, ?) ON CONFLICT DO NOTHING'),
+
+      pruneStates: p('DELETE FROM auth_oauth_states WHERE expires_at < ?'),
+      pruneExchange: p('DELETE FROM auth_exchange_codes WHERE expires_at < ?'),
+      pruneOtp: p('DELETE FROM auth_otp_codes WHERE expires_at < ?'),
+      pruneReplays: p('DELETE FROM auth_replays WHERE expires_at < ?'),
+    };
+  }
+
+  // Project configuration
+
+  async settings(projectId: string): Promise<AuthSettingsRow> {
+    const r = this.q.settings.get(projectId) as any;
+    return { sessionTtlSeconds: r?.session_ttl_seconds ?? null, codeFrom: r?.code_from ?? null, telegramWindowSeconds: r?.telegram_window_seconds ?? null };
+  }
+
+  putSettings(projectId: string, s: AuthSettingsRow, at: number): Promise<void> {
+    return this.writer.run(() => void this.q.putSettings.run({ projectId, ...s, at }));
+  }
+
+  async providers(projectId: string): Promise<ProviderRow[]> {
+    return this.q.providers.all(projectId).map(toProvider);
+  }
+
+  async provider(projectId: string, provider: string): Promise<ProviderRow | undefined> {
+    const r = this.q.provider.get(projectId, provider);
+    return r ? toProvider(r) : undefined;
+  }
+
+  putProvider(projectId: string, row: ProviderRow): Promise<void> {
+    return this.writer.run(() => void this.q.putProvider.run({
+      projectId, provider: row.provider, enabled: row.enabled ? 1 : 0, methods: JSON.stringify(row.methods), clientId: row.clientId,
+      clientSecret: row.clientSecret, botToken: row.botToken, endpoints: JSON.stringify(row.endpoints), region: JSON.stringify(row.region),
+      updatedAt: row.updatedAt,
+    }));
+  }
+
+  async origins(projectId: string): Promise<string[]> {
+    return this.q.origins.all(projectId) as string[];
+  }
+
+  async hasOrigin(projectId: string, origin: string): Promise<boolean> {
+    return this.q.hasOrigin.get(projectId, origin) !== undefined;
+  }
+
+  addOrigin(projectId: string, origin: string, at: number): Promise<void> {
+    return this.writer.run(() => void this.q.addOrigin.run(projectId, origin, at));
+  }
+
+  /** False when the origin was not on the list. */
+  removeOrigin(projectId: string, origin: string): Promise<boolean> {
+    return this.writer.run(() => this.q.removeOrigin.run(projectId, origin).changes > 0);
+  }
+
+  // OAuth transactions
+
+  insertState(s: OAuthStateRow & { stateHash: string; createdAt: number }): Promise<void> {
+    return this.writer.run(() => void this.q.insertState.run(s));
+  }
+
+  /** Deletes and returns the state: a state is usable once, whoever comes first. */
+  takeState(stateHash: string): Promise<OAuthStateRow | undefined> {
+    return this.writer.run(() => {
+      const r = this.q.takeState.get(stateHash) as any;
+      if (!r) return undefined;
+      return { projectId: r.project_id, env: r.env, provider: r.provider, callbackUrl: r.callback_url, codeVerifier: r.code_verifier, nonce: r.nonce, expiresAt: r.expires_at };
+    });
+  }
+
+  // Users and sessions
+
+  /**
+   * Finds the user of (provider, subject), or links by an authoritative
+   * verified email, or creates one; then opens a session for it. One savepoint.
+   */
+  signIn(projectId: string, env: Env, profile: SignInProfile, session: NewSession): Promise<{ user: UserRow; session: SessionRow }> {
+    return this.writer.run(() => {
+      const now = session.createdAt;
+      let userId = this.q.identity.get(projectId, env, profile.provider, profile.subject) as string | undefined;
+      if (!userId && profile.email && profile.emailVerified) {
+        const linked = this.q.userByVerifiedEmail.get(projectId, env, profile.email) as any;
+        if (linked) {
+          userId = linked.id as string;
+          this.q.insertIdentity.run(projectId, env, profile.provider, profile.subject, userId, now);
+        }
+      }
+      if (userId) {
+        this.q.touchUser.run({ id: userId, at: now, name: profile.name, avatarUrl: profile.avatarUrl, phone: profile.phone, username: profile.username });
+        // An authoritative address proven now (e.g. by an email code) becomes the user's verified email if it had none.
+        if (profile.email && profile.emailVerified && !this.q.userByVerifiedEmail.get(projectId, env, profile.email)) {
+          this.q.verifyUserEmail.run(profile.email, userId, profile.email);
+        }
+      } else {
+        userId = crypto.randomUUID();
+        this.q.insertUser.run({
+          id: userId, projectId, env, email: profile.email, emailVerified: profile.emailVerified && profile.email ? 1 : 0, name: profile.name,
+          avatarUrl: profile.avatarUrl, phone: profile.phone, username: profile.username, provider: profile.provider, createdAt: now, lastSignIn: now,
+        });
+        this.q.insertIdentity.run(projectId, env, profile.provider, profile.subject, userId, now);
+      }
+      const row: SessionRow = {
+        id: session.id, projectId, env, userId, provider: profile.provider, ip: session.ip, userAgent: session.userAgent,
+        createdAt: now, expiresAt: session.expiresAt,
+      };
+      this.q.insertSession.run({ ...row, tokenHash: session.tokenHash });
+      if (session.exchangeCode) this.q.insertExchange.run(session.exchangeCode.hash, projectId, env, session.id, session.exchangeCode.expiresAt);
+      return { user: toUser(this.q.userById.get(userId)), session: row };
+    });
+  }
+
+  async sessionByHash(tokenHash: string): Promise<SessionRow | undefined> {
+    const r = this.q.sessionByHash.get(tokenHash);
+    return r ? toSession(r) : undefined;
+  }
+
+  async userById(id: string): Promise<UserRow | undefined> {
+    const r = this.q.userById.get(id);
+    return r ? toUser(r) : undefined;
+  }
+
+  /** False when there was no live session with that token. */
+  revokeSession(tokenHash: string, at: number): Promise<boolean> {
+    return this.writer.run(() => this.q.revokeByHash.run(at, tokenHash).changes > 0);
+  }
+
+  /**
+   * Uses a one-time exchange code. The first use of a code of this project and
+   * environment gets its session; any later use revokes that session (the code
+   * leaked) and returns the revoked token's hash for cache invalidation.
+   */
+  useExchangeCode(codeHash: string, projectId: string, env: Env, now: number): Promise<ExchangeResult> {
+    return this.writer.run((): ExchangeResult => {
+      const c = this.q.exchange.get(codeHash) as any;
+      if (!c || c.project_id !== projectId || c.env !== env) return { status: 'missing' };
+      if (c.used_at !== null) return { status: 'reused', revokedTokenHash: (this.q.revokeById.get(now, c.session_id) as string | undefined) ?? null };
+      if (c.expires_at <= now) return { status: 'expired' };
+      this.q.useExchange.run(now, codeHash);
+      const s = this.q.sessionById.get(c.session_id) as any;
+      if (!s || s.revoked_at !== null) return { status: 'missing' };
+      return { status: 'ok', session: toSession(s), tokenHash: s.token_hash, user: toUser(this.q.userById.get(s.user_id)) };
+    });
+  }
+
+  // One-time codes (email, SMS)
+
+  /** When the current code of a target was issued, if it has one. */
+  async otpIssuedAt(projectId: string, env: Env, channel: string, target: string): Promise<number | undefined> {
+    return (this.q.otp.get(projectId, env, channel, target) as any)?.created_at;
+  }
+
+  /** Replaces the target's code (a resend invalidates the previous one and resets its attempts). */
+  putOtp(o: { projectId: string; env: Env; channel: string; target: string; codeHash: string; createdAt: number; expiresAt: number; testCode: string | null }): Promise<void> {
+    return this.writer.run(() => void this.q.putOtp.run(o));
+  }
+
+  /** Reads back the (encrypted) code of the test environment. */
+  async testOtp(projectId: string, channel: string, target: string): Promise<{ testCode: string; expiresAt: number } | undefined> {
+    const r = this.q.otp.get(projectId, 'test', channel, target) as any;
+    return r?.test_code ? { testCode: r.test_code, expiresAt: r.expires_at } : undefined;
+  }
+
+  /**
+   * Checks a code and consumes it on success, in one savepoint: of two racers
+   * with the right code only one gets 'ok'. `matches` compares in constant time.
+   */
+  checkOtp(projectId: string, env: Env, channel: string, target: string, now: number, maxAttempts: number, matches: (codeHash: string) => boolean): Promise<OtpCheck> {
+    return this.writer.run((): OtpCheck => {
+      const r = this.q.otp.get(projectId, env, channel, target) as any;
+      if (!r) return 'missing';
+      if (r.expires_at <= now) {
+        this.q.deleteOtp.run(projectId, env, channel, target);
+        return 'expired';
+      }
+      if (r.attempts >= maxAttempts) return 'locked';
+      if (!matches(r.code_hash)) {
+        this.q.failOtp.run(projectId, env, channel, target);
+        return r.attempts + 1 >= maxAttempts ? 'locked' : 'wrong';
+      }
+      this.q.deleteOtp.run(projectId, env, channel, target);
+      return 'ok';
+    });
+  }
+
+  // Replay protection
+
+  /** Records a one-shot payload; false when it was seen before. */
+  markUsed(digest: string, expiresAt: number): Promise<boolean> {
+    return this.writer.run(() => this.q.insertReplay.run(digest, expiresAt).changes > 0);
+  }
+
+  /** Drops expired transactions, codes and replay records. */
+  prune(now: number): Promise<void> {
+    return this.writer.run(() => {
+      this.q.pruneStates.run(now);
+      // Used exchange codes stay a day, so a late replay still revokes its session.
+      this.q.pruneExchange.run(now - 86_400_000);
+      this.q.pruneOtp.run(now);
+      this.q.pruneReplays.run(now);
+    });
+  }
 }

@@ -81,3 +81,65 @@ export const controlMigrations: Migration[] = [
     `,
   },
 ];
+
+controlMigrations.push(
+  {
+    id: '0003_plans_domains_analytics_webhooks',
+    sql: `
+      ALTER TABLE projects ADD COLUMN daily_quota INTEGER;
+      ALTER TABLE projects ADD COLUMN monthly_quota INTEGER;
+      ALTER TABLE projects ADD COLUMN rate_limit INTEGER;
+      CREATE TABLE usage_daily (
+        project_id TEXT NOT NULL,
+        day TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        PRIMARY KEY (project_id, day)
+      );
+      CREATE TABLE domains (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        name TEXT NOT NULL,
+        status TEXT NOT NULL,
+        selector TEXT NOT NULL,
+        dkim_private TEXT NOT NULL,
+        dkim_public TEXT NOT NULL,
+        records TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        verified_at INTEGER,
+        checked_at INTEGER,
+        UNIQUE (project_id, name)
+      );
+      ALTER TABLE emails ADD COLUMN reached TEXT NOT NULL DEFAULT '';
+      CREATE TABLE analytics_daily (
+        project_id TEXT NOT NULL,
+        day TEXT NOT NULL,
+        status TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        PRIMARY KEY (project_id, day, status)
+      );
+      CREATE TABLE webhooks (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        url TEXT NOT NULL,
+        statuses TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX webhooks_project ON webhooks(project_id);
+      CREATE TABLE webhook_deliveries (
+        id TEXT PRIMARY KEY,
+        webhook_id TEXT NOT NULL,
+        project_id TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        attempt INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        last_error TEXT,
+        created_at INTEGER NOT NULL,
+        delivered_at INTEGER
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries(webhook_id, created_at);
+    `,
+  },
+);

@@ -1,7 +1,9 @@
 // Control's storage: the only place with SQL. The interface is async so that a
 // shared engine (PostgreSQL) can stand behind it later; writes go through the
 // group-commit writer, so a promise that resolves means the data is committed.
+import crypto from 'node:crypto';
 import path from 'node:path';
+import { ApiError } from '../../core/errors.js';
 import { openDatabase, type Db } from './db.js';
 import { GroupWriter } from './writer.js';
 import { controlMigrations } from './migrations.js';
@@ -18,7 +20,52 @@ export interface Project {
   name: string;
   status: ProjectStatus;
   plan: string;
+  /** Per-project overrides of the plan's numbers; null = the plan's. */
+  dailyQuota: number | null;
+  monthlyQuota: number | null;
+  rateLimit: number | null;
   createdAt: number;
+}
+
+export interface Quota {
+  daily: number;
+  monthly: number;
+}
+
+export interface DomainRow {
+  id: string;
+  projectId: string;
+  name: string;
+  status: 'pending' | 'verified';
+  selector: string;
+  dkimPrivate: string;
+  dkimPublic: string;
+  records: Array<Record<string, unknown>>;
+  createdAt: number;
+  verifiedAt: number | null;
+  checkedAt: number | null;
+}
+
+export interface WebhookRow {
+  id: string;
+  projectId: string;
+  url: string;
+  statuses: string[];
+  secret: string;
+  createdAt: number;
+}
+
+export interface WebhookDelivery {
+  id: string;
+  webhookId: string;
+  projectId: string;
+  payload: string;
+  attempt: number;
+  nextAttemptAt: number;
+  status: 'pending' | 'delivered' | 'failed';
+  lastError: string | null;
+  createdAt: number;
+  deliveredAt: number | null;
 }
 
 export interface ApiKeyRow {
@@ -72,7 +119,8 @@ export interface NewEmail {
   error?: string;
   errorCode?: string;
   createdAt: number;
-  recipients: Array<{ address: string; kind: 'to' | 'cc' | 'bcc' }>;
+  /** status/reason set for a recipient refused at ingestion (suppressed, unsubscribed). */
+  recipients: Array<{ address: string; kind: 'to' | 'cc' | 'bcc'; status?: 'failed'; reason?: string }>;
 }
 
 /** One delivery event from a gateway, as it arrives from the stream. */
@@ -120,7 +168,20 @@ export function emailStatusOf(statuses: string[]): string {
   return statuses.some((s) => s !== 'queued') ? 'sending' : 'queued';
 }
 
-const toProject = (r: any): Project => ({ id: r.id, slug: r.slug, name: r.name, status: r.status, plan: r.plan, createdAt: r.created_at });
+const toProject = (r: any): Project => ({
+  id: r.id, slug: r.slug, name: r.name, status: r.status, plan: r.plan,
+  dailyQuota: r.daily_quota, monthlyQuota: r.monthly_quota, rateLimit: r.rate_limit, createdAt: r.created_at,
+});
+const toDomain = (r: any): DomainRow => ({
+  id: r.id, projectId: r.project_id, name: r.name, status: r.status, selector: r.selector, dkimPrivate: r.dkim_private, dkimPublic: r.dkim_public,
+  records: JSON.parse(r.records), createdAt: r.created_at, verifiedAt: r.verified_at, checkedAt: r.checked_at,
+});
+const toWebhook = (r: any): WebhookRow => ({ id: r.id, projectId: r.project_id, url: r.url, statuses: JSON.parse(r.statuses), secret: r.secret, createdAt: r.created_at });
+const toDelivery = (r: any): WebhookDelivery => ({
+  id: r.id, webhookId: r.webhook_id, projectId: r.project_id, payload: r.payload, attempt: r.attempt, nextAttemptAt: r.next_attempt_at,
+  status: r.status, lastError: r.last_error, createdAt: r.created_at, deliveredAt: r.delivered_at,
+});
+const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 const toKey = (r: any): ApiKeyRow => ({ id: r.id, projectId: r.project_id, kind: r.kind, scope: r.scope, hint: r.hint, createdAt: r.created_at, revokedAt: r.revoked_at });
 const toEmail = (r: any): EmailRow => ({
   id: r.id, projectId: r.project_id, status: r.status, from: r.from_addr, subject: r.subject, bulk: !!r.bulk, request: r.request,
@@ -167,17 +228,50 @@ export class Store {
         ON CONFLICT(project_id, address) DO NOTHING`),
       suppressions: db.prepare('SELECT address, reason, scope, email_id, created_at FROM suppressions WHERE project_id = ? ORDER BY created_at, address'),
       projectOfEmail: db.prepare('SELECT project_id FROM emails WHERE id = ?').pluck(),
+      emailForStatus: db.prepare('SELECT project_id, status, reached, from_addr, subject, request, created_at FROM emails WHERE id = ?'),
+      setReached: db.prepare('UPDATE emails SET reached = ? WHERE id = ?'),
+      setPlan: db.prepare('UPDATE projects SET plan = @plan, daily_quota = @dailyQuota, monthly_quota = @monthlyQuota, rate_limit = @rateLimit WHERE id = @id'),
+      usageDay: db.prepare('SELECT count FROM usage_daily WHERE project_id = ? AND day = ?').pluck(),
+      usageSince: db.prepare('SELECT COALESCE(SUM(count), 0) FROM usage_daily WHERE project_id = ? AND day >= ? AND day <= ?').pluck(),
+      addUsage: db.prepare('INSERT INTO usage_daily (project_id, day, count) VALUES (?, ?, 1) ON CONFLICT(project_id, day) DO UPDATE SET count = count + 1'),
+      addAnalytics: db.prepare('INSERT INTO analytics_daily (project_id, day, status, count) VALUES (?, ?, ?, 1) ON CONFLICT(project_id, day, status) DO UPDATE SET count = count + 1'),
+      analytics: db.prepare('SELECT day, status, count FROM analytics_daily WHERE project_id = ? AND day >= ? AND day <= ?'),
+      insertDomain: db.prepare(`INSERT INTO domains (id, project_id, name, status, selector, dkim_private, dkim_public, records, created_at)
+        VALUES (@id, @projectId, @name, @status, @selector, @dkimPrivate, @dkimPublic, @records, @createdAt)`),
+      domains: db.prepare('SELECT * FROM domains WHERE project_id = ? ORDER BY created_at, name'),
+      domain: db.prepare('SELECT * FROM domains WHERE id = ? AND project_id = ?'),
+      domainByName: db.prepare('SELECT * FROM domains WHERE project_id = ? AND name = ?'),
+      deleteDomain: db.prepare('DELETE FROM domains WHERE id = ? AND project_id = ?'),
+      updateDomain: db.prepare('UPDATE domains SET status = ?, records = ?, checked_at = ?, verified_at = ? WHERE id = ?'),
+      isSuppressed: db.prepare('SELECT scope FROM suppressions WHERE project_id = ? AND address = ?').pluck(),
+      deleteSuppression: db.prepare('DELETE FROM suppressions WHERE project_id = ? AND address = ?'),
+      insertWebhook: db.prepare('INSERT INTO webhooks (id, project_id, url, statuses, secret, created_at) VALUES (@id, @projectId, @url, @statuses, @secret, @createdAt)'),
+      webhooks: db.prepare('SELECT * FROM webhooks WHERE project_id = ? ORDER BY created_at, id'),
+      webhook: db.prepare('SELECT * FROM webhooks WHERE id = ? AND project_id = ?'),
+      webhookById: db.prepare('SELECT * FROM webhooks WHERE id = ?'),
+      deleteWebhook: db.prepare('DELETE FROM webhooks WHERE id = ? AND project_id = ?'),
+      dropDeliveries: db.prepare("UPDATE webhook_deliveries SET status = 'failed', last_error = 'endpoint deleted' WHERE webhook_id = ? AND status = 'pending'"),
+      insertDelivery: db.prepare(`INSERT INTO webhook_deliveries (id, webhook_id, project_id, payload, attempt, next_attempt_at, status, created_at)
+        VALUES (?, ?, ?, ?, 0, ?, 'pending', ?)`),
+      dueDeliveries: db.prepare("SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?"),
+      nextDue: db.prepare("SELECT MIN(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending'").pluck(),
+      updateDelivery: db.prepare('UPDATE webhook_deliveries SET status = ?, attempt = ?, next_attempt_at = ?, last_error = ?, delivered_at = ? WHERE id = ?'),
+      deliveries: db.prepare('SELECT * FROM webhook_deliveries WHERE webhook_id = ? ORDER BY created_at DESC LIMIT ?'),
     };
   }
 
   // Projects and keys
 
-  createProject(p: Omit<Project, 'status' | 'plan'> & { plan: string }, keys: Array<ApiKeyRow & { hash: string }>): Promise<Project> {
+  createProject(p: Pick<Project, 'id' | 'slug' | 'name' | 'plan' | 'createdAt'>, keys: Array<ApiKeyRow & { hash: string }>): Promise<Project> {
     return this.writer.run(() => {
       this.q.insertProject.run({ ...p, status: 'active' });
       for (const k of keys) this.q.insertKey.run(k);
-      return { ...p, status: 'active' as const };
+      return { ...p, status: 'active' as const, dailyQuota: null, monthlyQuota: null, rateLimit: null };
     });
+  }
+
+  setPlan(id: string, plan: string, limits: { dailyQuota: number | null; monthlyQuota: number | null; rateLimit: number | null }): Promise<void> {
+    return this.writer.run(() => void this.q.setPlan.run({ id, plan, ...limits }));
   }
 
   async listProjects(): Promise<Project[]> {
@@ -222,23 +316,62 @@ export class Store {
 
   // Emails
 
-  insertEmail(e: NewEmail): Promise<void> {
-    return this.writer.run(() => this.insertEmailNow(e));
+  /**
+   * Records one email. With a quota, the project's usage is checked and counted
+   * in the same transaction, so concurrent sends never overshoot it.
+   */
+  insertEmail(e: NewEmail, quota?: Quota): Promise<void> {
+    return this.writer.run(() => this.insertEmailNow(e, quota));
   }
 
-  /** Several emails in one savepoint each, one commit for all (batch sends). */
-  insertEmails(list: NewEmail[]): Promise<void> {
-    return this.writer.run(() => {
-      for (const e of list) this.insertEmailNow(e);
-    });
+  /** Several emails, each in its own savepoint, one commit for all (batch sends); each settles on its own. */
+  insertEmails(list: NewEmail[], quota?: Quota): Array<Promise<void>> {
+    return list.map((e) => this.writer.run(() => this.insertEmailNow(e, quota)));
   }
 
-  private insertEmailNow(e: NewEmail): void {
+  private insertEmailNow(e: NewEmail, quota: Quota | undefined): void {
+    if (quota && e.status === 'queued') {
+      const today = day(e.createdAt);
+      const used = (this.q.usageDay.get(e.projectId, today) as number | undefined) ?? 0;
+      if (used >= quota.daily) throw new ApiError('QUOTA_EXCEEDED', `The daily quota of ${quota.daily} emails is used up`);
+      const month = (this.q.usageSince.get(e.projectId, today.slice(0, 8) + '01', today) as number) ?? 0;
+      if (month >= quota.monthly) throw new ApiError('QUOTA_EXCEEDED', `The monthly quota of ${quota.monthly} emails is used up`);
+      this.q.addUsage.run(e.projectId, today);
+    }
     this.q.insertEmail.run({ ...e, bulk: e.bulk ? 1 : 0, error: e.error ?? null, errorCode: e.errorCode ?? null });
-    const recipientStatus = e.status === 'failed' ? 'failed' : 'queued';
-    for (const r of e.recipients) this.q.insertRecipient.run(e.id, r.address, r.kind, recipientStatus, e.createdAt);
+    for (const r of e.recipients) this.q.insertRecipient.run(e.id, r.address, r.kind, r.status ?? (e.status === 'failed' ? 'failed' : 'queued'), e.createdAt);
     const details = e.error ? JSON.stringify({ reason: e.error, code: e.errorCode }) : null;
     this.q.insertEvent.run(e.id, e.status, '', 0, e.createdAt, details);
+    for (const r of e.recipients) {
+      if (r.status === 'failed') this.q.insertEvent.run(e.id, 'failed', r.address, 0, e.createdAt, JSON.stringify({ reason: r.reason ?? 'refused' }));
+    }
+    this.reach(e.id, e.projectId, e.status, e.createdAt, { type: e.status, at: e.createdAt, ...(e.error ? { reason: e.error, code: e.errorCode } : {}) });
+  }
+
+  /**
+   * An email reached a status: counted once per status in the daily analytics,
+   * and queued for every webhook that wants it, in the same transaction as the change.
+   */
+  private reach(emailId: string, projectId: string, status: string, at: number, event: Record<string, unknown>): void {
+    const row = this.q.emailForStatus.get(emailId) as any;
+    const reached: string[] = row.reached ? row.reached.split(',') : [];
+    if (!reached.includes(status)) {
+      reached.push(status);
+      this.q.setReached.run(reached.join(','), emailId);
+      this.q.addAnalytics.run(projectId, day(at), status);
+    }
+    const hooks = this.q.webhooks.all(projectId).map(toWebhook).filter((w) => !w.statuses.length || w.statuses.includes(String(event.type)) || w.statuses.includes(status));
+    if (!hooks.length) return;
+    const req = JSON.parse(row.request) as { to: string[]; tags: string[] };
+    const data = {
+      email_id: emailId, status, from: row.from_addr, to: req.to, subject: row.subject, tags: req.tags, created_at: new Date(row.created_at).toISOString(),
+      event: { ...event, at: new Date(Number(event.at)).toISOString() },
+    };
+    for (const w of hooks) {
+      const id = `msg_${crypto.randomUUID().replace(/-/g, '')}`;
+      const payload = JSON.stringify({ type: `email.${event.type === 'deferred' ? 'deferred' : status}`, timestamp: new Date(at).toISOString(), data });
+      this.q.insertDelivery.run(id, w.id, projectId, payload, at, at);
+    }
   }
 
   async getEmail(projectId: string, id: string): Promise<{ email: EmailRow; recipients: RecipientRow[]; events: EventRow[] } | undefined> {
@@ -294,8 +427,12 @@ export class Store {
           this.q.setRecipientStatus.run(next, ev.at, ev.emailId, r.address);
           if (next === 'bounced') this.q.suppress.run(projectId, r.address, 'bounced', 'all', ev.emailId, ev.at);
         }
+        const before = (this.q.emailById.get(ev.emailId) as { status: string }).status;
         const emailStatus = emailStatusOf(recipients.map((r) => r.status));
         this.q.setEmailStatus.run(emailStatus, ev.at, ev.emailId);
+        if (emailStatus !== before || ev.type === 'deferred') {
+          this.reach(ev.emailId, projectId, emailStatus, ev.at, { type: ev.type, at: ev.at, ...(ev.recipient ? { recipient: ev.recipient } : {}), attempt: ev.attempt, ...ev.details });
+        }
         applied.push({ ...ev, emailStatus, projectId });
       }
       if (last > cursor) this.q.setCursor.run(gateway, last);
@@ -305,6 +442,105 @@ export class Store {
 
   async suppressions(projectId: string): Promise<SuppressionRow[]> {
     return this.q.suppressions.all(projectId).map((r: any) => ({ address: r.address, reason: r.reason, scope: r.scope, emailId: r.email_id, createdAt: r.created_at }));
+  }
+
+  async deleteSuppression(projectId: string, address: string): Promise<boolean> {
+    return this.writer.run(() => this.q.deleteSuppression.run(projectId, address).changes > 0);
+  }
+
+  /** The scope of an address's suppression ('all' or 'bulk'), if it is suppressed. */
+  async suppressionScope(projectId: string, address: string): Promise<string | undefined> {
+    return this.q.isSuppressed.get(projectId, address) as string | undefined;
+  }
+
+  addSuppression(projectId: string, address: string, reason: string, scope: 'all' | 'bulk', emailId: string | null, at: number): Promise<void> {
+    return this.writer.run(() => void this.q.suppress.run(projectId, address, reason, scope, emailId, at));
+  }
+
+  // Usage and analytics
+
+  async usage(projectId: string, at: number): Promise<{ day: number; month: number }> {
+    const today = day(at);
+    return {
+      day: (this.q.usageDay.get(projectId, today) as number | undefined) ?? 0,
+      month: this.q.usageSince.get(projectId, today.slice(0, 8) + '01', today) as number,
+    };
+  }
+
+  async analytics(projectId: string, fromDay: string, toDay: string): Promise<Array<{ day: string; status: string; count: number }>> {
+    return this.q.analytics.all(projectId, fromDay, toDay) as Array<{ day: string; status: string; count: number }>;
+  }
+
+  // Domains
+
+  insertDomain(d: Omit<DomainRow, 'verifiedAt' | 'checkedAt'>): Promise<void> {
+    return this.writer.run(() => void this.q.insertDomain.run({ ...d, records: JSON.stringify(d.records) }));
+  }
+
+  async domains(projectId: string): Promise<DomainRow[]> {
+    return this.q.domains.all(projectId).map(toDomain);
+  }
+
+  async domain(projectId: string, id: string): Promise<DomainRow | undefined> {
+    const r = this.q.domain.get(id, projectId);
+    return r ? toDomain(r) : undefined;
+  }
+
+  async domainByName(projectId: string, name: string): Promise<DomainRow | undefined> {
+    const r = this.q.domainByName.get(projectId, name);
+    return r ? toDomain(r) : undefined;
+  }
+
+  deleteDomain(projectId: string, id: string): Promise<boolean> {
+    return this.writer.run(() => this.q.deleteDomain.run(id, projectId).changes > 0);
+  }
+
+  updateDomain(id: string, status: DomainRow['status'], records: DomainRow['records'], checkedAt: number, verifiedAt: number | null): Promise<void> {
+    return this.writer.run(() => void this.q.updateDomain.run(status, JSON.stringify(records), checkedAt, verifiedAt, id));
+  }
+
+  // Webhooks
+
+  insertWebhook(w: WebhookRow): Promise<void> {
+    return this.writer.run(() => void this.q.insertWebhook.run({ ...w, statuses: JSON.stringify(w.statuses) }));
+  }
+
+  async webhooks(projectId: string): Promise<WebhookRow[]> {
+    return this.q.webhooks.all(projectId).map(toWebhook);
+  }
+
+  async webhook(projectId: string, id: string): Promise<WebhookRow | undefined> {
+    const r = this.q.webhook.get(id, projectId);
+    return r ? toWebhook(r) : undefined;
+  }
+
+  async webhookById(id: string): Promise<WebhookRow | undefined> {
+    const r = this.q.webhookById.get(id);
+    return r ? toWebhook(r) : undefined;
+  }
+
+  deleteWebhook(projectId: string, id: string): Promise<boolean> {
+    return this.writer.run(() => {
+      const gone = this.q.deleteWebhook.run(id, projectId).changes > 0;
+      if (gone) this.q.dropDeliveries.run(id);
+      return gone;
+    });
+  }
+
+  async dueDeliveries(now: number, limit: number): Promise<WebhookDelivery[]> {
+    return this.q.dueDeliveries.all(now, limit).map(toDelivery);
+  }
+
+  async nextDeliveryAt(): Promise<number | null> {
+    return (this.q.nextDue.get() as number | null) ?? null;
+  }
+
+  updateDelivery(id: string, status: WebhookDelivery['status'], attempt: number, nextAttemptAt: number, lastError: string | null, deliveredAt: number | null): Promise<void> {
+    return this.writer.run(() => void this.q.updateDelivery.run(status, attempt, nextAttemptAt, lastError, deliveredAt, id));
+  }
+
+  async deliveries(webhookId: string, limit = 50): Promise<WebhookDelivery[]> {
+    return this.q.deliveries.all(webhookId, limit).map(toDelivery);
   }
 
   close(): void {

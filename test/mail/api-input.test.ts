@@ -12,6 +12,7 @@ beforeAll(async () => {
   stack = await Stack.start();
   a = await stack.createProject('acme');
   b = await stack.createProject('other');
+  await stack.cli('domain', 'verify', '--project', 'acme', '--name', 'acme.test', '--force');
 });
 afterAll(async () => {
   await stack?.stop();

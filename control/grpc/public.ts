@@ -1,0 +1,178 @@
+// Control's public gRPC API (POSTGATE_GRPC_PORT) for internal services: send,
+// send batch, get email, check session, mirroring REST through the same
+// pipeline. The API key travels in metadata `x-service-key` (or
+// `authorization: Bearer`). A refused SendEmail is a non-OK status, as REST
+// answers a 4xx; a refused batch item is an entry with `error` and `code`.
+import * as grpc from '@grpc/grpc-js';
+import { create } from '@bufbuild/protobuf';
+import type { Config } from '../../core/config.js';
+import type { Logger } from '../../core/log.js';
+import { ApiError, invalid, notFound } from '../../core/errors.js';
+import { MAIL_KEYS, type Access, type Caller, type KeyRequirement } from '../access.js';
+import type { Accepted, MailPipeline } from '../mail/pipeline.js';
+import type { Store } from '../store/store.js';
+import { emailView } from '../mail/view.js';
+import { grpcDefinition } from '../../proto/grpc.js';
+import {
+  PostgateService,
+  SendEmailResponseSchema,
+  SendBatchResponseSchema,
+  EmailSchema,
+  CheckSessionResponseSchema,
+  type SendEmailRequest,
+  type SendEmailResponse,
+  type SendBatchRequest,
+  type GetEmailRequest,
+  type CheckSessionRequest,
+} from '../../proto/gen/postgate/v1/public_pb.js';
+import { grpcError } from './status.js';
+
+export interface SessionCheck {
+  valid: boolean;
+  userId?: string;
+  email?: string;
+  sessionId?: string;
+  expiresAt?: string;
+}
+
+/** Provided by the auth area; CheckSession answers UNIMPLEMENTED without it. */
+export type CheckSessionFn = (caller: Caller, token: string) => Promise<SessionCheck>;
+
+export interface PublicGrpcDeps {
+  config: Config;
+  log: Logger;
+  access: Access;
+  pipeline: Pick<MailPipeline, 'submit' | 'sendMany'>;
+  store: Store;
+  checkSession?: CheckSessionFn;
+}
+
+export interface PublicGrpc {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** As the REST batch: at most 100 emails per request. */
+const MAX_BATCH = 100;
+/** Session checks are part of the auth API, which takes any of the project's keys. */
+const SESSION_KEYS: KeyRequirement = { kinds: ['live', 'test'], scopes: ['all', 'auth'] };
+
+function keyOf(md: grpc.Metadata): string | undefined {
+  const key = md.get('x-service-key')[0];
+  if (typeof key === 'string' && key) return key.trim();
+  const auth = md.get('authorization')[0];
+  if (typeof auth === 'string' && auth.startsWith('Bearer ')) return auth.slice(7).trim();
+  return undefined;
+}
+
+/** Proto fields → the REST send request; proto3 cannot tell empty from absent, so empty means absent. */
+export function toSendRequest(m: SendEmailRequest): Record<string, unknown> {
+  const req: Record<string, unknown> = {};
+  const str = (name: string, v: string) => void (v !== '' && (req[name] = v));
+  const list = (name: string, v: string[]) => void (v.length && (req[name] = v));
+  str('from', m.from);
+  list('to', m.to);
+  str('subject', m.subject);
+  str('html', m.html);
+  str('text', m.text);
+  list('cc', m.cc);
+  list('bcc', m.bcc);
+  str('reply_to', m.replyTo);
+  list('tags', m.tags);
+  if (Object.keys(m.headers).length) req.headers = { ...m.headers };
+  if (m.bulk) req.bulk = true;
+  return req;
+}
+
+const item = (r: Accepted | ApiError): SendEmailResponse =>
+  create(SendEmailResponseSchema, r instanceof ApiError ? { error: r.message, code: r.code, id: typeof r.extra.id === 'string' ? r.extra.id : '' } : r);
+
+export async function startPublicGrpc({ config, log, access, pipeline, store, checkSession }: PublicGrpcDeps): Promise<PublicGrpc> {
+  /** Wraps one unary method: key check, then the handler; any refusal becomes a status with the API code. */
+  function unary<Req, Res>(need: KeyRequirement, name: string, fn: (req: Req, caller: Caller) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
+    return (call, callback) => {
+      access
+        .resolve(keyOf(call.metadata), need)
+        .then((caller) => fn(call.request, caller))
+        .then(
+          (res) => callback(null, res),
+          (err: unknown) => {
+            if (!(err instanceof ApiError)) log.error({ err, method: name }, 'grpc call failed');
+            callback(grpcError(err));
+          },
+        );
+    };
+  }
+
+  const impl: grpc.UntypedServiceImplementation = {
+    sendEmail: unary<SendEmailRequest, SendEmailResponse>(MAIL_KEYS, 'SendEmail', async (req, caller) =>
+      create(SendEmailResponseSchema, await pipeline.submit(caller, toSendRequest(req))),
+    ),
+
+    sendBatch: unary<SendBatchRequest, unknown>(MAIL_KEYS, 'SendBatch', async (req, caller) => {
+      if (!req.emails.length) throw invalid('emails needs at least one email');
+      if (req.emails.length > MAX_BATCH) throw invalid(`at most ${MAX_BATCH} emails per batch`);
+      const results = await pipeline.sendMany(caller, req.emails.map(toSendRequest));
+      return create(SendBatchResponseSchema, { data: results.map(item) });
+    }),
+
+    getEmail: unary<GetEmailRequest, unknown>(MAIL_KEYS, 'GetEmail', async (req, caller) => {
+      const view = req.id && req.id.length <= 100 ? await emailView(store, caller.project.id, req.id) : undefined;
+      if (!view) throw notFound('Email not found');
+      const s = (v: unknown) => (typeof v === 'string' ? v : '');
+      return create(EmailSchema, {
+        id: view.id,
+        status: view.status,
+        from: s(view.from),
+        to: Array.isArray(view.to) ? (view.to as string[]) : [],
+        subject: s(view.subject),
+        createdAt: s(view.created_at),
+        events: view.events.map((e) => ({
+          type: e.type,
+          at: e.at,
+          recipient: s(e.recipient),
+          mx: s(e.mx),
+          response: s(e.response),
+          attempt: typeof e.attempt === 'number' ? e.attempt : 0,
+        })),
+      });
+    }),
+
+    checkSession: (call: grpc.ServerUnaryCall<CheckSessionRequest, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+      if (!checkSession) return callback({ code: grpc.status.UNIMPLEMENTED, details: 'CheckSession is not available' });
+      return unary<CheckSessionRequest, unknown>(SESSION_KEYS, 'CheckSession', async (req, caller) => {
+        try {
+          return create(CheckSessionResponseSchema, await checkSession(caller, req.token));
+        } catch (err) {
+          // An invalid session is an answer, not a failure of the call.
+          if (err instanceof ApiError && err.code === 'SESSION_INVALID') return create(CheckSessionResponseSchema, { valid: false });
+          throw err;
+        }
+      })(call, callback);
+    },
+  };
+
+  const server = new grpc.Server({
+    // The same ceiling as the HTTP body limit, so a batch that REST takes gRPC takes too.
+    'grpc.max_receive_message_length': 2 * config.limits.maxBodyBytes + 1024 * 1024,
+  });
+  server.addService(grpcDefinition(PostgateService), impl);
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${config.host}:${config.grpcPort}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  log.info({ grpc: `${config.host}:${port}` }, 'public grpc ready');
+
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        // Calls in flight finish; a stuck one is cut after a few seconds.
+        const force = setTimeout(() => server.forceShutdown(), 3000);
+        force.unref();
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      }),
+  };
+}

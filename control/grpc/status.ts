@@ -1,0 +1,31 @@
+// ApiError → gRPC status. The API's error code travels in the trailers
+// (`x-postgate-code`), with the id of an email recorded as failed
+// (`x-postgate-email-id`), so callers branch on the same codes as over REST.
+import * as grpc from '@grpc/grpc-js';
+import { ApiError } from '../../core/errors.js';
+
+const byHttpStatus: Record<number, grpc.status> = {
+  400: grpc.status.INVALID_ARGUMENT,
+  401: grpc.status.UNAUTHENTICATED,
+  402: grpc.status.FAILED_PRECONDITION,
+  403: grpc.status.PERMISSION_DENIED,
+  404: grpc.status.NOT_FOUND,
+  409: grpc.status.ALREADY_EXISTS,
+  413: grpc.status.INVALID_ARGUMENT,
+  415: grpc.status.INVALID_ARGUMENT,
+  422: grpc.status.FAILED_PRECONDITION,
+  429: grpc.status.RESOURCE_EXHAUSTED,
+};
+
+export const CODE_KEY = 'x-postgate-code';
+export const EMAIL_ID_KEY = 'x-postgate-email-id';
+
+export function grpcError(err: unknown): Partial<grpc.StatusObject> {
+  const e = err instanceof ApiError ? err : new ApiError('INTERNAL', 'Internal error');
+  const metadata = new grpc.Metadata();
+  metadata.set(CODE_KEY, e.code);
+  if (typeof e.extra.id === 'string') metadata.set(EMAIL_ID_KEY, e.extra.id);
+  const retryAfter = e.headers['Retry-After'] ?? e.headers['retry-after'];
+  if (retryAfter) metadata.set('retry-after', retryAfter);
+  return { code: byHttpStatus[e.status] ?? grpc.status.INTERNAL, details: e.message, metadata };
+}

@@ -1,0 +1,84 @@
+// A submitted RFC 5322 message → the send request of POST /v1/emails, so the
+// one pipeline judges it. Addresses, subject and bodies come from the parsed
+// headers; bcc are the envelope recipients that To and Cc do not name; tags
+// and bulk come from X-Postgate-* headers, which are not passed on.
+import { simpleParser, type AddressObject, type EmailAddress, type ParsedMail } from 'mailparser';
+import { invalid } from '../../core/errors.js';
+import { canonical } from '../mail/address.js';
+
+/** Parsing options: no conversions between text and html (the request keeps what was sent). */
+const PARSE = { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, skipTextLinks: true } as const;
+
+export const parseMessage = (raw: Buffer): Promise<ParsedMail> => simpleParser(raw, PARSE);
+
+const TAGS = 'x-postgate-tags';
+const BULK = 'x-postgate-bulk';
+// Passed through besides X-* headers: replies thread through them.
+const THREADING = new Set(['in-reply-to', 'references']);
+
+function mailboxes(v: AddressObject | AddressObject[] | undefined): EmailAddress[] {
+  const flat = (list: EmailAddress[]): EmailAddress[] => list.flatMap((a) => (a.group ? flat(a.group) : a.address ? [a] : []));
+  return (v === undefined ? [] : Array.isArray(v) ? v : [v]).flatMap((o) => flat(o.value));
+}
+
+/** `Name <a@b>` as the API takes it; names with specials are quoted, and quote characters dropped. */
+function format(m: EmailAddress): string {
+  const name = m.name.replace(/["\\<>\r\n]/g, '').trim();
+  if (!name) return m.address!;
+  return /[()[\]:;@,.]/.test(name) ? `"${name}" <${m.address}>` : `${name} <${m.address}>`;
+}
+
+/** The unfolded raw value of a header line (encoded words kept as sent; the composer passes them on). */
+const valueOf = (line: string): string => line.slice(line.indexOf(':') + 1).replace(/\r?\n[ \t]+/g, ' ').trim();
+
+export function toSendRequest(mail: ParsedMail, envelopeRecipients: string[]): Record<string, unknown> {
+  if (mail.attachments.length) throw invalid('attachments are not supported; send html and/or text only');
+  const from = mailboxes(mail.from);
+  if (from.length !== 1) throw invalid('From must name exactly one address');
+  const to = mailboxes(mail.to);
+  if (!to.length) throw invalid('To must name at least one recipient');
+  const cc = mailboxes(mail.cc);
+  const replyTo = mailboxes(mail.replyTo);
+
+  // The envelope decides who gets the mail; the pipeline mails everyone in To and Cc,
+  // so a header recipient the client did not RCPT to would be mailed against its will.
+  const envelope = new Map(envelopeRecipients.map((a) => [canonical(a), a] as const));
+  const named = new Set<string>();
+  for (const m of [...to, ...cc]) {
+    const key = canonical(m.address!);
+    if (!envelope.has(key)) throw invalid(`${m.address} is named in To/Cc but is not an envelope recipient (RCPT TO)`);
+    named.add(key);
+  }
+  const bcc = [...envelope].filter(([key]) => !named.has(key)).map(([, a]) => a);
+
+  const headers: Record<string, string> = {};
+  const seen = new Set<string>();
+  const tags: string[] = [];
+  let bulk: boolean | undefined;
+  for (const { key, line } of mail.headerLines) {
+    const value = valueOf(line);
+    if (key === TAGS) {
+      tags.push(...value.split(',').map((t) => t.trim()).filter(Boolean));
+    } else if (key === BULK) {
+      if (!/^(true|false)$/i.test(value)) throw invalid('X-Postgate-Bulk must be true or false');
+      bulk = value.toLowerCase() === 'true';
+    } else if ((key.startsWith('x-') && !key.startsWith('x-postgate-')) || THREADING.has(key)) {
+      if (seen.has(key)) continue; // the first of repeated headers
+      seen.add(key);
+      headers[line.slice(0, line.indexOf(':')).trim()] = value;
+    }
+  }
+
+  const req: Record<string, unknown> = { from: format(from[0]!), to: to.map(format) };
+  if (mail.subject !== undefined) req.subject = mail.subject;
+  if (cc.length) req.cc = cc.map(format);
+  if (bcc.length) req.bcc = bcc;
+  if (replyTo.length) req.reply_to = replyTo.length === 1 ? format(replyTo[0]!) : replyTo.map(format);
+  if (mail.html) req.html = mail.html;
+  // An html-only message yields text ''; an empty plain message is still a (text) message.
+  if (mail.text || !mail.html) req.text = mail.text ?? '';
+  if (tags.length) req.tags = tags;
+  if (bulk !== undefined) req.bulk = bulk;
+  if (Object.keys(headers).length) req.headers = headers;
+  return req;
+}

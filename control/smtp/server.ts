@@ -1,0 +1,151 @@
+// SMTP submission (POSTGATE_SMTP_PORT): apps authenticate with AUTH PLAIN or
+// LOGIN (any user name, password = a live API key) and submit messages that
+// go through the same pipeline as POST /v1/emails. The reply to DATA carries
+// the email id: `250 2.0.0 Ok: queued as <id>`.
+import net from 'node:net';
+import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
+import type { Config } from '../../core/config.js';
+import type { Logger } from '../../core/log.js';
+import { ApiError } from '../../core/errors.js';
+import { MAIL_KEYS, type Access, type Caller } from '../access.js';
+import type { MailPipeline } from '../mail/pipeline.js';
+import { isAddress } from '../mail/address.js';
+import { memoryCounters } from '../limits/counters.js';
+import { countersLimiter, type SubmissionLimiter } from './limiter.js';
+import { loadTls } from './tls.js';
+import { parseMessage, toSendRequest } from './message.js';
+import { badRecipient, smtpError, smtpReply } from './replies.js';
+
+export interface SmtpSubmissionDeps {
+  config: Config;
+  log: Logger;
+  access: Access;
+  pipeline: Pick<MailPipeline, 'submit'>;
+  /** Emails per second per project; default: config.smtpRate (POSTGATE_CONFIG `smtpRate`, 300) on in-memory counters. */
+  limiter?: SubmissionLimiter;
+}
+
+export interface SmtpSubmission {
+  port: number;
+  close(): Promise<void>;
+}
+
+interface Conn {
+  /** The key given at AUTH; resolved again at each MAIL so a revoked key or paused project applies at once. */
+  plainKey: string;
+  caller?: Caller;
+}
+
+const isLoopback = (ip: string | undefined) => !!ip && (ip.startsWith('127.') || ip === '::1' || ip.startsWith('::ffff:127.'));
+
+export async function startSmtpSubmission({ config, log, access, pipeline, limiter: given }: SmtpSubmissionDeps): Promise<SmtpSubmission> {
+  const limiter = given ?? countersLimiter(memoryCounters(), config.smtpRate);
+  // Both bodies at their limit, base64-encoded, plus room for headers; 552 above it.
+  const maxMessageBytes = Math.ceil((config.limits.maxBodyBytes * 2 * 4) / 3) + 1024 * 1024;
+  const tls = await loadTls(config);
+  const conns = new WeakMap<SMTPServerSession, Conn>();
+
+  const server = new SMTPServer({
+    name: config.mxHost,
+    banner: 'postgate submission',
+    key: tls.key,
+    cert: tls.cert,
+    authMethods: ['PLAIN', 'LOGIN'],
+    // AUTH is offered before STARTTLS; onAuth refuses it in clear text except on loopback.
+    allowInsecureAuth: true,
+    size: maxMessageBytes,
+    // Enhanced codes are written by us (e.g. 451 4.7.1); smtp-server would derive them from the reply code alone.
+    hideENHANCEDSTATUSCODES: true,
+    hideDSN: true,
+    disableReverseLookup: true,
+    logger: false,
+    closeTimeout: 3000,
+
+    onAuth(auth, session, callback) {
+      if (!session.secure && !isLoopback(session.remoteAddress)) {
+        return callback(smtpReply(538, '5.7.11', 'Encryption required: issue STARTTLS before AUTH'));
+      }
+      const plainKey = auth.password ?? '';
+      access.resolve(plainKey, MAIL_KEYS).then(
+        (caller) => {
+          conns.set(session, { plainKey, caller });
+          callback(null, { user: caller.project.id });
+        },
+        (err: unknown) => {
+          if (!(err instanceof ApiError)) log.error({ err }, 'smtp auth lookup failed');
+          log.info({ remote: session.remoteAddress, method: auth.method }, 'smtp auth refused');
+          callback(err instanceof ApiError ? smtpReply(535, '5.7.8', 'INVALID_API_KEY: Authentication credentials invalid') : smtpError(err));
+        },
+      );
+    },
+
+    onMailFrom(_address, session, callback) {
+      const conn = conns.get(session);
+      if (!conn) return callback(smtpReply(530, '5.7.0', 'Authentication required'));
+      access
+        .resolve(conn.plainKey, MAIL_KEYS)
+        .then(async (caller) => {
+          conn.caller = caller;
+          if (!(await limiter.take(caller.project))) {
+            throw new ApiError('RATE_LIMIT_EXCEEDED', `More than the SMTP rate of this project; try again in a second`);
+          }
+        })
+        .then(() => callback(), (err: unknown) => callback(smtpError(err)));
+    },
+
+    onRcptTo(address, session, callback) {
+      if (!isAddress(address.address)) return callback(badRecipient(address.address));
+      if (session.envelope.rcptTo.length >= config.limits.maxRecipients) {
+        return callback(smtpReply(550, '5.5.3', `INVALID_REQUEST: Too many recipients (at most ${config.limits.maxRecipients} per email)`));
+      }
+      callback();
+    },
+
+    onData(stream: SMTPServerDataStream, session, callback) {
+      const conn = conns.get(session);
+      const recipients = session.envelope.rcptTo.map((r) => r.address);
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      stream.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+        if (bytes <= maxMessageBytes) chunks.push(chunk); // beyond it smtp-server answers 552 itself
+      });
+      stream.on('end', () => {
+        if (stream.sizeExceeded || !conn?.caller) return callback(stream.sizeExceeded ? undefined : smtpReply(503, '5.5.1', 'MAIL first'));
+        const caller = conn.caller;
+        conn.caller = undefined;
+        parseMessage(Buffer.concat(chunks, bytes))
+          .then((mail) => pipeline.submit(caller, toSendRequest(mail, recipients)))
+          .then(
+            (accepted) => {
+              log.debug({ projectId: caller.project.id, emailId: accepted.id }, 'smtp message queued');
+              callback(null, `2.0.0 Ok: queued as ${accepted.id}`);
+            },
+            (err: unknown) => {
+              if (!(err instanceof ApiError)) log.error({ err, projectId: caller.project.id }, 'smtp submission failed');
+              callback(smtpError(err));
+            },
+          );
+      });
+    },
+  });
+
+  // Socket-level errors of one client (resets, bad TLS) must not take the process down.
+  server.on('error', (err: Error) => log.debug({ err: err.message }, 'smtp connection error'));
+
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: Error) => reject(err);
+    server.server.once('error', onError);
+    server.listen(config.smtpPort, config.host, () => {
+      server.server.off('error', onError);
+      resolve();
+    });
+  });
+  const port = (server.server.address() as net.AddressInfo).port;
+  log.info({ smtp: `${config.host}:${port}`, tls: tls.selfSigned ? 'self-signed' : 'configured', ratePerSecond: config.smtpRate }, 'smtp submission ready');
+
+  return {
+    port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

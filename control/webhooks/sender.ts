@@ -1,0 +1,87 @@
+// Delivers queued webhook messages. Each message is a row written in the same
+// transaction as the status change it reports, so none is lost across a
+// restart; failures are retried with growing delays for up to a day.
+import type { Logger } from '../../core/log.js';
+import { clock } from '../../core/clock.js';
+import type { Sealer } from '../../core/crypto.js';
+import type { WebhookSettings } from '../../core/config.js';
+import type { Store, WebhookDelivery } from '../store/store.js';
+import { sign } from './signature.js';
+
+const BATCH = 50;
+const POLL_MS = 500;
+
+export class WebhookSender {
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  private stopped = false;
+
+  constructor(private readonly store: Store, private readonly sealer: Sealer, private readonly settings: WebhookSettings, private readonly log: Logger) {}
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.tick(), ms);
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      for (;;) {
+        const due = await this.store.dueDeliveries(clock.now(), BATCH);
+        if (!due.length || this.stopped) break;
+        await Promise.all(due.map((d) => this.deliver(d)));
+      }
+    } catch (err) {
+      this.log.error({ err }, 'webhook delivery loop failed');
+    } finally {
+      this.running = false;
+      this.schedule(POLL_MS);
+    }
+  }
+
+  private async deliver(d: WebhookDelivery): Promise<void> {
+    const hook = await this.store.webhookById(d.webhookId);
+    const now = clock.now();
+    if (!hook) return this.store.updateDelivery(d.id, 'failed', d.attempt, now, 'endpoint deleted', null);
+    const ts = Math.floor(now / 1000);
+    let error: string | null = null;
+    try {
+      const res = await fetch(hook.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'postgate-webhooks/1',
+          'webhook-id': d.id,
+          'webhook-timestamp': String(ts),
+          'webhook-signature': sign(this.sealer.open(hook.secret), d.id, ts, d.payload),
+        },
+        body: d.payload,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(this.settings.timeoutMs),
+      });
+      await res.body?.cancel();
+      if (res.status >= 200 && res.status < 300) return this.store.updateDelivery(d.id, 'delivered', d.attempt + 1, now, null, now);
+      error = `HTTP ${res.status}`;
+    } catch (err) {
+      error = (err as Error).name === 'TimeoutError' ? 'timeout' : ((err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message);
+    }
+    const attempt = d.attempt + 1;
+    const delays = this.settings.retryDelays;
+    const next = now + delays[Math.min(attempt - 1, delays.length - 1)]! * 1000;
+    const expired = next - d.createdAt > this.settings.maxAgeSeconds * 1000;
+    this.log.warn({ webhook: hook.id, delivery: d.id, attempt, error, giveUp: expired }, 'webhook delivery failed');
+    return this.store.updateDelivery(d.id, expired ? 'failed' : 'pending', attempt, next, error, null);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+}
