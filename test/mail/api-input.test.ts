@@ -1,18 +1,36 @@
 // POST /v1/emails and GET /v1/emails/:id at the API boundary: keys, projects
 // and every field's validation. Bad input is a 4xx with a code, never a 500.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import http from 'node:http';
 import { Stack, type Project } from '../helpers/stack.js';
+
+function rawPost(url: string, key: string, body: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+    });
+    req.on('error', (err) => ((err as NodeJS.ErrnoException).code === 'EPIPE' || (err as NodeJS.ErrnoException).code === 'ECONNRESET' ? undefined : reject(err)));
+    req.end(body);
+  });
+}
 
 let stack: Stack;
 let a: Project;
 let b: Project;
-const valid = { from: 'Acme <hello@acme.test>', to: 'bob@example.test', subject: 'Hi', text: 'Hello' };
+// Each send goes to a new address: with no DNS for example.test the gateway bounces them, which suppresses the address.
+let n = 0;
+const valid = { from: 'Acme <hello@acme.test>', subject: 'Hi', text: 'Hello', get to() { return `user${++n}@example.test`; } };
+const send = () => ({ ...valid });
 
 beforeAll(async () => {
   stack = await Stack.start();
   a = await stack.createProject('acme');
   b = await stack.createProject('other');
   await stack.cli('domain', 'verify', '--project', 'acme', '--name', 'acme.test', '--force');
+  // These tests fire requests faster than the default 60/s; the limit itself is tested elsewhere.
+  await stack.cli('plan', 'set', '--project', 'acme', '--plan', 'free', '--rate', '100000');
 });
 afterAll(async () => {
   await stack?.stop();
@@ -20,27 +38,27 @@ afterAll(async () => {
 
 describe('API keys', () => {
   it('accepts a live key as Bearer or X-Service-Key', async () => {
-    const r1 = await stack.api('POST', '/v1/emails', a.keys.live, valid);
+    const r1 = await stack.api('POST', '/v1/emails', a.keys.live, send());
     expect(r1.status).toBe(202);
     expect(r1.body).toEqual({ id: expect.any(String), status: 'queued' });
-    const r2 = await stack.api('POST', '/v1/emails', undefined, valid, { 'x-service-key': a.keys.live });
+    const r2 = await stack.api('POST', '/v1/emails', undefined, send(), { 'x-service-key': a.keys.live });
     expect(r2.status).toBe(202);
   });
 
   it('answers 401 INVALID_API_KEY to a missing, wrong, test-kind or revoked key', async () => {
     for (const key of [undefined, 'pg_live_nope', a.keys.live + 'x', a.keys.test]) {
-      const r = await stack.api('POST', '/v1/emails', key, valid);
+      const r = await stack.api('POST', '/v1/emails', key, send());
       expect(r.status, String(key)).toBe(401);
       expect(r.body.code).toBe('INVALID_API_KEY');
       expect(typeof r.body.error).toBe('string');
     }
     const created = JSON.parse(await stack.cli('key', 'create', '--project', 'acme', '--kind', 'live', '--json'));
-    expect((await stack.api('POST', '/v1/emails', created.key, valid)).status).toBe(202);
+    expect((await stack.api('POST', '/v1/emails', created.key, send())).status).toBe(202);
     const list = JSON.parse(await stack.cli('key', 'list', '--project', 'acme', '--json'));
     expect(list.some((k: any) => k.id === created.id && k.revoked_at === null)).toBe(true);
     expect(JSON.stringify(list)).not.toContain(created.key);
     await stack.cli('key', 'revoke', '--project', 'acme', '--id', created.id);
-    const r = await stack.api('POST', '/v1/emails', created.key, valid);
+    const r = await stack.api('POST', '/v1/emails', created.key, send());
     expect(r.status).toBe(401);
     expect(r.body.code).toBe('INVALID_API_KEY');
   });
@@ -52,7 +70,7 @@ describe('API keys', () => {
   });
 
   it('never shows one project the emails of another (404)', async () => {
-    const { body } = await stack.api('POST', '/v1/emails', a.keys.live, valid);
+    const { body } = await stack.api('POST', '/v1/emails', a.keys.live, send());
     expect((await stack.api('GET', `/v1/emails/${body.id}`, a.keys.live)).status).toBe(200);
     const other = await stack.api('GET', `/v1/emails/${body.id}`, b.keys.live);
     expect(other.status).toBe(404);
@@ -116,9 +134,10 @@ describe('send request validation', () => {
     expect(form.status).toBeGreaterThanOrEqual(400);
     expect(form.status).toBeLessThan(500);
     expect(form.body.code).toEqual(expect.any(String));
-    const huge = await stack.api('POST', '/v1/emails', a.keys.live, { ...valid, html: 'x'.repeat(12 * 1024 * 1024) });
-    expect([400, 413]).toContain(huge.status);
-    expect(huge.body.code).toEqual(expect.any(String));
+    // The server answers 413 before reading the whole body; a raw request keeps the answer even if the upload is cut.
+    const huge = await rawPost(stack.url + '/v1/emails', a.keys.live, JSON.stringify({ ...send(), html: 'x'.repeat(12 * 1024 * 1024) }));
+    expect(huge.status).toBe(413);
+    expect(JSON.parse(huge.body).code).toBe('PAYLOAD_TOO_LARGE');
   });
 
   it('accepts every field of the send request', async () => {
