@@ -343,7 +343,8 @@ export class Store {
     const details = e.error ? JSON.stringify({ reason: e.error, code: e.errorCode }) : null;
     this.q.insertEvent.run(e.id, e.status, '', 0, e.createdAt, details);
     for (const r of e.recipients) {
-      if (r.status === 'failed') this.q.insertEvent.run(e.id, 'failed', r.address, 0, e.createdAt, JSON.stringify({ reason: r.reason ?? 'refused' }));
+      // A partly refused email says which recipients were left out, and why.
+      if (r.status === 'failed' && e.status !== 'failed') this.q.insertEvent.run(e.id, 'failed', r.address, 0, e.createdAt, JSON.stringify({ reason: r.reason ?? 'refused' }));
     }
     this.reach(e.id, e.projectId, e.status, e.createdAt, { type: e.status, at: e.createdAt, ...(e.error ? { reason: e.error, code: e.errorCode } : {}) });
   }

@@ -124,8 +124,26 @@ export class Stack {
     return stdout;
   }
 
+  /** The admin API the CLI uses, called directly (starting the CLI costs a Node start per call). */
+  async admin(method: string, p: string, body?: unknown): Promise<any> {
+    const token = fs.readFileSync(path.join(this.dataDir, 'admin-token'), 'utf8').trim();
+    const r = await this.api(method, p, token, body);
+    if (r.status >= 300) throw new Error(`admin ${method} ${p}: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body;
+  }
+
   async createProject(slug = 'p' + Math.random().toString(36).slice(2, 10), name = 'Test project'): Promise<Project> {
-    return JSON.parse(await this.cli('project', 'create', '--name', name, '--slug', slug, '--json')) as Project;
+    return (await this.admin('POST', '/admin/v1/projects', { name, slug })) as Project;
+  }
+
+  /** `postgate plan set` through the admin API. */
+  setPlan(slug: string, plan: string, limits: { daily_quota?: number; monthly_quota?: number; rate?: number } = {}): Promise<any> {
+    return this.admin('POST', `/admin/v1/projects/${slug}/plan`, { plan, ...limits });
+  }
+
+  /** `postgate domain verify --force` through the admin API. */
+  verifyDomain(slug: string, name: string): Promise<any> {
+    return this.admin('POST', `/admin/v1/projects/${slug}/domains/verify`, { name, force: true });
   }
 
   async api(method: string, p: string, key: string | undefined, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {

@@ -28,9 +28,9 @@ beforeAll(async () => {
   stack = await Stack.start();
   a = await stack.createProject('acme');
   b = await stack.createProject('other');
-  await stack.cli('domain', 'verify', '--project', 'acme', '--name', 'acme.test', '--force');
+  await stack.verifyDomain('acme', 'acme.test');
   // These tests fire requests faster than the default 60/s; the limit itself is tested elsewhere.
-  await stack.cli('plan', 'set', '--project', 'acme', '--plan', 'free', '--rate', '100000');
+  await stack.setPlan('acme', 'free', { rate: 100000 });
 });
 afterAll(async () => {
   await stack?.stop();
@@ -190,8 +190,12 @@ describe('operations', () => {
     expect(text).toMatch(/postgate_http_responses_total\{status="202"\} \d+/);
   });
 
-  it('the CLI lists projects', async () => {
+  it('the CLI creates a project with its keys shown once, and lists projects', async () => {
+    const created = JSON.parse(await stack.cli('project', 'create', '--name', 'Via CLI', '--slug', 'via-cli', '--json'));
+    expect(created).toEqual({ id: expect.any(String), slug: 'via-cli', keys: { live: expect.stringMatching(/^pg_live_/), test: expect.stringMatching(/^pg_test_/) } });
     const list = JSON.parse(await stack.cli('project', 'list', '--json'));
-    expect(list.map((p: any) => p.slug).sort()).toEqual(['acme', 'other']);
+    expect(list.map((p: any) => p.slug).sort()).toEqual(['acme', 'other', 'via-cli']);
+    expect(JSON.stringify(list)).not.toContain(created.keys.live);
+    await expect(stack.cli('project', 'create', '--name', 'Again', '--slug', 'via-cli')).rejects.toThrow(/exists/);
   });
 });
