@@ -1,0 +1,98 @@
+// Writes Haraka's install dir from our config at every start, so POSTGATE_* settings
+// are the only thing an operator edits. Haraka reads <dir>/config and finds our
+// folder plugins through <dir>/plugins, a link to the repo's plugins/.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../core/config.js';
+import type { GatewayPaths } from './paths.js';
+
+/** Our plugins, in hook order: postgate_rpc first, so the store is open before events flow. */
+export const PLUGINS = ['postgate_rpc', 'postgate_mx', 'postgate_events'];
+
+/** Haraka's log levels for pino's; Haraka's INFO is per-message chatter, so pino info maps to NOTICE. */
+const harakaLevel: Record<string, string> = {
+  trace: 'protocol',
+  debug: 'debug',
+  info: 'notice',
+  warn: 'warn',
+  error: 'error',
+  fatal: 'crit',
+  silent: 'emerg',
+};
+
+/**
+ * Haraka's retry schedule. Its length decides when a message is given up (the
+ * maxTempFailures-th temporary failure bounces), so it mirrors our settings; the
+ * delays themselves come from postgate_events (Haraka refuses entries under 5 s).
+ */
+export function tempFailIntervals(retryDelays: number[], maxTempFailures: number): string {
+  const n = maxTempFailures - 1;
+  if (n < 1) return 'none';
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const d = retryDelays[Math.min(i, retryDelays.length - 1)] ?? 60;
+    out.push(`${Math.max(5, Math.ceil(d))}s`);
+  }
+  return out.join(',');
+}
+
+function write(file: string, lines: string[]): void {
+  fs.writeFileSync(file, lines.join('\n') + '\n');
+}
+
+export function writeHarakaDir(config: Config, paths: GatewayPaths, pluginsDir: string): string {
+  const dir = paths.harakaDir;
+  const cfg = path.join(dir, 'config');
+  fs.mkdirSync(cfg, { recursive: true });
+  fs.mkdirSync(paths.queueDir, { recursive: true });
+  const header = '; written by gateway/main.ts at each start from POSTGATE_* settings; edits are lost';
+
+  write(path.join(cfg, 'smtp.ini'), [
+    header,
+    // Outbound only for now: Haraka insists on a listener, so it gets an ephemeral loopback port.
+    'listen=127.0.0.1:0',
+    // One process: outbound.send_email and our gRPC server must share it (no cluster workers).
+    'nodes=0',
+    // On SIGINT, Haraka calls our plugins' shutdown() so deliveries can drain.
+    'graceful_shutdown=true',
+    'force_shutdown_timeout=30',
+  ]);
+  write(path.join(cfg, 'plugins'), PLUGINS);
+  write(path.join(cfg, 'outbound.ini'), [
+    header,
+    // Opportunistic STARTTLS when the remote offers it; plain SMTP otherwise.
+    'enable_tls=true',
+    `concurrency_max=${config.delivery.concurrency}`,
+    `connect_timeout=${config.delivery.connectTimeout}`,
+    `temp_fail_intervals=${tempFailIntervals(config.delivery.retryDelays, config.delivery.maxTempFailures)}`,
+    // postgate_mx resolves MX hosts itself and refuses local addresses on port 25; this
+    // setting only stops Haraka from repeating that check with a STUN lookup per message.
+    'local_mx_ok=true',
+    'received_header=postgate',
+  ]);
+  write(path.join(cfg, 'me'), [config.mxHost]);
+  write(path.join(cfg, 'queue_dir'), [paths.queueDir]);
+  write(path.join(cfg, 'log.ini'), [
+    '[main]',
+    `level=${harakaLevel[config.logLevel] ?? 'notice'}`,
+    // JSON so gateway/haraka-log.ts can lift Haraka's fields into our pino lines.
+    'format=json',
+    'timestamps=false',
+  ]);
+
+  // Haraka's listener (inbound, later) serves STARTTLS with these when configured.
+  if (config.tlsCert && config.tlsKey) {
+    relink(path.resolve(config.tlsCert), path.join(cfg, 'tls_cert.pem'));
+    relink(path.resolve(config.tlsKey), path.join(cfg, 'tls_key.pem'));
+  }
+  relink(pluginsDir, path.join(dir, 'plugins'));
+  return dir;
+}
+
+/** Points link at target, replacing it atomically (a moved checkout is picked up at the next start). */
+function relink(target: string, link: string): void {
+  const tmp = `${link}.${process.pid}.tmp`;
+  fs.rmSync(tmp, { force: true });
+  fs.symlinkSync(target, tmp);
+  fs.renameSync(tmp, link);
+}

@@ -1,0 +1,112 @@
+// The parts of Haraka's (untyped) objects that our plugins touch, as read in
+// Haraka 3.3.4's outbound/hmail.js. Types only, so CommonJS plugins can import them.
+
+/** A hook's callback: next(code?, msg?); msg is the delay in seconds for DENYSOFT in `deferred`. */
+export type Next = (code?: number, msg?: unknown) => void;
+
+export interface HarakaPlugin {
+  name: string;
+  register_hook(hook: string, method: string, priority?: number): void;
+  haraka_require(module: string): unknown;
+  logdebug(...args: unknown[]): void;
+  loginfo(...args: unknown[]): void;
+  lognotice(...args: unknown[]): void;
+  logwarn(...args: unknown[]): void;
+  logerror(...args: unknown[]): void;
+  logcrit(...args: unknown[]): void;
+}
+
+/**
+ * An envelope address (@haraka/email-address). Outbound adds the dsn_* fields
+ * to a recipient when a remote server answers it (or a lookup fails for it).
+ */
+export interface HarakaAddress {
+  readonly address: string;
+  user: string;
+  host: string;
+  /** "550 5.1.1 text" of the last RCPT (or DATA) failure for this recipient. */
+  reason?: string;
+  dsn_smtp_code?: string;
+  dsn_smtp_extc?: string;
+  dsn_smtp_response?: string;
+  dsn_remote_mta?: string;
+  /** Enhanced status: the remote's, or Haraka's own (e.g. 5.1.2 after a failed MX lookup). */
+  dsn_status?: string;
+  dsn_code?: number;
+  dsn_msg?: string;
+}
+
+/** What send_email notes carry into the queue file (todo.notes) and every hook. */
+export interface PostgateNotes {
+  email_id?: string;
+  project_id?: string;
+  bulk?: boolean;
+  sender_domain?: string;
+}
+
+export interface HMailItem {
+  filename: string;
+  /** Temporary failures so far; incremented before the deferred hook runs. */
+  num_failures: number;
+  /** In-memory notes of this queue item (not persisted, shared with its split-offs). */
+  notes: Record<string, unknown>;
+  todo: {
+    uuid: string;
+    domain: string;
+    queue_time: number;
+    mail_from: HarakaAddress;
+    rcpt_to: HarakaAddress[];
+    notes: PostgateNotes & Record<string, unknown>;
+  };
+}
+
+/** A route returned from get_mx (net_utils.HarakaMx fields). */
+export interface HarakaMx {
+  exchange: string;
+  port?: number;
+  priority?: number;
+  /** The MX host name when exchange is its resolved IP. */
+  from_dns?: string;
+  /** Our EHLO name. */
+  bind_helo?: string;
+}
+
+/** `delivered` hook parameters, in Haraka's order. */
+export type DeliveredParams = [
+  host: string,
+  ip: string,
+  response: string,
+  delay: number,
+  port: number,
+  mode: string,
+  okRecips: HarakaAddress[],
+  secured: boolean,
+  authenticated: boolean,
+];
+
+/** `deferred` hook parameters. fail_recips/mx are set when only some recipients failed. */
+export interface DeferredParams {
+  delay: number;
+  err: string;
+  fail_recips?: HarakaAddress[];
+  mx?: HarakaMx;
+}
+
+/** `bounce` hook error. bounced_rcpt/mx are set when specific recipients were refused. */
+export interface BounceError extends Error {
+  mx?: HarakaMx;
+  bounced_rcpt?: HarakaAddress[];
+  deferred_rcpt?: HarakaAddress[];
+}
+
+/** The outbound module (Haraka/outbound) as used to inject mail. */
+export interface HarakaOutbound {
+  send_email(
+    from: string,
+    to: string[],
+    contents: string,
+    next: (code: number, msg: string) => void,
+    options?: { notes?: unknown },
+  ): void;
+  init_queue(pid?: number): Promise<void>;
+}

@@ -1,0 +1,69 @@
+// Outbound hooks that turn delivery progress into outbox events. Each hook writes
+// its events durably before it lets Haraka go on (and, for delivered, before Haraka
+// deletes the queue file), so an event is never lost to a crash.
+import constants from 'haraka-constants';
+import type { BounceError, DeferredParams, DeliveredParams, HMailItem, Next } from '../haraka.js';
+import { bounceEvents, deferredEvents, retryDelay, sendingEvents, sentEvents } from '../outcome.js';
+import { gatewayRuntime } from '../runtime.js';
+
+/** Wait before retrying an attempt whose 'sending' event could not be written. */
+const RECORD_RETRY_SECONDS = 30;
+
+export interface EventHooks {
+  sending(next: Next, hmail: HMailItem): void;
+  delivered(next: Next, hmail: HMailItem, params: DeliveredParams): void;
+  deferred(next: Next, hmail: HMailItem, params: DeferredParams): void;
+  bounce(next: Next, hmail: HMailItem, err: BounceError): void;
+}
+
+export async function eventHooks(): Promise<EventHooks> {
+  const rt = await gatewayRuntime();
+  const { log } = rt;
+  const { retryDelays } = rt.config.delivery;
+
+  /** Records, logging (not throwing) a failure: the outcome already happened. */
+  const record = (hmail: HMailItem, events: Parameters<typeof rt.record>[0]) =>
+    rt.record(events).then(
+      () => undefined,
+      (err) => log.error({ err, emailId: hmail.todo.notes.email_id, types: [...new Set(events.map((e) => e.type))] }, 'could not record events'),
+    );
+  const finished = (hmail: HMailItem) => rt.attempts.delete(hmail.todo.uuid);
+
+  return {
+    // Fires before every attempt, retries included.
+    sending(next, hmail) {
+      rt.record(sendingEvents(hmail, Date.now())).then(
+        () => {
+          rt.attempts.add(hmail.todo.uuid);
+          next();
+        },
+        (err) => {
+          // Without its event an attempt could go unreported: try again later instead.
+          log.error({ err, emailId: hmail.todo.notes.email_id }, 'could not record sending; delaying');
+          next(constants.delay, RECORD_RETRY_SECONDS);
+        },
+      );
+    },
+    delivered(next, hmail, params) {
+      void record(hmail, sentEvents(hmail, params, Date.now())).finally(() => {
+        finished(hmail);
+        next();
+      });
+    },
+    deferred(next, hmail, params) {
+      // Our schedule, not Haraka's: its intervals cannot go under 5 s.
+      const delay = retryDelay(retryDelays, hmail.num_failures);
+      void record(hmail, deferredEvents(hmail, params, delay, Date.now())).finally(() => {
+        finished(hmail);
+        next(constants.denysoft, delay);
+      });
+    },
+    bounce(next, hmail, err) {
+      void record(hmail, bounceEvents(hmail, err, Date.now())).finally(() => {
+        finished(hmail);
+        // OK: no DSN to the sender; control reports bounces through events and webhooks.
+        next(constants.ok);
+      });
+    },
+  };
+}

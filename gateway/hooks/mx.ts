@@ -1,0 +1,53 @@
+// get_mx: routes for the recipient domain (gateway/mx.ts), dialled on POSTGATE_DELIVERY_PORT.
+// A permanent lookup failure answers DENY (Haraka bounces: a 'bounced' event), a
+// temporary one DENYSOFT (Haraka retries: a 'deferred' event); the reason is left in
+// hmail.notes for those events.
+import constants from 'haraka-constants';
+import type { HarakaMx, HMailItem, Next } from '../haraka.js';
+import { createResolver, isLocalAddress, lookupMx, type MxLookup } from '../mx.js';
+import { MX_FAILURE, MX_NAMES, type MxFailure } from '../outcome.js';
+import { gatewayContext } from '../runtime.js';
+
+export type MxHook = (next: Next, hmail: HMailItem, domain: string) => void;
+
+export function mxHook(): MxHook {
+  const { config, log } = gatewayContext();
+  const resolver = createResolver(config.dnsServers);
+  const port = config.deliveryPort;
+  // On port 25 an MX that is this machine would loop, or relay through a local MTA.
+  // Any other port is a lab set-up whose test MX listens on loopback.
+  const allowLocal = port !== 25;
+  // Haraka fills in the EHLO name itself except under NODE_ENV=test (which test runners set).
+  const helo = config.mxHost;
+
+  const routesOf = (lookup: MxLookup, domain: string): MxLookup => {
+    if (lookup.kind !== 'routes' || allowLocal) return lookup;
+    const routes = lookup.routes.filter((r) => !isLocalAddress(r.ip));
+    if (routes.length) return { kind: 'routes', routes };
+    return { kind: 'permanent', reason: `every MX of ${domain} is this host (mail loop)`, enhancedCode: '5.4.6' };
+  };
+
+  return (next, hmail, domain) => {
+    delete hmail.notes[MX_NAMES];
+    delete hmail.notes[MX_FAILURE];
+    lookupMx(resolver, domain)
+      .then((lookup) => routesOf(lookup, domain))
+      .then(
+        (lookup) => {
+          if (lookup.kind === 'routes') {
+            hmail.notes[MX_NAMES] = Object.fromEntries(lookup.routes.map((r) => [r.ip, r.host]));
+            const mxs: HarakaMx[] = lookup.routes.map((r) => ({ exchange: r.ip, port, priority: r.priority, from_dns: r.host, bind_helo: helo }));
+            return next(constants.ok, mxs);
+          }
+          const failure: MxFailure = { reason: lookup.reason, enhancedCode: lookup.kind === 'permanent' ? lookup.enhancedCode : '' };
+          hmail.notes[MX_FAILURE] = failure;
+          log.info({ domain, emailId: hmail.todo.notes.email_id, ...failure }, 'no route');
+          next(lookup.kind === 'permanent' ? constants.deny : constants.denysoft, lookup.reason);
+        },
+        (err) => {
+          hmail.notes[MX_FAILURE] = { reason: `MX lookup for ${domain} failed: ${String(err)}`, enhancedCode: '' } satisfies MxFailure;
+          next(constants.denysoft, String(err));
+        },
+      );
+  };
+}

@@ -1,0 +1,21 @@
+// Where the gateway keeps its state under the data dir.
+import path from 'node:path';
+import type { Config } from '../core/config.js';
+
+export interface GatewayPaths {
+  /** Haraka's install dir (process.env.HARAKA): config/ and a plugins link. */
+  harakaDir: string;
+  /** Haraka's outbound queue: one file per message and destination domain. */
+  queueDir: string;
+  /** The event outbox and enqueued ids (SQLite). */
+  outboxFile: string;
+}
+
+export function gatewayPaths(config: Config): GatewayPaths {
+  const root = path.join(config.dataDir, 'gateway');
+  return {
+    harakaDir: path.join(root, 'haraka'),
+    queueDir: path.join(root, 'queue'),
+    outboxFile: path.join(root, 'outbox.db'),
+  };
+}

@@ -1,0 +1,44 @@
+// Reads the email ids out of Haraka's queue files. Each file is a 4-byte length,
+// the JSON "todo" (whose notes carry our email_id), then the message; files named
+// "__tmp__.*" are unfinished writes that Haraka deletes at start, "error.*" are
+// files it gave up reading.
+import fs from 'node:fs/promises';
+import path from 'node:path';
+
+const isQueueFile = (name: string) => !name.startsWith('__tmp__.') && !name.startsWith('error.');
+
+export async function queueFiles(queueDir: string): Promise<string[]> {
+  try {
+    return (await fs.readdir(queueDir)).filter(isQueueFile);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+}
+
+async function emailIdOf(file: string): Promise<string | undefined> {
+  const fh = await fs.open(file, 'r');
+  try {
+    const len = Buffer.alloc(4);
+    if ((await fh.read(len, 0, 4, 0)).bytesRead < 4) return undefined;
+    const todo = Buffer.alloc(len.readUInt32BE(0));
+    const { bytesRead } = await fh.read(todo, 0, todo.length, 4);
+    const parsed = JSON.parse(todo.subarray(0, bytesRead).toString('utf8')) as { notes?: { email_id?: unknown } };
+    return typeof parsed.notes?.email_id === 'string' ? parsed.notes.email_id : undefined;
+  } catch {
+    return undefined; // unreadable or half-written: Haraka will not deliver it either
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Which of `wanted` have a message in Haraka's queue. */
+export async function queuedEmailIds(queueDir: string, wanted: ReadonlySet<string>): Promise<Set<string>> {
+  const found = new Set<string>();
+  if (!wanted.size) return found;
+  for (const name of await queueFiles(queueDir)) {
+    const id = await emailIdOf(path.join(queueDir, name)).catch(() => undefined);
+    if (id !== undefined && wanted.has(id)) found.add(id);
+  }
+  return found;
+}

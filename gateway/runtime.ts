@@ -1,0 +1,66 @@
+// State shared by gateway/main.ts and the Haraka plugins of one gateway process.
+// The plugins are CommonJS and reach this ES module with import(), which returns
+// the same instance main.ts loaded, so there is one config, logger and outbox.
+import { loadConfig, type Config } from '../core/config.js';
+import { createLogger, type Logger } from '../core/log.js';
+import { Outbox, type DeliveryEventRow, type NewDeliveryEvent } from '../control/store/outbox.js';
+import { EventFeed } from './feed.js';
+import { gatewayPaths, type GatewayPaths } from './paths.js';
+
+export interface GatewayContext {
+  config: Config;
+  paths: GatewayPaths;
+  log: Logger;
+}
+
+export interface Throttle {
+  provider: string;
+  dailyNorm: number;
+  ratePerMinute: number;
+  connections: number;
+}
+
+export interface GatewayRuntime extends GatewayContext {
+  outbox: Outbox;
+  feed: EventFeed;
+  /** Queue items (Haraka todo uuid) with an SMTP attempt under way: shutdown waits for them. */
+  attempts: Set<string>;
+  /** Per-provider throttles pushed by control (applied by the pacing plugin when it exists). */
+  throttles: Throttle[];
+  /** Appends events durably, then wakes the Events streams. */
+  record(events: readonly NewDeliveryEvent[]): Promise<DeliveryEventRow[]>;
+}
+
+let context: GatewayContext | undefined;
+let runtime: Promise<GatewayRuntime> | undefined;
+
+export function gatewayContext(): GatewayContext {
+  if (!context) {
+    const config = loadConfig();
+    context = { config, paths: gatewayPaths(config), log: createLogger('gateway', config.logLevel) };
+  }
+  return context;
+}
+
+async function open(): Promise<GatewayRuntime> {
+  const ctx = gatewayContext();
+  const outbox = Outbox.open(ctx.paths.outboxFile, ctx.config.storage);
+  const feed = new EventFeed(await outbox.lastSeq());
+  return {
+    ...ctx,
+    outbox,
+    feed,
+    attempts: new Set(),
+    throttles: [],
+    async record(events) {
+      const rows = await outbox.appendEvents(events.filter((e) => e.emailId));
+      if (rows.length) feed.published(rows[rows.length - 1]!.seq);
+      return rows;
+    },
+  };
+}
+
+/** Opens the outbox once per process; every caller gets the same runtime. */
+export function gatewayRuntime(): Promise<GatewayRuntime> {
+  return (runtime ??= open());
+}

@@ -1,0 +1,52 @@
+// Haraka plugin: records delivery events (sending, sent, deferred, bounced, rejected)
+// in the outbox and sets our retry schedule (gateway/hooks/events.ts).
+// CommonJS, as Haraka require()s folder plugins; the logic is ES modules loaded at init_master.
+import constants = require('haraka-constants');
+import type { BounceError, DeferredParams, DeliveredParams, HarakaPlugin, HMailItem, Next } from '../../gateway/haraka.js';
+import type { EventHooks } from '../../gateway/hooks/events.js';
+
+let hooks: EventHooks | undefined;
+
+export function register(this: HarakaPlugin): void {
+  this.register_hook('init_master', 'load');
+  this.register_hook('send_email', 'on_send_email');
+  this.register_hook('delivered', 'on_delivered');
+  this.register_hook('deferred', 'on_deferred');
+  this.register_hook('bounce', 'on_bounce');
+}
+
+export function load(this: HarakaPlugin, next: Next): void {
+  import('../../gateway/hooks/events.js')
+    .then((m) => m.eventHooks())
+    .then(
+      (h) => {
+        hooks = h;
+        next();
+      },
+      (err: unknown) => {
+        this.logcrit('postgate_events failed to load', err);
+        next(constants.deny, String(err));
+      },
+    );
+}
+
+// init_master completes before Haraka loads its queue, so hooks is set by the time these run.
+export function on_send_email(this: HarakaPlugin, next: Next, hmail: HMailItem): void {
+  if (!hooks) return next(constants.delay, 5);
+  hooks.sending(next, hmail);
+}
+
+export function on_delivered(this: HarakaPlugin, next: Next, hmail: HMailItem, params: DeliveredParams): void {
+  if (!hooks) return next();
+  hooks.delivered(next, hmail, params);
+}
+
+export function on_deferred(this: HarakaPlugin, next: Next, hmail: HMailItem, params: DeferredParams): void {
+  if (!hooks) return next();
+  hooks.deferred(next, hmail, params);
+}
+
+export function on_bounce(this: HarakaPlugin, next: Next, hmail: HMailItem, err: BounceError): void {
+  if (!hooks) return next(constants.ok);
+  hooks.bounce(next, hmail, err);
+}

@@ -1,0 +1,136 @@
+// A receiving MX for tests (smtp-server on 127.0.0.1, free port, no AUTH, no
+// STARTTLS) that records what it accepts and answers as scripted, per recipient
+// and per attempt: refuse at RCPT TO (550 5.1.1, 550 5.7.1, 450...), temp-fail the
+// first N attempts then accept, or hold the final answer to DATA for a while.
+import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from 'smtp-server';
+
+export interface Reply {
+  code: number;
+  /** Text after the code, enhanced status first, e.g. "5.1.1 User unknown". */
+  message: string;
+}
+
+export interface Behaviour {
+  /** Answers to RCPT TO for this recipient's attempts 1, 2, ...; null or past the end: accept. */
+  rcpt?: Array<Reply | null>;
+  /** Answers to the end of DATA for attempts 1, 2, ...; null or past the end: 250. */
+  data?: Array<Reply | null>;
+  /** Hold the answer to DATA this long (ms), e.g. to kill the sender mid-session. */
+  dataDelayMs?: number;
+}
+
+export const replies = {
+  noSuchUser: { code: 550, message: '5.1.1 <rcpt>: Recipient address rejected: User unknown' },
+  policy: { code: 550, message: '5.7.1 Message rejected as spam by content policy' },
+  greylisted: { code: 450, message: '4.2.0 Greylisted, please try again later' },
+  tryLater: { code: 451, message: '4.3.0 Temporary local problem, try again' },
+  closing: { code: 421, message: '4.7.0 Too many connections, closing' },
+} satisfies Record<string, Reply>;
+
+/** `n` temporary failures, then acceptance. */
+export const tempFailFirst = (n: number, reply: Reply = replies.greylisted): Array<Reply | null> => Array(n).fill(reply);
+
+export interface ReceivedMessage {
+  mailFrom: string;
+  rcptTo: string[];
+  raw: Buffer;
+  /** The value of the X-Email-Id header the tests put in messages, when present. */
+  emailId?: string;
+}
+
+export interface MxSink {
+  port: number;
+  messages: ReceivedMessage[];
+  /** RCPT TO commands seen, per recipient (each is one attempt at it). */
+  attempts(rcpt: string): number;
+  /** Scripts one recipient ('*': everyone without a script of their own). */
+  setBehaviour(rcpt: string, behaviour: Behaviour): void;
+  /** Resolves once at least n messages were accepted. */
+  waitFor(n: number, timeoutMs?: number): Promise<ReceivedMessage[]>;
+  close(): Promise<void>;
+}
+
+const key = (addr: string) => addr.toLowerCase();
+
+function smtpError(reply: Reply): Error {
+  return Object.assign(new Error(reply.message), { responseCode: reply.code });
+}
+
+export async function startMxSink(): Promise<MxSink> {
+  const behaviours = new Map<string, Behaviour>();
+  const rcptAttempts = new Map<string, number>();
+  const dataAttempts = new Map<string, number>();
+  const messages: ReceivedMessage[] = [];
+  let waiters: Array<() => void> = [];
+
+  const behaviourOf = (rcpt: string) => behaviours.get(key(rcpt)) ?? behaviours.get('*') ?? {};
+  const bump = (m: Map<string, number>, k: string) => {
+    const n = (m.get(k) ?? 0) + 1;
+    m.set(k, n);
+    return n;
+  };
+
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['AUTH', 'STARTTLS'],
+    logger: false,
+    onRcptTo(address: SMTPServerAddress, _session: SMTPServerSession, cb: (err?: Error | null) => void) {
+      const attempt = bump(rcptAttempts, key(address.address));
+      const reply = behaviourOf(address.address).rcpt?.[attempt - 1];
+      cb(reply ? smtpError(reply) : undefined);
+    },
+    onData(stream, session, cb) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => {
+        const rcptTo = session.envelope.rcptTo.map((a) => a.address);
+        const scripts = rcptTo.map(behaviourOf);
+        const attempt = bump(dataAttempts, rcptTo.map(key).join(','));
+        const reply = scripts.map((b) => b.data?.[attempt - 1]).find(Boolean);
+        const delay = Math.max(0, ...scripts.map((b) => b.dataDelayMs ?? 0));
+        setTimeout(() => {
+          if (reply) return cb(smtpError(reply));
+          const raw = Buffer.concat(chunks);
+          const emailId = /^X-Email-Id:\s*(\S+)/im.exec(raw.toString('utf8'))?.[1];
+          const from = session.envelope.mailFrom;
+          messages.push({ mailFrom: from ? from.address : '', rcptTo, raw, emailId });
+          for (const wake of waiters) wake();
+          cb(null);
+        }, delay);
+      });
+    },
+  });
+  server.on('error', () => {}); // a sender killed mid-session is expected in tests
+
+  await new Promise<void>((resolve, reject) => {
+    server.server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const port = (server.server.address() as { port: number }).port;
+
+  return {
+    port,
+    messages,
+    attempts: (rcpt) => rcptAttempts.get(key(rcpt)) ?? 0,
+    setBehaviour(rcpt, behaviour) {
+      behaviours.set(rcpt === '*' ? '*' : key(rcpt), behaviour);
+    },
+    waitFor(n, timeoutMs = 15_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          if (messages.length < n) return;
+          clearTimeout(timer);
+          waiters = waiters.filter((w) => w !== check);
+          resolve(messages);
+        };
+        const timer = setTimeout(() => {
+          waiters = waiters.filter((w) => w !== check);
+          reject(new Error(`sink got ${messages.length} of ${n} messages in ${timeoutMs} ms`));
+        }, timeoutMs);
+        waiters.push(check);
+        check();
+      });
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
