@@ -36,6 +36,8 @@ export interface ReceivedMessage {
   raw: Buffer;
   /** The value of the X-Email-Id header the tests put in messages, when present. */
   emailId?: string;
+  /** When the message was accepted (the 250 is written right after). */
+  receivedAt: number;
 }
 
 export interface MxSink {
@@ -93,7 +95,7 @@ export async function startMxSink(): Promise<MxSink> {
           const raw = Buffer.concat(chunks);
           const emailId = /^X-Email-Id:\s*(\S+)/im.exec(raw.toString('utf8'))?.[1];
           const from = session.envelope.mailFrom;
-          messages.push({ mailFrom: from ? from.address : '', rcptTo, raw, emailId });
+          messages.push({ mailFrom: from ? from.address : '', rcptTo, raw, emailId, receivedAt: Date.now() });
           for (const wake of waiters) wake();
           cb(null);
         }, delay);
