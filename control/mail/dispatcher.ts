@@ -19,6 +19,7 @@ export class Dispatcher {
   private again = false;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  private readonly down = new Set<string>();
 
   constructor(private readonly store: Store, private readonly gateways: Gateways, private readonly log: Logger, private readonly metrics: Metrics) {}
 
@@ -78,8 +79,12 @@ export class Dispatcher {
             if (done.length < list.length) failed = true;
           } catch (err) {
             failed = true;
-            this.log.warn({ gateway: gw.name, err: (err as Error).message }, 'gateway unavailable; will retry');
+            // Once per outage, not once a second.
+            if (!this.down.has(gw.name)) this.log.warn({ gateway: gw.name, err: (err as Error).message }, 'gateway unavailable; will retry');
+            this.down.add(gw.name);
+            return;
           }
+          if (this.down.delete(gw.name)) this.log.info({ gateway: gw.name }, 'gateway reachable again');
         }),
       );
       if (failed) {
