@@ -5,6 +5,19 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+// Browser tests drive Debian's chromium; a fresh machine gets it here (never a downloaded browser).
+function ensureChromium(): void {
+  if (!fs.existsSync('test/browser') || fs.existsSync('/usr/bin/chromium')) return;
+  if (process.getuid?.() !== 0) {
+    console.warn('chromium is missing and this is not root: install it with `apt-get install -y chromium`');
+    return;
+  }
+  console.log('installing chromium for the browser tests (apt-get)…');
+  spawnSync('apt-get', ['update'], { stdio: 'inherit' });
+  spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+}
+ensureChromium();
+
 const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'postgate-vitest-')), 'report.json');
 const args = ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...process.argv.slice(2)];
 const run = spawnSync('npx', args, { stdio: 'inherit' });
