@@ -16,6 +16,10 @@ import type { Resolver } from '../core/dns.js';
 import { mailRoutes } from './mail/routes.js';
 import { adminRoutes } from './admin/routes.js';
 import { authPlugin } from '../auth/plugin.js';
+import type { PacingService } from './pacing/service.js';
+import { pacingAdminRoutes } from './pacing/admin.js';
+import type { Tokens } from './unsubscribe/tokens.js';
+import { unsubscribeRoutes } from './unsubscribe/routes.js';
 
 export interface AppDeps {
   config: Config;
@@ -29,6 +33,8 @@ export interface AppDeps {
   secret: string;
   counters: Counters;
   resolver: Resolver;
+  /** Pacing and one-click unsubscribe (control/pacing, control/unsubscribe). */
+  deliverability?: { pacing: PacingService; tokens: Tokens };
 }
 
 /** Maps whatever was thrown to the one error shape; never leaks internals. */
@@ -93,8 +99,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  await app.register(mailRoutes, { config, store: deps.store, access: deps.access, pipeline: deps.pipeline, counters: deps.counters, secret: deps.secret, resolver: deps.resolver });
+  await app.register(mailRoutes, { config, store: deps.store, access: deps.access, pipeline: deps.pipeline, counters: deps.counters, secret: deps.secret, resolver: deps.resolver, pacing: deps.deliverability?.pacing });
   await app.register(authPlugin, { config, log, store: deps.store, access: deps.access, pipeline: deps.pipeline, invalidator: deps.invalidator, secret: deps.secret, adminToken: deps.adminToken });
   await app.register(adminRoutes, { config, store: deps.store, token: deps.adminToken, invalidator: deps.invalidator, secret: deps.secret });
+  if (deps.deliverability) {
+    await app.register(pacingAdminRoutes, { config, store: deps.store, pacing: deps.deliverability.pacing, token: deps.adminToken });
+    await app.register(unsubscribeRoutes, { store: deps.store, tokens: deps.deliverability.tokens });
+  }
   return app;
 }

@@ -7,7 +7,8 @@ import { create } from '@bufbuild/protobuf';
 import { grpcClient, unary } from '../proto/grpc.js';
 import {
   GatewayService, EnqueueRequestSchema, OutboundMessageSchema, AckRequestSchema, EventsRequestSchema,
-  type EnqueueResponse, type OutboundMessage, type DeliveryEvent,
+  SetThrottlesRequestSchema, ThrottleSchema, PacingStatsRequestSchema, SetClockRequestSchema,
+  type EnqueueResponse, type OutboundMessage, type DeliveryEvent, type PacingStatsResponse, type Throttle,
 } from '../proto/gen/postgate/gateway/v1/gateway_pb.js';
 import type { HostPort } from '../core/config.js';
 
@@ -43,6 +44,19 @@ export class Gateways {
 
   events(gw: Gateway, afterSeq: number): grpc.ClientReadableStream<DeliveryEvent> {
     return gw.client.events!(create(EventsRequestSchema, { afterSeq: BigInt(afterSeq) })) as grpc.ClientReadableStream<DeliveryEvent>;
+  }
+
+  setThrottles(gw: Gateway, throttles: Array<Omit<Throttle, '$typeName'>>): Promise<unknown> {
+    return unary(gw.client, 'setThrottles', create(SetThrottlesRequestSchema, { throttles: throttles.map((t) => create(ThrottleSchema, t)) }), undefined, 5_000);
+  }
+
+  pacingStats(gw: Gateway, projectId: string, day: string): Promise<PacingStatsResponse> {
+    return unary<PacingStatsResponse>(gw.client, 'pacingStats', create(PacingStatsRequestSchema, { projectId, day }), undefined, 5_000);
+  }
+
+  /** Test-only: the gateway refuses unless it runs with POSTGATE_TEST_CLOCK=1. */
+  setClock(gw: Gateway, offsetMs: number): Promise<unknown> {
+    return unary(gw.client, 'setClock', create(SetClockRequestSchema, { offsetMs: BigInt(offsetMs) }), undefined, 5_000);
   }
 
   close(): void {

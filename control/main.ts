@@ -15,6 +15,8 @@ import { memoryCounters } from './limits/counters.js';
 import { makeResolver } from '../core/dns.js';
 import { sealer } from '../core/crypto.js';
 import { WebhookSender } from './webhooks/sender.js';
+import { Tokens } from './unsubscribe/tokens.js';
+import { PacingService } from './pacing/service.js';
 
 const config = loadConfig();
 const log = createLogger('control', config.logLevel);
@@ -22,18 +24,21 @@ const store = new Store(config.dataDir, config.storage);
 const invalidator = localInvalidator();
 const metrics = new Metrics();
 const gateways = new Gateways(config.gateways);
-const dispatcher = new Dispatcher(store, gateways, log, metrics);
-const events = new DeliveryEvents(store, gateways, log, metrics);
+const secret = masterSecret(config);
+const tokens = new Tokens(secret);
+const dispatcher = new Dispatcher(store, gateways, log, metrics, { tokens, dkimSealer: sealer(secret, 'dkim'), baseUrl: config.baseUrl });
+const pacing = new PacingService(store, gateways, config, log, dispatcher);
+// Each (re)connection of a gateway's event stream may be a restarted gateway: give it the throttles.
+const events = new DeliveryEvents(store, gateways, log, metrics, { tokens, onConnect: (gw) => void pacing.push(gw) });
 const access = new Access(store, invalidator);
 const pipeline = new MailPipeline(store, config, dispatcher);
-const secret = masterSecret(config);
 const webhooks = new WebhookSender(store, sealer(secret, 'webhooks'), config.webhooks, log);
 
 metrics.gauge('postgate_store_commits', () => store.writer.commits, 'Grouped SQLite commits since start');
 metrics.gauge('postgate_store_writes', () => store.writer.writes, 'Writes committed since start');
 metrics.gauge('postgate_process_rss_bytes', () => process.memoryUsage().rss);
 
-const app = await buildApp({ config, log, store, access, pipeline, metrics, invalidator, adminToken: adminToken(config), secret, counters: memoryCounters(), resolver: makeResolver(config.dnsServers) });
+const app = await buildApp({ config, log, store, access, pipeline, metrics, invalidator, adminToken: adminToken(config), secret, counters: memoryCounters(), resolver: makeResolver(config.dnsServers), deliverability: { pacing, tokens } });
 await app.listen({ host: config.host, port: config.httpPort });
 dispatcher.start();
 events.start();

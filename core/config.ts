@@ -25,6 +25,37 @@ export interface DeliverySettings {
   connectTimeout: number;
   /** Outbound concurrency cap of the gateway. */
   concurrency: number;
+  /**
+   * Seconds before automatic retry n of a `rejected` recipient (a policy 5xx, or a 4xx
+   * that outlasted maxTempFailures); its length is the number of such retries.
+   */
+  rejectRetryDelays: number[];
+}
+
+/** One receiving provider's warm-up and limits (DESIGN.md: set live with `postgate throttle set`). */
+export interface ProviderThrottle {
+  /** A project's daily norm at this provider on its first sending day; 0 = no norm. */
+  dailyNorm: number;
+  /** The norm is multiplied by this for each further day. */
+  growth: number;
+  /** The norm stops growing here; 0 = no cap. */
+  maxDailyNorm: number;
+  /** Messages per minute from this gateway; 0 = unlimited. For `other`, per recipient domain. */
+  ratePerMinute: number;
+  /** Concurrent deliveries from this gateway; 0 = unlimited. For `other`, per recipient domain. */
+  connections: number;
+}
+
+export interface PacingSettings {
+  /** Default throttles per receiving provider; `other` covers every domain no rule names. */
+  providers: Record<string, ProviderThrottle>;
+  /** Bulk emails (recipients) with one subject per project per UTC day. */
+  sameSubjectDailyLimit: number;
+  /**
+   * Bulk above max(floor, factor × the average of the previous `days` days) is held until
+   * it is announced (POST /v1/pacing/announcements) or approved (`postgate pacing approve`).
+   */
+  volumeSpike: { factor: number; floor: number; days: number };
 }
 
 export interface StorageSettings {
@@ -77,11 +108,17 @@ export interface Config {
   /** Emails per second per project on SMTP submission. */
   smtpRate: number;
   webhooks: WebhookSettings;
+  pacing: PacingSettings;
+  /** POSTGATE_TEST_CLOCK=1: the admin API (and the gateways) let tests move the clock. */
+  testClock: boolean;
 }
+
+// A new sender's first days, per provider (a day's norm × growth each further day: ~×57 in 10 days).
+const warmup = (dailyNorm: number, ratePerMinute: number, connections: number): ProviderThrottle => ({ dailyNorm, growth: 1.5, maxDailyNorm: 0, ratePerMinute, connections });
 
 const defaults = {
   limits: { maxRecipients: 50, maxBodyBytes: 5 * 1024 * 1024, maxSubjectLength: 998, maxHeaders: 50, maxTags: 20 },
-  delivery: { retryDelays: [60, 300, 900, 3600, 7200, 14400], maxTempFailures: 13, connectTimeout: 30, concurrency: 1000 },
+  delivery: { retryDelays: [60, 300, 900, 3600, 7200, 14400], maxTempFailures: 13, connectTimeout: 30, concurrency: 1000, rejectRetryDelays: [900, 3600, 14400, 43200] },
   storage: { synchronous: 'FULL', maxBatch: 1000 },
   plans: {
     free: { dailyQuota: 1_000, monthlyQuota: 10_000, rateLimit: 60 },
@@ -89,7 +126,34 @@ const defaults = {
     scale: { dailyQuota: 1_000_000, monthlyQuota: 20_000_000, rateLimit: 1_000 },
   },
   webhooks: { retryDelays: [5, 300, 1800, 7200, 18000, 36000], maxAgeSeconds: 86400, timeoutMs: 10_000 },
-} satisfies Pick<Config, 'limits' | 'delivery' | 'storage' | 'plans' | 'webhooks'>;
+  pacing: {
+    providers: {
+      google: warmup(500, 600, 10),
+      microsoft: warmup(500, 300, 10),
+      yahoo: warmup(500, 300, 5),
+      mailru: warmup(300, 300, 5),
+      yandex: warmup(300, 300, 5),
+      apple: warmup(300, 300, 5),
+      gmx: warmup(300, 300, 5),
+      proton: warmup(200, 120, 3),
+      zoho: warmup(200, 120, 3),
+      comcast: warmup(200, 120, 5),
+      other: warmup(1000, 600, 10),
+    },
+    sameSubjectDailyLimit: 10_000,
+    volumeSpike: { factor: 4, floor: 1000, days: 7 },
+  },
+} satisfies Pick<Config, 'limits' | 'delivery' | 'storage' | 'plans' | 'webhooks' | 'pacing'>;
+
+function pacingSettings(over: unknown): PacingSettings {
+  const p = merge(defaults.pacing, over, 'pacing');
+  const providers: Record<string, ProviderThrottle> = { ...defaults.pacing.providers };
+  for (const [name, t] of Object.entries((over as { providers?: Record<string, unknown> } | undefined)?.providers ?? {})) {
+    if (!/^[a-z0-9-]{1,40}$/.test(name)) throw new Error(`POSTGATE_CONFIG: bad provider name pacing.providers.${name}`);
+    providers[name] = merge(providers[name] ?? warmup(1000, 600, 10), t, `pacing.providers.${name}`);
+  }
+  return { ...p, providers, volumeSpike: merge(defaults.pacing.volumeSpike, (over as any)?.volumeSpike, 'pacing.volumeSpike') };
+}
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];
@@ -162,6 +226,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     defaultPlan: (file.defaultPlan as Config['defaultPlan'] | undefined) ?? 'free',
     smtpRate: (file.smtpRate as number | undefined) ?? 300,
     webhooks: merge(defaults.webhooks, file.webhooks, 'webhooks'),
+    pacing: pacingSettings(file.pacing),
+    testClock: env.POSTGATE_TEST_CLOCK === '1',
   };
 }
 

@@ -4,8 +4,10 @@
 // Haraka loads its queue) resolves it from the queue files themselves: a file with
 // that id means queued (a retry is a duplicate), no file means never queued (a retry
 // sends it). So a retried Enqueue never delivers twice and never loses the mail.
+// Ids here are keys: the email id, or email_id/n for one recipient's copy of a bulk email.
 import type { Outbox } from '../control/store/outbox.js';
 import type { Logger } from '../core/log.js';
+import { signMessage, type DkimKey } from './dkim.js';
 
 export interface OutgoingMessage {
   emailId: string;
@@ -15,17 +17,26 @@ export interface OutgoingMessage {
   raw: Uint8Array;
   bulk: boolean;
   senderDomain: string;
+  /** Idempotency key; the email id when empty. */
+  key?: string;
+  /** Signed with this key before it is queued; unsigned when absent. */
+  dkim?: DkimKey;
+  /** Day 1 of the project's warm-up (epoch ms); 0 = today. */
+  warmupStartMs?: bigint | number;
 }
 
 export interface EnqueueOutcome {
   emailId: string;
+  key: string;
   duplicate: boolean;
   /** '' when queued (or already queued). */
   error: string;
 }
 
-/** Hands one message to Haraka; resolves after Haraka's queued callback. */
-export type QueueFn = (msg: OutgoingMessage) => Promise<void>;
+export const keyOf = (msg: Pick<OutgoingMessage, 'emailId' | 'key'>): string => msg.key || msg.emailId;
+
+/** Hands one (signed) message to Haraka; resolves after Haraka's queued callback. */
+export type QueueFn = (msg: OutgoingMessage & { key: string }) => Promise<void>;
 /** Which of these ids have a file in Haraka's queue. */
 export type FindQueued = (ids: ReadonlySet<string>) => Promise<Set<string>>;
 
@@ -64,38 +75,40 @@ export class Enqueuer {
   }
 
   enqueue(msg: OutgoingMessage): Promise<EnqueueOutcome> {
-    const running = this.inflight.get(msg.emailId);
+    const key = keyOf(msg);
+    const running = this.inflight.get(key);
     if (running) return running.then((r) => (r.error ? r : { ...r, duplicate: true }));
-    const p = this.run(msg).finally(() => this.inflight.delete(msg.emailId));
-    if (msg.emailId) this.inflight.set(msg.emailId, p);
+    const p = this.run(msg, key).finally(() => this.inflight.delete(key));
+    if (key) this.inflight.set(key, p);
     return p;
   }
 
-  private async run(msg: OutgoingMessage): Promise<EnqueueOutcome> {
-    const emailId = msg.emailId;
+  private async run(msg: OutgoingMessage, key: string): Promise<EnqueueOutcome> {
+    const { emailId } = msg;
     const error = invalid(msg);
-    if (error) return { emailId, duplicate: false, error };
+    if (error) return { emailId, key, duplicate: false, error };
     await this.ready;
 
-    let state = await this.outbox.beginEnqueue(emailId);
+    let state = await this.outbox.beginEnqueue(key);
     if (state === 'pending') {
       // Not in flight here, so an earlier attempt failed to settle its row: ask the queue.
-      if ((await this.findQueued(new Set([emailId]))).has(emailId)) {
-        await this.outbox.markEnqueued([emailId]);
+      if ((await this.findQueued(new Set([key]))).has(key)) {
+        await this.outbox.markEnqueued([key]);
         state = 'queued';
       }
     }
-    if (state === 'queued') return { emailId, duplicate: true, error: '' };
+    if (state === 'queued') return { emailId, key, duplicate: true, error: '' };
 
     try {
-      await this.queue(msg);
+      const raw = msg.dkim?.privateKeyPem ? await signMessage(Buffer.from(msg.raw), msg.dkim) : msg.raw;
+      await this.queue({ ...msg, raw, key });
     } catch (err) {
-      // Haraka refused it and removed what it had written: forget the id so a retry sends it.
-      await this.outbox.forgetEnqueued([emailId]);
-      this.log.warn({ emailId, err: String(err) }, 'Haraka refused a message');
-      return { emailId, duplicate: false, error: String((err as Error)?.message ?? err) };
+      // Not signed, or Haraka refused it (and removed what it had written): forget the key so a retry sends it.
+      await this.outbox.forgetEnqueued([key]);
+      this.log.warn({ emailId, key, err: String((err as Error)?.message ?? err) }, 'message not queued');
+      return { emailId, key, duplicate: false, error: String((err as Error)?.message ?? err) };
     }
-    await this.outbox.markEnqueued([emailId]);
-    return { emailId, duplicate: false, error: '' };
+    await this.outbox.markEnqueued([key]);
+    return { emailId, key, duplicate: false, error: '' };
   }
 }

@@ -6,8 +6,11 @@ import path from 'node:path';
 import type { Config } from '../core/config.js';
 import type { GatewayPaths } from './paths.js';
 
-/** Our plugins, in hook order: postgate_rpc first, so the store is open before events flow. */
-export const PLUGINS = ['postgate_rpc', 'postgate_mx', 'postgate_events'];
+/**
+ * Our plugins, in hook order: postgate_rpc first, so the store is open before events flow;
+ * postgate_pacing before postgate_events, so held mail gets no `sending` event.
+ */
+export const PLUGINS = ['postgate_rpc', 'postgate_pacing', 'postgate_mx', 'postgate_events', 'postgate_inbound'];
 
 /** Haraka's log levels for pino's; Haraka's INFO is per-message chatter, so pino info maps to NOTICE. */
 const harakaLevel: Record<string, string> = {
@@ -40,7 +43,8 @@ function write(file: string, lines: string[]): void {
   fs.writeFileSync(file, lines.join('\n') + '\n');
 }
 
-export function writeHarakaDir(config: Config, paths: GatewayPaths, pluginsDir: string): string {
+/** `listen` is the inbound listener (host:port) for bounces, complaints and unsubscribe mails. */
+export function writeHarakaDir(config: Config, paths: GatewayPaths, pluginsDir: string, listen: string): string {
   const dir = paths.harakaDir;
   const cfg = path.join(dir, 'config');
   fs.mkdirSync(cfg, { recursive: true });
@@ -49,8 +53,8 @@ export function writeHarakaDir(config: Config, paths: GatewayPaths, pluginsDir: 
 
   write(path.join(cfg, 'smtp.ini'), [
     header,
-    // Outbound only for now: Haraka insists on a listener, so it gets an ephemeral loopback port.
-    'listen=127.0.0.1:0',
+    // The inbound side (postgate_inbound): DSNs, complaints and unsubscribe mails for our return paths.
+    `listen=${listen}`,
     // One process: outbound.send_email and our gRPC server must share it (no cluster workers).
     'nodes=0',
     // On SIGINT, Haraka calls our plugins' shutdown() so deliveries can drain.
@@ -71,6 +75,33 @@ export function writeHarakaDir(config: Config, paths: GatewayPaths, pluginsDir: 
     'received_header=postgate',
   ]);
   write(path.join(cfg, 'me'), [config.mxHost]);
+  // The inbound listener's settings. Haraka reads this file instead of its own default
+  // (no merge), so every section it uses is written.
+  write(path.join(cfg, 'connection.ini'), [
+    header,
+    '[main]',
+    'smtputf8=true',
+    '[haproxy]',
+    'hosts[] =',
+    '[headers]',
+    'add_received=true',
+    'show_version=false',
+    'clean_auth_results=true',
+    'max_lines=1000',
+    'max_received=100',
+    // Reports carry at most the original message; nothing legitimate is larger.
+    '[max]',
+    'bytes=10485760',
+    'mime_parts=1000',
+    'line_length=512',
+    'data_line_length=992',
+    '[message]',
+    'helo=postgate inbound',
+    'close=closing connection',
+    '[uuid]',
+    'banner_chars=6',
+    'deny_chars=0',
+  ]);
   write(path.join(cfg, 'queue_dir'), [paths.queueDir]);
   write(path.join(cfg, 'log.ini'), [
     '[main]',

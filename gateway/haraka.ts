@@ -42,10 +42,23 @@ export interface PostgateNotes {
   project_id?: string;
   bulk?: boolean;
   sender_domain?: string;
+  /** The Enqueue idempotency key (email_id, or email_id/n for one recipient's bulk copy). */
+  enqueue_key?: string;
+  /** Day 1 of the project's warm-up, epoch ms. */
+  warmup_start?: number;
+  /** Set on a scheduled retry of rejected recipients: how many such retries so far. */
+  reject_retries?: number;
+  /** Attempts made before this queue item existed (a retry continues the count). */
+  attempt_base?: number;
+  /** A retry is not due before this (epoch ms, by our clock). */
+  not_before?: number;
 }
 
 export interface HMailItem {
   filename: string;
+  path: string;
+  /** The stored message (after the todo header) as a stream. */
+  data_stream(): NodeJS.ReadableStream;
   /** Temporary failures so far; incremented before the deferred hook runs. */
   num_failures: number;
   /** In-memory notes of this queue item (not persisted, shared with its split-offs). */
@@ -109,4 +122,7 @@ export interface HarakaOutbound {
     options?: { notes?: unknown },
   ): void;
   init_queue(pid?: number): Promise<void>;
+  /** Haraka's in-memory timers of delayed and temp-failed mail, keyed by queue file name. */
+  temp_fail_queue: { discard(id: string): unknown; length(): number };
+  delivery_queue: { push(hmail: HMailItem): void; length(): number };
 }

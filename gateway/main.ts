@@ -2,6 +2,7 @@
 // with control's environment. Writes Haraka's install dir from our config, then runs
 // Haraka in this process (as its bin/haraka does); our plugins, loaded by Haraka,
 // serve the internal gRPC contract and record delivery events.
+import net from 'node:net';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +14,26 @@ const require = createRequire(import.meta.url);
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 const { config, paths, log } = gatewayContext();
-const harakaDir = writeHarakaDir(config, paths, path.join(repoRoot, 'plugins'));
+
+/**
+ * The inbound listener's address. Haraka exits when it cannot listen, which would stop
+ * outbound delivery too; so a taken port is reported loudly and the gateway keeps
+ * sending, with inbound reports unreceived until the port is freed and it restarts.
+ */
+async function inboundListen(host: string, port: number): Promise<string> {
+  const bracket = (h: string) => (net.isIPv6(h) ? `[${h}]` : h);
+  if (port === 0) return `${bracket(host)}:0`;
+  const free = await new Promise<boolean>((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, host, () => probe.close(() => resolve(true)));
+  });
+  if (free) return `${bracket(host)}:${port}`;
+  log.error({ host, port }, 'POSTGATE_INBOUND_PORT is in use: bounces, complaints and unsubscribe mails will not be received');
+  return `${bracket(host)}:0`;
+}
+
+const harakaDir = writeHarakaDir(config, paths, path.join(repoRoot, 'plugins'), await inboundListen(config.host, config.inboundPort));
 
 // Haraka reads its config dir from HARAKA when its modules load, so set it first.
 process.env.HARAKA = harakaDir;

@@ -6,6 +6,8 @@ import type { BounceError, DeferredParams, DeliveredParams, HarakaAddress, HMail
 /** hmail.notes keys postgate_mx sets at each attempt: IP → MX host name, and why no route was found. */
 export const MX_NAMES = 'postgate_mx_names';
 export const MX_FAILURE = 'postgate_mx_failure';
+/** hmail.notes key postgate_pacing sets: the receiving provider of the queue item's domain. */
+export const PROVIDER = 'postgate_provider';
 
 export interface MxFailure {
   reason: string;
@@ -53,11 +55,14 @@ function mxName(hmail: HMailItem, hostOrIp: string | undefined): string {
 
 const mxFailure = (hmail: HMailItem) => hmail.notes[MX_FAILURE] as MxFailure | undefined;
 
+/** Failures so far, counting those of the queue items a scheduled retry continues. */
+export const failuresOf = (hmail: HMailItem) => (Number(hmail.todo.notes.attempt_base) || 0) + hmail.num_failures;
+
 /** The attempt a hook reports on: Haraka counts failures, we count attempts. */
-export const attemptOf = (hmail: HMailItem) => hmail.num_failures + 1;
+export const attemptOf = (hmail: HMailItem) => failuresOf(hmail) + 1;
 
 function base(hmail: HMailItem, now: number) {
-  return { emailId: String(hmail.todo.notes.email_id ?? ''), atMs: now };
+  return { emailId: String(hmail.todo.notes.email_id ?? ''), atMs: now, provider: String(hmail.notes[PROVIDER] ?? '') };
 }
 
 export function sendingEvents(hmail: HMailItem, now: number): NewDeliveryEvent[] {
@@ -103,9 +108,11 @@ export function deferredEvents(hmail: HMailItem, params: DeferredParams, delaySe
       recipient: r.address,
       mx: remoteAnswered ? mxName(hmail, params.mx?.from_dns ?? params.mx?.exchange ?? r.dsn_remote_mta) : '',
       response,
-      attempt: hmail.num_failures,
+      attempt: failuresOf(hmail),
       enhancedCode: pickEnhanced('4', named ? r.dsn_smtp_extc : undefined, enhancedIn(response)),
       nextAttemptMs: now + delaySec * 1000,
+      // The remote's 4xx, or no answer at all (DNS, connection): never our own pacing.
+      cause: remoteAnswered ? 'receiver' : 'network',
     };
   });
 }
@@ -113,12 +120,13 @@ export function deferredEvents(hmail: HMailItem, params: DeferredParams, delaySe
 /**
  * Permanent failures: the recipients the remote refused (bounced_rcpt), else every
  * recipient of this queue item: no route (postgate_mx's reason), MAIL or DATA refused,
- * or retries ran out ("Too many failures", reported as 5.4.7 on the last attempt).
+ * or retries ran out ("Too many failures"). A 4xx that persists that long is a refusal
+ * by the receiver, not a missing mailbox: `rejected`, with the receiver's last answer.
  */
 export function bounceEvents(hmail: HMailItem, err: BounceError, now: number): NewDeliveryEvent[] {
   const named = err.bounced_rcpt?.length ? err.bounced_rcpt : undefined;
   const gaveUp = !named && /^Too many failures/.test(err.message);
-  const noRoute = named || gaveUp ? undefined : mxFailure(hmail);
+  const noRoute = named ? undefined : mxFailure(hmail);
   return (named ?? hmail.todo.rcpt_to).map((r) => {
     let response: string;
     let enhancedCode: string;
@@ -126,8 +134,10 @@ export function bounceEvents(hmail: HMailItem, err: BounceError, now: number): N
       response = responseOf(r, err.message);
       enhancedCode = pickEnhanced('5', r.dsn_smtp_extc, enhancedIn(response));
     } else if (gaveUp) {
-      response = remoteReply(err.message);
-      enhancedCode = '5.4.7';
+      // Haraka wraps the last temporary failure; its dsn_status was rewritten 4.x.x → 5.x.x.
+      // A recipient the remote answered (RCPT 4xx) carries its reply; else the message-level one.
+      response = noRoute?.reason ?? (r.reason || r.dsn_smtp_code ? responseOf(r, '') : remoteReply(err.message.replace(/^Too many failures \((.*)\)$/s, '$1')));
+      enhancedCode = pickEnhanced('4', r.dsn_smtp_extc, enhancedIn(response)) || '5.4.7';
     } else if (noRoute) {
       response = noRoute.reason;
       enhancedCode = noRoute.enhancedCode;
@@ -137,14 +147,15 @@ export function bounceEvents(hmail: HMailItem, err: BounceError, now: number): N
     }
     return {
       ...base(hmail, now),
-      type: gaveUp ? 'bounced' : classifyPermanent(enhancedCode, response),
+      type: gaveUp ? 'rejected' : classifyPermanent(enhancedCode, response),
       recipient: r.address,
-      mx: noRoute ? '' : mxName(hmail, err.mx?.from_dns ?? err.mx?.exchange ?? (gaveUp ? undefined : r.dsn_remote_mta)),
+      mx: noRoute ? '' : mxName(hmail, err.mx?.from_dns ?? err.mx?.exchange ?? r.dsn_remote_mta),
       response,
       // Giving up happens after the failure was counted: that attempt is num_failures.
-      attempt: gaveUp ? hmail.num_failures : attemptOf(hmail),
+      attempt: gaveUp ? failuresOf(hmail) : attemptOf(hmail),
       enhancedCode,
       nextAttemptMs: 0,
+      cause: noRoute ? 'network' : 'receiver',
     };
   });
 }

@@ -1,5 +1,6 @@
-// Reads the email ids out of Haraka's queue files. Each file is a 4-byte length,
-// the JSON "todo" (whose notes carry our email_id), then the message; files named
+// Reads the Enqueue keys out of Haraka's queue files. Each file is a 4-byte length,
+// the JSON "todo" (whose notes carry our enqueue_key, or only email_id in files
+// written before keys existed), then the message; files named
 // "__tmp__.*" are unfinished writes that Haraka deletes at start, "error.*" are
 // files it gave up reading.
 import fs from 'node:fs/promises';
@@ -23,8 +24,9 @@ async function emailIdOf(file: string): Promise<string | undefined> {
     if ((await fh.read(len, 0, 4, 0)).bytesRead < 4) return undefined;
     const todo = Buffer.alloc(len.readUInt32BE(0));
     const { bytesRead } = await fh.read(todo, 0, todo.length, 4);
-    const parsed = JSON.parse(todo.subarray(0, bytesRead).toString('utf8')) as { notes?: { email_id?: unknown } };
-    return typeof parsed.notes?.email_id === 'string' ? parsed.notes.email_id : undefined;
+    const parsed = JSON.parse(todo.subarray(0, bytesRead).toString('utf8')) as { notes?: { email_id?: unknown; enqueue_key?: unknown } };
+    const key = parsed.notes?.enqueue_key ?? parsed.notes?.email_id;
+    return typeof key === 'string' ? key : undefined;
   } catch {
     return undefined; // unreadable or half-written: Haraka will not deliver it either
   } finally {

@@ -5,8 +5,15 @@ import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { create } from '@bufbuild/protobuf';
 import { grpcDefinition } from '../proto/grpc.js';
+import { clock } from '../core/clock.js';
+import { dayOf } from './pacing/warmup.js';
 import {
   AckResponseSchema,
+  PacingStatsResponseSchema,
+  ProviderUsageSchema,
+  SetClockResponseSchema,
+  type PacingStatsRequest,
+  type SetClockRequest,
   DeliveryEventSchema,
   EnqueueResponseSchema,
   EnqueueResultSchema,
@@ -44,6 +51,10 @@ const toProto = (e: DeliveryEventRow) =>
     attempt: e.attempt,
     enhancedCode: e.enhancedCode,
     nextAttemptMs: BigInt(e.nextAttemptMs),
+    cause: e.cause,
+    provider: e.provider,
+    token: e.token,
+    source: e.source,
   });
 
 function fail(cb: grpc.sendUnaryData<unknown>, err: unknown): void {
@@ -105,14 +116,37 @@ export async function startRpc(
         .catch((err) => fail(cb, err));
     },
     setThrottles(call: grpc.ServerUnaryCall<SetThrottlesRequest, unknown>, cb: grpc.sendUnaryData<unknown>) {
-      rt.throttles = call.request.throttles.map((t) => ({
+      const list = call.request.throttles.map((t) => ({
         provider: t.provider,
         dailyNorm: t.dailyNorm,
+        growth: t.growth || 1,
+        maxDailyNorm: t.maxDailyNorm,
         ratePerMinute: t.ratePerMinute,
         connections: t.connections,
       }));
-      log.info({ providers: rt.throttles.length }, 'throttles replaced');
+      if (!list.length) return cb({ code: grpc.status.INVALID_ARGUMENT, details: 'no throttles' });
+      rt.pacer.setThrottles(list);
+      log.info({ providers: list.length }, 'throttles replaced');
       cb(null, create(SetThrottlesResponseSchema));
+    },
+    pacingStats(call: grpc.ServerUnaryCall<PacingStatsRequest, unknown>, cb: grpc.sendUnaryData<unknown>) {
+      const day = call.request.day || dayOf(clock.now());
+      (day === dayOf(clock.now()) ? Promise.resolve([]) : outbox.usageOfDay(day))
+        .then((persisted) => {
+          const providers = rt.pacer.stats(call.request.projectId, day, persisted).map((p) =>
+            create(ProviderUsageSchema, { provider: p.provider, transactional: BigInt(p.transactional), bulk: BigInt(p.bulk), heldBulk: BigInt(p.heldBulk) }),
+          );
+          cb(null, create(PacingStatsResponseSchema, { providers }));
+        })
+        .catch((err) => fail(cb, err));
+    },
+    setClock(call: grpc.ServerUnaryCall<SetClockRequest, unknown>, cb: grpc.sendUnaryData<unknown>) {
+      // Only test set-ups may move time: pacing decisions and event times follow it.
+      if (!rt.config.testClock) return cb({ code: grpc.status.PERMISSION_DENIED, details: 'the clock can be moved only with POSTGATE_TEST_CLOCK=1' });
+      clock.setOffset(Number(call.request.offsetMs));
+      const woken = rt.pacer.reconsider();
+      log.info({ offsetMs: clock.offset(), woken }, 'clock moved');
+      cb(null, create(SetClockResponseSchema));
     },
     queueStats(_call: grpc.ServerUnaryCall<QueueStatsRequest, unknown>, cb: grpc.sendUnaryData<unknown>) {
       Promise.all([queuedCount(), outbox.countEvents(), outbox.lastSeq()])

@@ -4,8 +4,11 @@
 import { loadConfig, type Config } from '../core/config.js';
 import { createLogger, type Logger } from '../core/log.js';
 import { Outbox, type DeliveryEventRow, type NewDeliveryEvent } from '../control/store/outbox.js';
+import { clock } from '../core/clock.js';
 import { EventFeed } from './feed.js';
 import { gatewayPaths, type GatewayPaths } from './paths.js';
+import { Pacer } from './pacing/pacer.js';
+import { dayOf } from './pacing/warmup.js';
 
 export interface GatewayContext {
   config: Config;
@@ -13,20 +16,13 @@ export interface GatewayContext {
   log: Logger;
 }
 
-export interface Throttle {
-  provider: string;
-  dailyNorm: number;
-  ratePerMinute: number;
-  connections: number;
-}
-
 export interface GatewayRuntime extends GatewayContext {
   outbox: Outbox;
   feed: EventFeed;
   /** Queue items (Haraka todo uuid) with an SMTP attempt under way: shutdown waits for them. */
   attempts: Set<string>;
-  /** Per-provider throttles pushed by control (applied by the pacing plugin when it exists). */
-  throttles: Throttle[];
+  /** Warm-up, rate and connection limits (postgate_pacing); throttles pushed by control. */
+  pacer: Pacer;
   /** Appends events durably, then wakes the Events streams. */
   record(events: readonly NewDeliveryEvent[]): Promise<DeliveryEventRow[]>;
 }
@@ -46,12 +42,17 @@ async function open(): Promise<GatewayRuntime> {
   const ctx = gatewayContext();
   const outbox = Outbox.open(ctx.paths.outboxFile, ctx.config.storage);
   const feed = new EventFeed(await outbox.lastSeq());
+  // Until control pushes its throttles (at connect), the configured defaults apply.
+  const pacer = new Pacer(ctx.config.pacing.providers, (rows) => {
+    outbox.addUsage(rows).catch((err) => ctx.log.error({ err }, 'could not record pacing usage'));
+  });
+  pacer.loadUsage(await outbox.usageOfDay(dayOf(clock.now())));
   return {
     ...ctx,
     outbox,
     feed,
     attempts: new Set(),
-    throttles: [],
+    pacer,
     async record(events) {
       const rows = await outbox.appendEvents(events.filter((e) => e.emailId));
       if (rows.length) feed.published(rows[rows.length - 1]!.seq);

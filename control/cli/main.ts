@@ -5,8 +5,9 @@ import { loadConfig, adminToken } from '../../core/config.js';
 import { CliError, type CliContext, type Commands } from './context.js';
 import { coreCommands } from './core-commands.js';
 import { authCommands } from '../../auth/cli.js';
+import { pacingCommands } from '../pacing/cli.js';
 
-const commands: Commands = { ...coreCommands, ...authCommands };
+const commands: Commands = { ...coreCommands, ...authCommands, ...pacingCommands };
 const usage = `usage: postgate <command> [options]   (every command takes --json)\n\n${Object.values(commands).map((c) => '  ' + c.usage).join('\n')}\n`;
 
 const FLAGS = new Set(['json', 'help', 'force']);

@@ -7,19 +7,49 @@ import type { GatewayEvent, Store } from '../store/store.js';
 import type { Gateway, Gateways } from '../gateways.js';
 import type { DeliveryEvent } from '../../proto/gen/postgate/gateway/v1/gateway_pb.js';
 import type { Metrics } from '../metrics.js';
+import type { Tokens } from '../unsubscribe/tokens.js';
 
 const RECONNECT_MS = 500;
 const ACK_EVERY_MS = 1000;
 
 export type AppliedEvent = GatewayEvent & { emailStatus: string; projectId: string };
 
-function toGatewayEvent(e: DeliveryEvent): GatewayEvent {
+export interface DeliveryEventsOptions {
+  /** Checks the tokens of reports that came back (DSN, ARF, unsubscribe mails). */
+  tokens: Tokens;
+  /** Called each time a gateway's event stream (re)connects: it may have restarted. */
+  onConnect?: (gw: Gateway) => void;
+}
+
+/**
+ * A gateway event as control records it. A report that came back to one of our
+ * addresses is believed only when the address's MAC is right and names this email;
+ * a forged one is kept out (its email id is blanked, so the cursor still moves past it).
+ */
+export function toGatewayEvent(e: DeliveryEvent, tokens: Tokens, log?: Logger): GatewayEvent {
   const details: Record<string, unknown> = {};
   if (e.mx) details.mx = e.mx;
   if (e.response) details.response = e.response;
   if (e.enhancedCode) details.enhanced_code = e.enhancedCode;
   if (e.nextAttemptMs) details.next_attempt_at = new Date(Number(e.nextAttemptMs)).toISOString();
-  return { seq: Number(e.seq), emailId: e.emailId, type: e.type, recipient: e.recipient, at: Number(e.atMs), attempt: e.attempt, details };
+  // Who caused a delay or refusal (pacing, receiver, network), at which provider, learnt how.
+  if (e.cause) details.cause = e.cause;
+  if (e.provider) details.provider = e.provider;
+  if (e.source) details.source = e.source;
+  const ev: GatewayEvent = { seq: Number(e.seq), emailId: e.emailId, type: e.type, recipient: e.recipient, at: Number(e.atMs), attempt: e.attempt, details };
+  // Our pacing may defer one attempt to several days in turn: each is its own event.
+  if (e.cause === 'pacing' && e.nextAttemptMs) ev.dedupe = `pacing:${details.next_attempt_at}`;
+  if (e.token) {
+    const t = tokens.verify(e.token);
+    if (!t || t.emailId !== e.emailId) {
+      log?.warn({ emailId: e.emailId, type: e.type }, 'report with a forged or foreign return address ignored');
+      ev.emailId = '';
+    } else if (t.kind === 'unsubscribe') {
+      ev.recipientIndex = t.index;
+      ev.recipient = '';
+    }
+  }
+  return ev;
 }
 
 class Consumer {
@@ -32,7 +62,7 @@ class Consumer {
   private acked = 0;
   private committed = 0;
 
-  constructor(private readonly gw: Gateway, private readonly deps: { store: Store; gateways: Gateways; log: Logger; bus: EventEmitter; metrics: Metrics }) {}
+  constructor(private readonly gw: Gateway, private readonly deps: { store: Store; gateways: Gateways; log: Logger; bus: EventEmitter; metrics: Metrics; options: DeliveryEventsOptions }) {}
 
   async connect(): Promise<void> {
     if (this.stopped) return;
@@ -41,8 +71,9 @@ class Consumer {
     this.committed = cursor;
     const stream = this.deps.gateways.events(this.gw, cursor);
     this.stream = stream;
+    this.deps.options.onConnect?.(this.gw);
     stream.on('data', (e: DeliveryEvent) => {
-      this.buffer.push(toGatewayEvent(e));
+      this.buffer.push(toGatewayEvent(e, this.deps.options.tokens, this.deps.log));
       if (this.buffer.length === 1) this.applying = this.applying.then(() => this.apply());
     });
     const retry = (why: string) => {
@@ -98,9 +129,9 @@ export class DeliveryEvents {
   readonly bus = new EventEmitter();
   private readonly consumers: Consumer[];
 
-  constructor(store: Store, gateways: Gateways, log: Logger, metrics: Metrics) {
+  constructor(store: Store, gateways: Gateways, log: Logger, metrics: Metrics, options: DeliveryEventsOptions) {
     this.bus.setMaxListeners(0);
-    this.consumers = gateways.list.map((gw) => new Consumer(gw, { store, gateways, log, bus: this.bus, metrics }));
+    this.consumers = gateways.list.map((gw) => new Consumer(gw, { store, gateways, log, bus: this.bus, metrics, options }));
   }
 
   start(): void {

@@ -1,11 +1,22 @@
 // Hands committed emails to the gateways. Runs after the 202: builds the MIME
 // message and enqueues it; an email is marked dispatched only once a gateway has
 // queued it durably, so a crash of either side just means enqueueing again
-// (the gateway answers a repeated id as a duplicate).
+// (the gateway answers a repeated key as a duplicate).
+//
+// What deliverability needs travels with each message: the envelope sender is a VERP
+// address on the domain's return path (bounces come back naming the email, SPF aligns),
+// the domain's DKIM key (the gateway signs), the project's first sending day (warm-up),
+// a Feedback-ID (project and stream) and, for bulk, List-Unsubscribe with RFC 8058's
+// List-Unsubscribe-Post. A bulk email goes as one copy per recipient, because each
+// copy's unsubscribe link names its own recipient.
 import type { Logger } from '../../core/log.js';
 import { clock } from '../../core/clock.js';
-import type { Store } from '../store/store.js';
+import type { Sealer } from '../../core/crypto.js';
+import type { EmailRow, RecipientRow, Store } from '../store/store.js';
 import type { Gateway, Gateways } from '../gateways.js';
+import type { OutboundMessage } from '../../proto/gen/postgate/gateway/v1/gateway_pb.js';
+import type { Tokens } from '../unsubscribe/tokens.js';
+import { dayStart } from '../../gateway/pacing/warmup.js';
 import { buildMime } from './mime.js';
 import { domainOf, parseMailbox } from './address.js';
 import type { NormalizedRequest } from './pipeline.js';
@@ -13,6 +24,18 @@ import type { Metrics } from '../metrics.js';
 
 const BATCH = 200;
 const RETRY_MS = 1000;
+/** Domain keys and first sending days are read once a minute at most. */
+const CACHE_MS = 60_000;
+
+export interface DispatchDeliverability {
+  tokens: Tokens;
+  dkimSealer: Sealer;
+  /** Public base URL: the one-click unsubscribe links point here. */
+  baseUrl: string;
+}
+
+type Message = Omit<OutboundMessage, '$typeName'>;
+type Dkim = NonNullable<Message['dkim']>;
 
 export class Dispatcher {
   private running = false;
@@ -21,7 +44,75 @@ export class Dispatcher {
   private stopped = false;
   private readonly down = new Set<string>();
 
-  constructor(private readonly store: Store, private readonly gateways: Gateways, private readonly log: Logger, private readonly metrics: Metrics) {}
+  private readonly keys = new Map<string, { at: number; key: Promise<Omit<Dkim, '$typeName'> | undefined> }>();
+  private readonly starts = new Map<string, { at: number; start: Promise<number> }>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly gateways: Gateways,
+    private readonly log: Logger,
+    private readonly metrics: Metrics,
+    private readonly deliverability: DispatchDeliverability,
+  ) {}
+
+  /** The project's key for the sender domain (opened from its sealed form), if it has the domain. */
+  private dkimKey(projectId: string, domain: string): Promise<Omit<Dkim, '$typeName'> | undefined> {
+    const k = `${projectId}|${domain}`;
+    const hit = this.keys.get(k);
+    if (hit && clock.now() - hit.at < CACHE_MS) return hit.key;
+    const key = this.store.domainByName(projectId, domain).then((d) =>
+      d ? { domain: d.name, selector: d.selector, privateKeyPem: this.deliverability.dkimSealer.open(d.dkimPrivate) } : undefined,
+    );
+    key.catch(() => this.keys.delete(k));
+    this.keys.set(k, { at: clock.now(), key });
+    return key;
+  }
+
+  /** UTC midnight of the project's first sending day: day 1 of its warm-up. */
+  private warmupStart(projectId: string): Promise<number> {
+    const hit = this.starts.get(projectId);
+    if (hit && clock.now() - hit.at < CACHE_MS) return hit.start;
+    const start = this.store.firstSendAt(projectId).then((at) => dayStart(at ?? clock.now()));
+    start.catch(() => this.starts.delete(projectId));
+    this.starts.set(projectId, { at: clock.now(), start });
+    return start;
+  }
+
+  /** The gateway messages of one email: one for all its recipients, or one per recipient when bulk. */
+  private async messagesOf(r: EmailRow & { recipients: RecipientRow[] }): Promise<Message[]> {
+    const { tokens, baseUrl } = this.deliverability;
+    const req = JSON.parse(r.request) as NormalizedRequest;
+    const from = parseMailbox(req.from)!.address;
+    const senderDomain = domainOf(from);
+    const [dkim, warmupStartMs] = await Promise.all([this.dkimKey(r.projectId, senderDomain), this.warmupStart(r.projectId)]);
+    const common = {
+      emailId: r.id,
+      projectId: r.projectId,
+      mailFrom: tokens.verpAddress(r.id, senderDomain),
+      bulk: r.bulk,
+      senderDomain,
+      warmupStartMs: BigInt(warmupStartMs),
+      ...(dkim ? { dkim: dkim as Dkim } : {}),
+    };
+    // Receivers aggregate complaints by it (Gmail's Feedback Loop): <project>:<stream>:<sender id>.
+    const feedbackId = `${r.projectId}:${r.bulk ? 'bulk' : 'transactional'}:postgate`;
+    if (!r.bulk) {
+      const rcptTo = r.recipients.filter((x) => x.status === 'queued').map((x) => x.address);
+      return [{ ...common, key: r.id, rcptTo, raw: await buildMime(r.id, r.createdAt, req, { 'Feedback-ID': feedbackId }) }];
+    }
+    return Promise.all(
+      r.recipients.flatMap((x, index) => {
+        if (x.status !== 'queued') return [];
+        const token = tokens.unsubscribeToken(r.id, index);
+        const headers = {
+          'List-Unsubscribe': `<${baseUrl}/unsubscribe/${token}>, <${tokens.unsubscribeMailto(r.id, index, senderDomain)}>`,
+          'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+          'Feedback-ID': feedbackId,
+        };
+        return [buildMime(r.id, r.createdAt, req, headers).then((raw): Message => ({ ...common, key: `${r.id}/${index}`, rcptTo: [x.address], raw }))];
+      }),
+    );
+  }
 
   start(): void {
     this.wake();
@@ -56,24 +147,14 @@ export class Dispatcher {
       await Promise.all(
         [...byGateway].map(async ([gw, list]) => {
           try {
-            const messages = await Promise.all(
-              list.map(async (r) => {
-                const req = JSON.parse(r.request) as NormalizedRequest;
-                const from = parseMailbox(req.from)!.address;
-                return {
-                  emailId: r.id,
-                  projectId: r.projectId,
-                  mailFrom: from,
-                  rcptTo: r.recipients.filter((x) => x.status === 'queued').map((x) => x.address),
-                  raw: await buildMime(r.id, r.createdAt, req),
-                  bulk: r.bulk,
-                  senderDomain: domainOf(from),
-                };
-              }),
-            );
+            const messages = (await Promise.all(list.map((r) => this.messagesOf(r)))).flat();
             const res = await this.gateways.enqueue(gw, messages);
-            const done = res.results.filter((x) => !x.error).map((x) => x.emailId);
-            for (const x of res.results) if (x.error) this.log.error({ emailId: x.emailId, err: x.error }, 'gateway refused to queue');
+            // An email is dispatched once every one of its messages is queued.
+            const refused = new Set(res.results.filter((x) => x.error).map((x) => x.emailId));
+            const answered = new Set(res.results.map((x) => x.emailId));
+            const sent = new Set(messages.map((m) => m.emailId));
+            const done = list.map((r) => r.id).filter((id) => !refused.has(id) && (answered.has(id) || !sent.has(id)));
+            for (const x of res.results) if (x.error) this.log.error({ emailId: x.emailId, key: x.key, err: x.error }, 'gateway refused to queue');
             await this.store.markDispatched(done, clock.now());
             this.metrics.inc('postgate_emails_dispatched_total', done.length);
             if (done.length < list.length) failed = true;

@@ -5,8 +5,14 @@ import MailComposer from 'nodemailer/lib/mail-composer';
 import { domainOf, parseMailbox } from './address.js';
 import type { NormalizedRequest } from './pipeline.js';
 
-export function buildMime(id: string, createdAt: number, r: NormalizedRequest): Promise<Buffer> {
+/**
+ * `extra` are the service's own headers (Feedback-ID, List-Unsubscribe…), written as
+ * given (already valid header values) so what DKIM signs is exactly what was meant.
+ */
+export function buildMime(id: string, createdAt: number, r: NormalizedRequest, extra: Record<string, string> = {}): Promise<Buffer> {
   const from = parseMailbox(r.from)!;
+  const headers: Record<string, string | { prepared: true; value: string }> = { ...r.headers };
+  for (const [name, value] of Object.entries(extra)) headers[name] = { prepared: true, value };
   const composer = new MailComposer({
     from: r.from,
     to: r.to.length ? r.to : undefined,
@@ -15,7 +21,7 @@ export function buildMime(id: string, createdAt: number, r: NormalizedRequest): 
     subject: r.subject,
     text: r.text,
     html: r.html,
-    headers: r.headers,
+    headers: headers as Record<string, string>,
     messageId: `<${id}@${domainOf(from.address)}>`,
     date: new Date(createdAt),
     disableFileAccess: true,

@@ -7,7 +7,7 @@ import { ApiError, invalid } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import type { Config } from '../../core/config.js';
 import type { Caller } from '../access.js';
-import type { NewEmail, Quota, Store } from '../store/store.js';
+import type { BulkRules, NewEmail, Quota, Store } from '../store/store.js';
 import { limitsOf, requireSubscription } from '../plans.js';
 import { canonical, domainOf, parseMailbox } from './address.js';
 import { sendRequestSchema } from './schema.js';
@@ -167,6 +167,16 @@ export class MailPipeline {
     return { daily: l.dailyQuota, monthly: l.monthlyQuota };
   }
 
+  /**
+   * Bulk mail's own ingestion rules (spec: bulk rule 3, pacing rules 4 and 5): the
+   * same-subject daily limit (429 BULK_LIMIT_EXCEEDED) and the volume-spike hold. The
+   * store applies them in the insert's transaction, so concurrent sends cannot overshoot.
+   */
+  private bulkRules(system: boolean): BulkRules | undefined {
+    if (system) return undefined;
+    return { subjectLimit: this.config.pacing.sameSubjectDailyLimit, spike: this.config.pacing.volumeSpike };
+  }
+
   private prepare(caller: Caller, req: SendRequest): NewEmail {
     const n = this.normalize(req);
     const now = clock.now();
@@ -195,7 +205,7 @@ export class MailPipeline {
       await this.store.insertEmail(this.failed(email, refusal));
       throw new ApiError(refusal.code, refusal.message, { id: email.id });
     }
-    await this.store.insertEmail(email, this.quota(caller, system));
+    await this.store.insertEmail(email, this.quota(caller, system), this.bulkRules(system));
     this.dispatcher.wake();
     return { id: email.id, status: 'queued' };
   }
@@ -222,7 +232,7 @@ export class MailPipeline {
     );
     const emails = judged.filter((j): j is { email: NewEmail; refusal?: ApiError } => !(j instanceof ApiError));
     // One commit for the whole batch; each email keeps its own outcome (e.g. the quota runs out midway).
-    const outcomes = await Promise.allSettled(this.store.insertEmails(emails.map((e) => e.email), quota));
+    const outcomes = await Promise.allSettled(this.store.insertEmails(emails.map((e) => e.email), quota, this.bulkRules(false)));
     if (emails.some((e, i) => !e.refusal && outcomes[i]!.status === 'fulfilled')) this.dispatcher.wake();
     let i = 0;
     return judged.map((j) => {

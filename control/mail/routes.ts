@@ -11,6 +11,8 @@ import { domainRoutes } from '../domains/routes.js';
 import { suppressionRoutes } from '../suppressions/routes.js';
 import { analyticsRoutes } from '../analytics/routes.js';
 import { webhookRoutes } from '../webhooks/routes.js';
+import { pacingRoutes } from '../pacing/routes.js';
+import type { PacingService } from '../pacing/service.js';
 import { Access, MAIL_KEYS, type Caller } from '../access.js';
 import type { Store } from '../store/store.js';
 import type { MailPipeline, SendRequest } from './pipeline.js';
@@ -26,6 +28,8 @@ export interface MailRoutesOptions {
   counters: Counters;
   secret: string;
   resolver: Resolver;
+  /** GET /v1/pacing and announcements, when control runs pacing (control/pacing). */
+  pacing?: PacingService;
 }
 
 declare module 'fastify' {
@@ -38,7 +42,7 @@ const errors = { 400: errorSchema, 401: errorSchema, 404: errorSchema, 429: erro
 const security: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { serviceKey: [] }];
 
 /** The whole mail API: one key check and one rate limit in front of every route. */
-export const mailRoutes: FastifyPluginAsync<MailRoutesOptions> = async (app, { config, store, access, pipeline, counters, secret, resolver }) => {
+export const mailRoutes: FastifyPluginAsync<MailRoutesOptions> = async (app, { config, store, access, pipeline, counters, secret, resolver, pacing }) => {
   app.decorateRequest('caller', undefined);
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     req.caller = await access.resolve(Access.keyOf(req), MAIL_KEYS);
@@ -51,6 +55,7 @@ export const mailRoutes: FastifyPluginAsync<MailRoutesOptions> = async (app, { c
   await app.register(suppressionRoutes, { store });
   await app.register(analyticsRoutes, { store });
   await app.register(webhookRoutes, { store, sealer: sealer(secret, 'webhooks') });
+  if (pacing) await app.register(pacingRoutes, { pacing });
 };
 
 const emailRoutes: FastifyPluginAsync<Pick<MailRoutesOptions, 'config' | 'store' | 'pipeline'>> = async (app, { config, store, pipeline }) => {

@@ -143,3 +143,50 @@ controlMigrations.push(
     `,
   },
 );
+
+controlMigrations.push({
+  id: '0004_deliverability',
+  sql: `
+    -- Why control holds an accepted email back from the gateways (a bulk volume spike); NULL = it may go.
+    ALTER TABLE emails ADD COLUMN held TEXT;
+    CREATE INDEX emails_held ON emails(project_id) WHERE held IS NOT NULL;
+    -- Pacing deferrals of one attempt to different days are different events: the key tells them apart.
+    ALTER TABLE email_events ADD COLUMN dedupe TEXT NOT NULL DEFAULT '';
+    DROP INDEX email_events_once;
+    CREATE UNIQUE INDEX email_events_once_v2 ON email_events(email_id, type, recipient, attempt, dedupe);
+    -- Bulk recipients accepted per project and UTC day (volume spikes), and per subject (same-subject limit).
+    CREATE TABLE bulk_daily (
+      project_id TEXT NOT NULL,
+      day TEXT NOT NULL,
+      count INTEGER NOT NULL,
+      PRIMARY KEY (project_id, day)
+    );
+    CREATE TABLE bulk_subject_daily (
+      project_id TEXT NOT NULL,
+      day TEXT NOT NULL,
+      subject_hash TEXT NOT NULL,
+      count INTEGER NOT NULL,
+      PRIMARY KEY (project_id, day, subject_hash)
+    );
+    -- Bulk volume announced by a project, or approved by the operator, for a day.
+    CREATE TABLE volume_allowances (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      project_id TEXT NOT NULL REFERENCES projects(id),
+      day TEXT NOT NULL,
+      volume INTEGER NOT NULL,
+      source TEXT NOT NULL,
+      created_at INTEGER NOT NULL
+    );
+    CREATE INDEX volume_allowances_day ON volume_allowances(project_id, day);
+    -- Per receiving provider throttles set by the operator (defaults come from POSTGATE_CONFIG).
+    CREATE TABLE throttles (
+      provider TEXT PRIMARY KEY,
+      daily_norm INTEGER NOT NULL,
+      growth REAL NOT NULL,
+      max_daily_norm INTEGER NOT NULL,
+      rate_per_minute INTEGER NOT NULL,
+      connections INTEGER NOT NULL,
+      updated_at INTEGER NOT NULL
+    );
+  `,
+});

@@ -1,10 +1,11 @@
 // The gateway's own store (its SQLite file, separate from control's): the event
-// outbox that control drains over gRPC, and the ids Haraka has queued, which make
-// Enqueue idempotent across retries and crashes. All of the gateway's SQL is here.
+// outbox that control drains over gRPC, the ids Haraka has queued, which make
+// Enqueue idempotent across retries and crashes, and the warm-up usage counters
+// of pacing. All of the gateway's SQL is here.
 import { openDatabase, type Db, type Migration } from './db.js';
 import { GroupWriter } from './writer.js';
 
-export type DeliveryEventType = 'sending' | 'sent' | 'deferred' | 'bounced' | 'rejected' | 'delivered' | 'complained';
+export type DeliveryEventType = 'sending' | 'sent' | 'deferred' | 'bounced' | 'rejected' | 'delivered' | 'complained' | 'unsubscribed';
 
 export interface NewDeliveryEvent {
   emailId: string;
@@ -21,10 +22,27 @@ export interface NewDeliveryEvent {
   enhancedCode: string;
   /** For deferred events: when the next attempt is due (epoch ms), else 0. */
   nextAttemptMs: number;
+  /** Who caused a delay or refusal: 'receiver' or 'pacing'; '' otherwise. */
+  cause?: string;
+  /** Receiving provider of the recipient's domain (google, microsoft, ..., other). */
+  provider?: string;
+  /** Inbound reports: the token of the address they came to (control checks it). */
+  token?: string;
+  /** smtp | dsn | arf | mailto; '' = smtp. */
+  source?: string;
 }
 
-export interface DeliveryEventRow extends NewDeliveryEvent {
+export interface DeliveryEventRow extends Required<NewDeliveryEvent> {
   seq: number;
+}
+
+/** Messages counted against a project's warm-up norm at one provider on one day. */
+export interface UsageRow {
+  day: string;
+  projectId: string;
+  provider: string;
+  transactional: number;
+  bulk: number;
 }
 
 /**
@@ -63,6 +81,23 @@ const migrations: Migration[] = [
       CREATE INDEX enqueued_by_state ON enqueued (state, updated_ms);
     `,
   },
+  {
+    id: '0002_pacing',
+    sql: `
+      ALTER TABLE events ADD COLUMN cause TEXT NOT NULL DEFAULT '';
+      ALTER TABLE events ADD COLUMN provider TEXT NOT NULL DEFAULT '';
+      ALTER TABLE events ADD COLUMN token TEXT NOT NULL DEFAULT '';
+      ALTER TABLE events ADD COLUMN source TEXT NOT NULL DEFAULT '';
+      CREATE TABLE usage (
+        day TEXT NOT NULL,
+        project_id TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        transactional INTEGER NOT NULL DEFAULT 0,
+        bulk INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (day, project_id, provider)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];
 
 interface EventRecord {
@@ -76,6 +111,10 @@ interface EventRecord {
   attempt: number;
   enhanced_code: string;
   next_attempt_ms: number;
+  cause: string;
+  provider: string;
+  token: string;
+  source: string;
 }
 
 const fromRecord = (r: EventRecord): DeliveryEventRow => ({
@@ -89,14 +128,24 @@ const fromRecord = (r: EventRecord): DeliveryEventRow => ({
   attempt: r.attempt,
   enhancedCode: r.enhanced_code,
   nextAttemptMs: r.next_attempt_ms,
+  cause: r.cause,
+  provider: r.provider,
+  token: r.token,
+  source: r.source,
 });
 
 function prepare(db: Db) {
   return {
     insertEvent: db.prepare(
-      `INSERT INTO events (email_id, type, recipient, at_ms, mx, response, attempt, enhanced_code, next_attempt_ms)
-       VALUES (@emailId, @type, @recipient, @atMs, @mx, @response, @attempt, @enhancedCode, @nextAttemptMs)`,
+      `INSERT INTO events (email_id, type, recipient, at_ms, mx, response, attempt, enhanced_code, next_attempt_ms, cause, provider, token, source)
+       VALUES (@emailId, @type, @recipient, @atMs, @mx, @response, @attempt, @enhancedCode, @nextAttemptMs, @cause, @provider, @token, @source)`,
     ),
+    addUsage: db.prepare(
+      `INSERT INTO usage (day, project_id, provider, transactional, bulk) VALUES (@day, @projectId, @provider, @transactional, @bulk)
+       ON CONFLICT (day, project_id, provider) DO UPDATE SET transactional = transactional + excluded.transactional, bulk = bulk + excluded.bulk`,
+    ),
+    usageOfDay: db.prepare('SELECT day, project_id, provider, transactional, bulk FROM usage WHERE day = ?'),
+    pruneUsage: db.prepare('DELETE FROM usage WHERE day < ?'),
     eventsAfter: db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
     prune: db.prepare('DELETE FROM events WHERE seq <= ?'),
     countEvents: db.prepare('SELECT count(*) FROM events').pluck(),
@@ -138,9 +187,10 @@ export class Outbox {
       const rows: DeliveryEventRow[] = [];
       const ids = new Set<string>();
       for (const e of events) {
-        const row: NewDeliveryEvent = {
+        const row: Required<NewDeliveryEvent> = {
           emailId: e.emailId, type: e.type, recipient: e.recipient, atMs: e.atMs, mx: e.mx,
           response: e.response, attempt: e.attempt, enhancedCode: e.enhancedCode, nextAttemptMs: e.nextAttemptMs,
+          cause: e.cause ?? '', provider: e.provider ?? '', token: e.token ?? '', source: e.source ?? '',
         };
         const { lastInsertRowid } = this.stmt.insertEvent.run(row);
         rows.push({ ...row, seq: Number(lastInsertRowid) });
@@ -211,6 +261,25 @@ export class Outbox {
   /** Forgets queued ids older than the idempotency window. */
   pruneEnqueued(olderThanMs: number): Promise<number> {
     return this.writer.run(() => this.stmt.pruneQueued.run(olderThanMs).changes);
+  }
+
+  /** Adds to the warm-up counters (in the same group commit as the events of that moment). */
+  addUsage(rows: readonly UsageRow[]): Promise<void> {
+    if (!rows.length) return Promise.resolve();
+    return this.writer.run(() => {
+      for (const r of rows) this.stmt.addUsage.run(r);
+    });
+  }
+
+  async usageOfDay(day: string): Promise<UsageRow[]> {
+    return (this.stmt.usageOfDay.all(day) as Array<{ day: string; project_id: string; provider: string; transactional: number; bulk: number }>).map((r) => ({
+      day: r.day, projectId: r.project_id, provider: r.provider, transactional: r.transactional, bulk: r.bulk,
+    }));
+  }
+
+  /** Forgets counters of days before `day` (YYYY-MM-DD). */
+  pruneUsage(beforeDay: string): Promise<number> {
+    return this.writer.run(() => this.stmt.pruneUsage.run(beforeDay).changes);
   }
 
   /** Commits what is queued, then closes the database. */

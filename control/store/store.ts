@@ -32,6 +32,31 @@ export interface Quota {
   monthly: number;
 }
 
+/** Ingestion rules for bulk email, checked in the same transaction as the insert. */
+export interface BulkRules {
+  /** Bulk recipients with one subject per project per UTC day. */
+  subjectLimit: number;
+  /** A spike is bulk volume above max(floor, factor × the average of the previous `days` days). */
+  spike: { factor: number; floor: number; days: number };
+}
+
+export interface ThrottleRow {
+  provider: string;
+  dailyNorm: number;
+  growth: number;
+  maxDailyNorm: number;
+  ratePerMinute: number;
+  connections: number;
+  updatedAt: number;
+}
+
+export interface AllowanceRow {
+  day: string;
+  volume: number;
+  source: 'project' | 'operator';
+  createdAt: number;
+}
+
 export interface DomainRow {
   id: string;
   projectId: string;
@@ -121,6 +146,8 @@ export interface NewEmail {
   createdAt: number;
   /** status/reason set for a recipient refused at ingestion (suppressed, unsubscribed). */
   recipients: Array<{ address: string; kind: 'to' | 'cc' | 'bcc'; status?: 'failed'; reason?: string }>;
+  /** Set by insertEmail when a bulk volume spike holds the email back (then it is not dispatched). */
+  held?: string;
 }
 
 /** One delivery event from a gateway, as it arrives from the stream. */
@@ -132,6 +159,10 @@ export interface GatewayEvent {
   at: number;
   attempt: number;
   details: Record<string, unknown>;
+  /** Tells apart events of one attempt that are not repeats (pacing deferrals to different days). */
+  dedupe?: string;
+  /** An unsubscribe mail names its recipient by position in the email (control/unsubscribe/tokens.ts). */
+  recipientIndex?: number;
 }
 
 export interface SuppressionRow {
@@ -182,6 +213,8 @@ const toDelivery = (r: any): WebhookDelivery => ({
   status: r.status, lastError: r.last_error, createdAt: r.created_at, deliveredAt: r.delivered_at,
 });
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+/** Subjects that differ only in case or spacing are the same subject. */
+const subjectHash = (subject: string) => crypto.createHash('sha256').update(subject.normalize('NFKC').trim().replace(/\s+/g, ' ').toLowerCase()).digest('hex').slice(0, 32);
 const toKey = (r: any): ApiKeyRow => ({ id: r.id, projectId: r.project_id, kind: r.kind, scope: r.scope, hint: r.hint, createdAt: r.created_at, revokedAt: r.revoked_at });
 const toEmail = (r: any): EmailRow => ({
   id: r.id, projectId: r.project_id, status: r.status, from: r.from_addr, subject: r.subject, bulk: !!r.bulk, request: r.request,
@@ -218,7 +251,31 @@ export class Store {
       emailById: db.prepare('SELECT id, status FROM emails WHERE id = ?'),
       recipients: db.prepare('SELECT address, kind, status, updated_at FROM email_recipients WHERE email_id = ? ORDER BY rowid'),
       events: db.prepare('SELECT type, recipient, attempt, at, details FROM email_events WHERE email_id = ? ORDER BY id'),
-      undispatched: db.prepare("SELECT * FROM emails WHERE dispatched_at IS NULL AND status = 'queued' ORDER BY created_at LIMIT ?"),
+      undispatched: db.prepare("SELECT * FROM emails WHERE dispatched_at IS NULL AND status = 'queued' AND held IS NULL ORDER BY created_at LIMIT ?"),
+      insertEventKeyed: db.prepare('INSERT OR IGNORE INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      setHeld: db.prepare('UPDATE emails SET held = ? WHERE id = ?'),
+      releaseHeld: db.prepare('UPDATE emails SET held = NULL WHERE project_id = ? AND held IS NOT NULL'),
+      heldCount: db.prepare('SELECT count(*) FROM emails WHERE project_id = ? AND held IS NOT NULL').pluck(),
+      bulkDay: db.prepare('SELECT count FROM bulk_daily WHERE project_id = ? AND day = ?').pluck(),
+      bulkSince: db.prepare('SELECT COALESCE(SUM(count), 0) FROM bulk_daily WHERE project_id = ? AND day >= ? AND day < ?').pluck(),
+      addBulk: db.prepare('INSERT INTO bulk_daily (project_id, day, count) VALUES (?, ?, ?) ON CONFLICT(project_id, day) DO UPDATE SET count = count + excluded.count'),
+      subjectDay: db.prepare('SELECT count FROM bulk_subject_daily WHERE project_id = ? AND day = ? AND subject_hash = ?').pluck(),
+      addSubject: db.prepare(`INSERT INTO bulk_subject_daily (project_id, day, subject_hash, count) VALUES (?, ?, ?, ?)
+        ON CONFLICT(project_id, day, subject_hash) DO UPDATE SET count = count + excluded.count`),
+      allowed: db.prepare('SELECT COALESCE(MAX(volume), 0) FROM volume_allowances WHERE project_id = ? AND day = ?').pluck(),
+      insertAllowance: db.prepare('INSERT INTO volume_allowances (project_id, day, volume, source, created_at) VALUES (?, ?, ?, ?, ?)'),
+      allowances: db.prepare('SELECT day, volume, source, created_at FROM volume_allowances WHERE project_id = ? AND day >= ? ORDER BY day, id'),
+      throttles: db.prepare('SELECT * FROM throttles ORDER BY provider'),
+      upsertThrottle: db.prepare(`INSERT INTO throttles (provider, daily_norm, growth, max_daily_norm, rate_per_minute, connections, updated_at)
+        VALUES (@provider, @dailyNorm, @growth, @maxDailyNorm, @ratePerMinute, @connections, @updatedAt)
+        ON CONFLICT(provider) DO UPDATE SET daily_norm = excluded.daily_norm, growth = excluded.growth, max_daily_norm = excluded.max_daily_norm,
+          rate_per_minute = excluded.rate_per_minute, connections = excluded.connections, updated_at = excluded.updated_at`),
+      firstSend: db.prepare("SELECT MIN(created_at) FROM emails WHERE project_id = ? AND status <> 'failed'").pluck(),
+      emailBulk: db.prepare('SELECT bulk FROM emails WHERE id = ?').pluck(),
+      emailOwner: db.prepare('SELECT e.id, e.project_id, e.bulk, p.name AS project_name FROM emails e JOIN projects p ON p.id = e.project_id WHERE e.id = ?'),
+      suppressAll: db.prepare(`INSERT INTO suppressions (project_id, address, reason, scope, email_id, created_at) VALUES (?, ?, ?, 'all', ?, ?)
+        ON CONFLICT(project_id, address) DO UPDATE SET scope = 'all', reason = excluded.reason, email_id = excluded.email_id, created_at = excluded.created_at
+        WHERE suppressions.scope <> 'all'`),
       markDispatched: db.prepare('UPDATE emails SET dispatched_at = ? WHERE id = ?'),
       setEmailStatus: db.prepare('UPDATE emails SET status = ?, updated_at = ? WHERE id = ?'),
       setRecipientStatus: db.prepare('UPDATE email_recipients SET status = ?, updated_at = ? WHERE email_id = ? AND address = ?'),
@@ -320,16 +377,40 @@ export class Store {
    * Records one email. With a quota, the project's usage is checked and counted
    * in the same transaction, so concurrent sends never overshoot it.
    */
-  insertEmail(e: NewEmail, quota?: Quota): Promise<void> {
-    return this.writer.run(() => this.insertEmailNow(e, quota));
+  insertEmail(e: NewEmail, quota?: Quota, bulk?: BulkRules): Promise<void> {
+    return this.writer.run(() => this.insertEmailNow(e, quota, bulk));
   }
 
   /** Several emails, each in its own savepoint, one commit for all (batch sends); each settles on its own. */
-  insertEmails(list: NewEmail[], quota?: Quota): Array<Promise<void>> {
-    return list.map((e) => this.writer.run(() => this.insertEmailNow(e, quota)));
+  insertEmails(list: NewEmail[], quota?: Quota, bulk?: BulkRules): Array<Promise<void>> {
+    return list.map((e) => this.writer.run(() => this.insertEmailNow(e, quota, bulk)));
   }
 
-  private insertEmailNow(e: NewEmail, quota: Quota | undefined): void {
+  /**
+   * Bulk rules of one queued bulk email, in its insert's transaction: the same-subject
+   * limit refuses (BULK_LIMIT_EXCEEDED, nothing recorded); volume far above the
+   * project's recent average, not announced or approved, holds the email (e.held).
+   */
+  private checkBulk(e: NewEmail, rules: BulkRules): void {
+    const n = e.recipients.filter((r) => r.status !== 'failed').length;
+    const today = day(e.createdAt);
+    const hash = subjectHash(e.subject);
+    const sameSubject = (this.q.subjectDay.get(e.projectId, today, hash) as number | undefined) ?? 0;
+    if (sameSubject + n > rules.subjectLimit) {
+      throw new ApiError('BULK_LIMIT_EXCEEDED', `The daily limit of ${rules.subjectLimit} bulk emails with the same subject is reached (${sameSubject} sent today)`);
+    }
+    this.q.addSubject.run(e.projectId, today, hash, n);
+    const bulkToday = (this.q.bulkDay.get(e.projectId, today) as number | undefined) ?? 0;
+    const from = day(e.createdAt - rules.spike.days * 86_400_000);
+    const average = (this.q.bulkSince.get(e.projectId, from, today) as number) / rules.spike.days;
+    const allowed = Math.max(rules.spike.floor, rules.spike.factor * average, this.q.allowed.get(e.projectId, today) as number);
+    if (bulkToday + n > allowed) {
+      e.held = `bulk volume today (${bulkToday + n}) is far above this project's usual (${Math.round(average)} a day); announce it with POST /v1/pacing/announcements or ask the operator to approve it`;
+    }
+    this.q.addBulk.run(e.projectId, today, n);
+  }
+
+  private insertEmailNow(e: NewEmail, quota: Quota | undefined, bulk?: BulkRules): void {
     if (quota && e.status === 'queued') {
       const today = day(e.createdAt);
       const used = (this.q.usageDay.get(e.projectId, today) as number | undefined) ?? 0;
@@ -338,7 +419,9 @@ export class Store {
       if (month >= quota.monthly) throw new ApiError('QUOTA_EXCEEDED', `The monthly quota of ${quota.monthly} emails is used up`);
       this.q.addUsage.run(e.projectId, today);
     }
+    if (bulk && e.bulk && e.status === 'queued') this.checkBulk(e, bulk);
     this.q.insertEmail.run({ ...e, bulk: e.bulk ? 1 : 0, error: e.error ?? null, errorCode: e.errorCode ?? null });
+
     for (const r of e.recipients) this.q.insertRecipient.run(e.id, r.address, r.kind, r.status ?? (e.status === 'failed' ? 'failed' : 'queued'), e.createdAt);
     const details = e.error ? JSON.stringify({ reason: e.error, code: e.errorCode }) : null;
     this.q.insertEvent.run(e.id, e.status, '', 0, e.createdAt, details);
@@ -347,6 +430,13 @@ export class Store {
       if (r.status === 'failed' && e.status !== 'failed') this.q.insertEvent.run(e.id, 'failed', r.address, 0, e.createdAt, JSON.stringify({ reason: r.reason ?? 'refused' }));
     }
     this.reach(e.id, e.projectId, e.status, e.createdAt, { type: e.status, at: e.createdAt, ...(e.error ? { reason: e.error, code: e.errorCode } : {}) });
+    if (e.held) {
+      // Held by control, not a gateway: the delay says so, and waits for an announcement or the operator.
+      const details = { cause: 'volume', reason: e.held };
+      this.q.setHeld.run(e.held, e.id);
+      this.q.insertEventKeyed.run(e.id, 'deferred', '', 0, e.createdAt, JSON.stringify(details), 'volume');
+      this.reach(e.id, e.projectId, e.status, e.createdAt, { type: 'deferred', at: e.createdAt, ...details });
+    }
   }
 
   /**
@@ -417,16 +507,25 @@ export class Store {
         last = Math.max(last, ev.seq);
         const projectId = this.q.projectOfEmail.get(ev.emailId) as string | undefined;
         if (!projectId) continue;
-        const inserted = this.q.insertEvent.run(ev.emailId, ev.type, ev.recipient, ev.attempt, ev.at, JSON.stringify(ev.details)).changes;
-        if (!inserted) continue;
         const recipients = this.q.recipients.all(ev.emailId) as Array<{ address: string; status: string }>;
+        if (ev.recipientIndex !== undefined && !ev.recipient) {
+          const named = recipients[ev.recipientIndex];
+          if (!named) continue;
+          ev.recipient = named.address;
+        }
+        const inserted = this.q.insertEventKeyed.run(ev.emailId, ev.type, ev.recipient, ev.attempt, ev.at, JSON.stringify(ev.details), ev.dedupe ?? '').changes;
+        if (!inserted) continue;
+        const bulk = !!this.q.emailBulk.get(ev.emailId);
         for (const r of recipients) {
           if (ev.recipient && r.address !== ev.recipient) continue;
+          // Unsubscribes, and complaints about bulk mail, stop the project's bulk mail to the address.
+          if (ev.type === 'unsubscribed') this.q.suppress.run(projectId, r.address, 'unsubscribed', 'bulk', ev.emailId, ev.at);
+          if (ev.type === 'complained' && bulk) this.q.suppress.run(projectId, r.address, 'complained', 'bulk', ev.emailId, ev.at);
           const next = recipientStatusAfter(r.status, ev.type);
           if (!next) continue;
           r.status = next;
           this.q.setRecipientStatus.run(next, ev.at, ev.emailId, r.address);
-          if (next === 'bounced') this.q.suppress.run(projectId, r.address, 'bounced', 'all', ev.emailId, ev.at);
+          if (next === 'bounced') this.q.suppressAll.run(projectId, r.address, 'bounced', ev.emailId, ev.at);
         }
         const before = (this.q.emailById.get(ev.emailId) as { status: string }).status;
         const emailStatus = emailStatusOf(recipients.map((r) => r.status));
@@ -456,6 +555,71 @@ export class Store {
 
   addSuppression(projectId: string, address: string, reason: string, scope: 'all' | 'bulk', emailId: string | null, at: number): Promise<void> {
     return this.writer.run(() => void this.q.suppress.run(projectId, address, reason, scope, emailId, at));
+  }
+
+  // Deliverability: unsubscribes, volume holds, throttles, warm-up
+
+  /** The email an unsubscribe token names, with its project (for the confirmation page). */
+  async emailOwner(emailId: string): Promise<{ id: string; projectId: string; projectName: string; bulk: boolean } | undefined> {
+    const r = this.q.emailOwner.get(emailId) as any;
+    return r ? { id: r.id, projectId: r.project_id, projectName: r.project_name, bulk: !!r.bulk } : undefined;
+  }
+
+  /** Recipient n of an email (0-based, in recipient order). */
+  async recipientAt(emailId: string, index: number): Promise<string | undefined> {
+    return (this.q.recipients.all(emailId) as Array<{ address: string }>)[index]?.address;
+  }
+
+  /**
+   * A one-click unsubscribe: the address leaves the project's bulk mail (suppression
+   * scope 'bulk', reason 'unsubscribed') and the email shows an `unsubscribed` event.
+   * Repeats change nothing.
+   */
+  unsubscribe(projectId: string, emailId: string, address: string, source: string, at: number): Promise<void> {
+    return this.writer.run(() => {
+      this.q.suppress.run(projectId, address, 'unsubscribed', 'bulk', emailId, at);
+      this.q.insertEventKeyed.run(emailId, 'unsubscribed', address, 0, at, JSON.stringify({ source }), '');
+    });
+  }
+
+  /** Day 1 of a project's warm-up: the day of its first accepted email; null when it has none. */
+  async firstSendAt(projectId: string): Promise<number | null> {
+    return (this.q.firstSend.get(projectId) as number | null) ?? null;
+  }
+
+  /** Bulk recipients accepted today and the average of the previous `days` days. */
+  async bulkVolume(projectId: string, at: number, days: number): Promise<{ today: number; average: number; allowed: number; held: number }> {
+    const today = day(at);
+    return {
+      today: (this.q.bulkDay.get(projectId, today) as number | undefined) ?? 0,
+      average: (this.q.bulkSince.get(projectId, day(at - days * 86_400_000), today) as number) / days,
+      allowed: this.q.allowed.get(projectId, today) as number,
+      held: this.q.heldCount.get(projectId) as number,
+    };
+  }
+
+  addAllowance(projectId: string, forDay: string, volume: number, source: AllowanceRow['source'], at: number): Promise<void> {
+    return this.writer.run(() => void this.q.insertAllowance.run(projectId, forDay, volume, source, at));
+  }
+
+  async allowances(projectId: string, fromDay: string): Promise<AllowanceRow[]> {
+    return this.q.allowances.all(projectId, fromDay).map((r: any) => ({ day: r.day, volume: r.volume, source: r.source, createdAt: r.created_at }));
+  }
+
+  /** Lets a project's held bulk mail go (the operator approved it); returns how many emails. */
+  releaseHeld(projectId: string): Promise<number> {
+    return this.writer.run(() => this.q.releaseHeld.run(projectId).changes);
+  }
+
+  async throttles(): Promise<ThrottleRow[]> {
+    return this.q.throttles.all().map((r: any) => ({
+      provider: r.provider, dailyNorm: r.daily_norm, growth: r.growth, maxDailyNorm: r.max_daily_norm,
+      ratePerMinute: r.rate_per_minute, connections: r.connections, updatedAt: r.updated_at,
+    }));
+  }
+
+  setThrottle(t: ThrottleRow): Promise<void> {
+    return this.writer.run(() => void this.q.upsertThrottle.run(t));
   }
 
   // Usage and analytics

@@ -2,8 +2,10 @@
 // its events durably before it lets Haraka go on (and, for delivered, before Haraka
 // deletes the queue file), so an event is never lost to a crash.
 import constants from 'haraka-constants';
-import type { BounceError, DeferredParams, DeliveredParams, HMailItem, Next } from '../haraka.js';
+import { clock } from '../../core/clock.js';
+import type { BounceError, DeferredParams, DeliveredParams, HarakaOutbound, HMailItem, Next } from '../haraka.js';
 import { bounceEvents, deferredEvents, retryDelay, sendingEvents, sentEvents } from '../outcome.js';
+import { rejectRetryDelay, requeueRejected } from '../retry.js';
 import { gatewayRuntime } from '../runtime.js';
 
 /** Wait before retrying an attempt whose 'sending' event could not be written. */
@@ -16,10 +18,10 @@ export interface EventHooks {
   bounce(next: Next, hmail: HMailItem, err: BounceError): void;
 }
 
-export async function eventHooks(): Promise<EventHooks> {
+export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> {
   const rt = await gatewayRuntime();
   const { log } = rt;
-  const { retryDelays } = rt.config.delivery;
+  const { retryDelays, rejectRetryDelays } = rt.config.delivery;
 
   /** Records, logging (not throwing) a failure: the outcome already happened. */
   const record = (hmail: HMailItem, events: Parameters<typeof rt.record>[0]) =>
@@ -32,7 +34,7 @@ export async function eventHooks(): Promise<EventHooks> {
   return {
     // Fires before every attempt, retries included.
     sending(next, hmail) {
-      rt.record(sendingEvents(hmail, Date.now())).then(
+      rt.record(sendingEvents(hmail, clock.now())).then(
         () => {
           rt.attempts.add(hmail.todo.uuid);
           next();
@@ -45,7 +47,7 @@ export async function eventHooks(): Promise<EventHooks> {
       );
     },
     delivered(next, hmail, params) {
-      void record(hmail, sentEvents(hmail, params, Date.now())).finally(() => {
+      void record(hmail, sentEvents(hmail, params, clock.now())).finally(() => {
         finished(hmail);
         next();
       });
@@ -53,17 +55,34 @@ export async function eventHooks(): Promise<EventHooks> {
     deferred(next, hmail, params) {
       // Our schedule, not Haraka's: its intervals cannot go under 5 s.
       const delay = retryDelay(retryDelays, hmail.num_failures);
-      void record(hmail, deferredEvents(hmail, params, delay, Date.now())).finally(() => {
+      void record(hmail, deferredEvents(hmail, params, delay, clock.now())).finally(() => {
         finished(hmail);
         next(constants.denysoft, delay);
       });
     },
     bounce(next, hmail, err) {
-      void record(hmail, bounceEvents(hmail, err, Date.now())).finally(() => {
-        finished(hmail);
-        // OK: no DSN to the sender; control reports bounces through events and webhooks.
-        next(constants.ok);
-      });
+      const now = clock.now();
+      const events = bounceEvents(hmail, err, now);
+      // A refusal (not a missing mailbox) is tried again later, a few times, growing apart.
+      const rejected = events.filter((e) => e.type === 'rejected');
+      const delay = rejectRetryDelay(rejectRetryDelays, (Number(hmail.todo.notes.reject_retries) || 0) + 1);
+      let requeued: Promise<unknown> = Promise.resolve();
+      if (rejected.length && delay !== undefined) {
+        const due = now + delay * 1000;
+        requeued = requeueRejected(outbound, hmail, rejected.map((e) => e.recipient), due, rejected[0]!.attempt).then(
+          () => {
+            for (const e of rejected) e.nextAttemptMs = due;
+          },
+          (e) => log.error({ err: e, emailId: hmail.todo.notes.email_id }, 'could not schedule the retry of a rejected message'),
+        );
+      }
+      void requeued
+        .then(() => record(hmail, events))
+        .finally(() => {
+          finished(hmail);
+          // OK: no DSN to the sender; control reports bounces through events and webhooks.
+          next(constants.ok);
+        });
     },
   };
 }

@@ -1,8 +1,9 @@
 // Haraka plugin: records delivery events (sending, sent, deferred, bounced, rejected)
-// in the outbox and sets our retry schedule (gateway/hooks/events.ts).
+// in the outbox, sets our retry schedule and requeues rejected mail for its automatic
+// retries (gateway/hooks/events.ts, gateway/retry.ts).
 // CommonJS, as Haraka require()s folder plugins; the logic is ES modules loaded at init_master.
 import constants = require('haraka-constants');
-import type { BounceError, DeferredParams, DeliveredParams, HarakaPlugin, HMailItem, Next } from '../../gateway/haraka.js';
+import type { BounceError, DeferredParams, DeliveredParams, HarakaOutbound, HarakaPlugin, HMailItem, Next } from '../../gateway/haraka.js';
 import type { EventHooks } from '../../gateway/hooks/events.js';
 
 let hooks: EventHooks | undefined;
@@ -16,8 +17,9 @@ export function register(this: HarakaPlugin): void {
 }
 
 export function load(this: HarakaPlugin, next: Next): void {
+  const outbound = this.haraka_require('outbound') as HarakaOutbound;
   import('../../gateway/hooks/events.js')
-    .then((m) => m.eventHooks())
+    .then((m) => m.eventHooks(outbound))
     .then(
       (h) => {
         hooks = h;

@@ -30,7 +30,7 @@ function whenQueueLoaded(outbound: HarakaOutbound): Promise<void> {
 
 /** outbound.send_email, resolved once the queue file is fsynced (Haraka's "queued" callback). */
 function queueWith(outbound: HarakaOutbound) {
-  return (msg: OutgoingMessage) =>
+  return (msg: OutgoingMessage & { key: string }) =>
     new Promise<void>((resolve, reject) => {
       let raw = Buffer.from(msg.raw).toString('utf8');
       // Haraka drops a last line that has no line ending.
@@ -41,6 +41,8 @@ function queueWith(outbound: HarakaOutbound) {
         project_id: msg.projectId,
         bulk: msg.bulk,
         sender_domain: msg.senderDomain,
+        enqueue_key: msg.key,
+        warmup_start: Number(msg.warmupStartMs ?? 0),
       });
       outbound.send_email(
         msg.mailFrom,

@@ -1,0 +1,117 @@
+// Hook glue of the pacing plugin: before each attempt (send_email) it finds the
+// recipient domain's provider and asks the Pacer (gateway/pacing/pacer.ts) whether the
+// mail may go now; held mail answers DELAY, so Haraka keeps it in memory without
+// counting a failure. A hold until another day is reported as a `deferred` event whose
+// cause is our pacing and whose next_attempt_at is when it will be tried.
+import constants from 'haraka-constants';
+import { clock } from '../../core/clock.js';
+import type { HarakaOutbound, HMailItem, Next } from '../haraka.js';
+import { createResolver } from '../mx.js';
+import { attemptOf, PROVIDER } from '../outcome.js';
+import { classify, providerOfDomain } from '../pacing/providers.js';
+import type { PaceDecision } from '../pacing/pacer.js';
+import { gatewayRuntime } from '../runtime.js';
+
+export interface PacingHooks {
+  sendEmail(next: Next, hmail: HMailItem): void;
+  /** delivered, deferred and bounce: the attempt is over, its connection slot frees. */
+  attemptEnded(hmail: HMailItem, final: boolean): void;
+}
+
+const CACHE_MS = 10 * 60_000;
+const CACHE_FAILED_MS = 60_000;
+const CACHE_MAX = 100_000;
+
+export async function pacingHooks(outbound: HarakaOutbound): Promise<PacingHooks> {
+  const rt = await gatewayRuntime();
+  const { pacer, log, config } = rt;
+  const resolver = createResolver(config.dnsServers);
+  const providers = new Map<string, { provider: string; until: number }>();
+
+  /** The provider of a domain: its own name first, else its MX hosts (cached; a failed lookup says `other` for a minute). */
+  async function providerOf(domain: string): Promise<string> {
+    const d = domain.toLowerCase();
+    const known = providerOfDomain(d);
+    if (known) return known;
+    const hit = providers.get(d);
+    if (hit && hit.until > Date.now()) return hit.provider;
+    let provider: string;
+    let ttl = CACHE_MS;
+    try {
+      provider = classify(d, (await resolver.resolveMx(d)).map((m) => m.exchange));
+    } catch {
+      provider = classify(d, []);
+      ttl = CACHE_FAILED_MS;
+    }
+    if (providers.size >= CACHE_MAX) providers.delete(providers.keys().next().value!);
+    providers.set(d, { provider, until: Date.now() + ttl });
+    return provider;
+  }
+
+  /** Puts a DELAYed item back on Haraka's delivery queue at once (it may already be on its way: then nothing to do). */
+  const wakeOf = (hmail: HMailItem) => () => {
+    try {
+      outbound.temp_fail_queue.discard(hmail.filename);
+    } catch {
+      return; // its timer already fired: it is coming back through send_email anyway
+    }
+    outbound.delivery_queue.push(hmail);
+  };
+
+  const warmupEvents = (hmail: HMailItem, d: PaceDecision & { kind: 'hold' }, provider: string) =>
+    hmail.todo.rcpt_to.map((r) => ({
+      emailId: String(hmail.todo.notes.email_id ?? ''),
+      type: 'deferred' as const,
+      recipient: r.address,
+      atMs: clock.now(),
+      mx: '',
+      response: `postgate pacing: this project's warm-up norm at ${provider} for today (${d.norm} messages) is reached (${d.used} sent); bulk mail continues on the next day`,
+      attempt: attemptOf(hmail),
+      enhancedCode: '',
+      nextAttemptMs: d.untilMs,
+      cause: 'pacing',
+      provider,
+    }));
+
+  return {
+    sendEmail(next, hmail) {
+      const notes = hmail.todo.notes;
+      providerOf(hmail.todo.domain).then(
+        (provider) => {
+          hmail.notes[PROVIDER] = provider;
+          const d = pacer.decide(
+            {
+              key: hmail.todo.uuid,
+              projectId: String(notes.project_id ?? ''),
+              bulk: notes.bulk === true,
+              domain: hmail.todo.domain,
+              provider,
+              recipients: hmail.todo.rcpt_to.length,
+              warmupStartMs: Number(notes.warmup_start) || 0,
+              notBeforeMs: Number(notes.not_before) || 0,
+            },
+            wakeOf(hmail),
+          );
+          if (d.kind === 'go') return next();
+          if (d.hold !== 'warmup') return next(constants.delay, d.delaySec);
+          // Recorded before the hold starts, so the reason is never lost to a crash.
+          rt.record(warmupEvents(hmail, d, provider)).then(
+            () => next(constants.delay, d.delaySec),
+            (err) => {
+              log.error({ err, emailId: notes.email_id }, 'could not record a pacing deferral');
+              next(constants.delay, d.delaySec);
+            },
+          );
+        },
+        (err) => {
+          log.error({ err, emailId: notes.email_id }, 'pacing failed; sending without it');
+          next();
+        },
+      );
+    },
+    attemptEnded(hmail, final) {
+      if (final) pacer.done(hmail.todo.uuid);
+      else pacer.release(hmail.todo.uuid);
+    },
+  };
+}

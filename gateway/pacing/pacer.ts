@@ -1,0 +1,306 @@
+// Delivery pacing, decided before each attempt (Haraka's send_email hook):
+//
+// - warm-up: a project's bulk mail to a provider stops at the day's norm (transactional
+//   mail is counted but never held) and waits for the next UTC day;
+// - a rejected recipient's retry waits for its time (gateway/retry.ts schedules it);
+// - rate and connection limits per provider (per recipient domain for `other`), with
+//   transactional mail admitted before bulk when a slot frees.
+//
+// Everything held here is held with Haraka's DELAY, which neither counts a failure nor
+// touches the queue file: the retry budget is untouched, and after a restart the mail
+// simply comes back through this decision. The hook glue (gateway/hooks/pacing.ts)
+// supplies a wake() per held item, so a moved clock, a raised norm or a freed
+// connection releases mail at once instead of at the end of its delay.
+import { clock } from '../../core/clock.js';
+import type { ProviderThrottle } from '../../core/config.js';
+import type { UsageRow } from '../../control/store/outbox.js';
+import { OTHER } from './providers.js';
+import { dayOf, nextDayStart, normFor, warmupDay } from './warmup.js';
+
+export interface Throttle extends ProviderThrottle {
+  provider: string;
+}
+
+export interface PaceRequest {
+  /** The queue item (Haraka's todo uuid). */
+  key: string;
+  projectId: string;
+  bulk: boolean;
+  domain: string;
+  provider: string;
+  recipients: number;
+  /** Day 1 of the project's warm-up (epoch ms); 0 = today. */
+  warmupStartMs: number;
+  /** A scheduled retry of a rejected recipient is not due before this (epoch ms, our clock). */
+  notBeforeMs: number;
+}
+
+export type HoldKind = 'warmup' | 'retry' | 'limit';
+
+export type PaceDecision =
+  | { kind: 'go' }
+  /** Hold for delaySec (real seconds); untilMs is when, by our clock. */
+  | { kind: 'hold'; hold: HoldKind; untilMs: number; delaySec: number; norm?: number; used?: number };
+
+interface Held {
+  kind: HoldKind;
+  untilMs: number;
+  projectId: string;
+  provider: string;
+  bulk: boolean;
+  wake: () => void;
+}
+
+interface Gate {
+  name: string;
+  inFlight: number;
+  tokens: number;
+  refilledAt: number;
+  /** Waiting for a slot or a token, oldest first; transactional before bulk. */
+  transactional: Map<string, () => void>;
+  bulk: Map<string, () => void>;
+  timer?: NodeJS.Timeout;
+}
+
+interface Counter {
+  transactional: number;
+  bulk: number;
+}
+
+/** How long mail waiting for a connection or a token sleeps before it looks again on its own. */
+const LIMIT_RECHECK_MS = 30_000;
+
+export class Pacer {
+  private throttles = new Map<string, Throttle>();
+  private readonly gates = new Map<string, Gate>();
+  /** day|project|provider → counts. */
+  private readonly usage = new Map<string, Counter>();
+  /** Queue items already counted, and on which day (a same-day retry is not counted twice). */
+  private readonly counted = new Map<string, string>();
+  private readonly held = new Map<string, Held>();
+  /** Items given a slot by pump() that have not come back through decide() yet. */
+  private readonly admitted = new Map<string, string>();
+  /** Items holding a connection slot: key → gate name. */
+  private readonly slots = new Map<string, string>();
+
+  constructor(defaults: Record<string, ProviderThrottle>, private readonly persist: (rows: UsageRow[]) => void) {
+    this.setThrottles(Object.entries(defaults).map(([provider, t]) => ({ provider, ...t })));
+  }
+
+  setThrottles(list: readonly Throttle[]): void {
+    const next = new Map(list.map((t) => [t.provider, { ...t }]));
+    if (!next.has(OTHER)) next.set(OTHER, this.throttles.get(OTHER) ?? { provider: OTHER, dailyNorm: 0, growth: 1, maxDailyNorm: 0, ratePerMinute: 0, connections: 0 });
+    this.throttles = next;
+    // Norms or limits may have grown: everything held gets a fresh look.
+    this.reconsider(true);
+    for (const g of this.gates.values()) this.pump(g);
+  }
+
+  throttleList(): Throttle[] {
+    return [...this.throttles.values()];
+  }
+
+  throttleOf(provider: string): Throttle {
+    return this.throttles.get(provider) ?? this.throttles.get(OTHER)!;
+  }
+
+  /** Loads persisted counters (today's, at start). */
+  loadUsage(rows: readonly UsageRow[]): void {
+    for (const r of rows) this.usage.set(`${r.day}|${r.projectId}|${r.provider}`, { transactional: r.transactional, bulk: r.bulk });
+  }
+
+  private counter(day: string, projectId: string, provider: string): Counter {
+    const k = `${day}|${projectId}|${provider}`;
+    let c = this.usage.get(k);
+    if (!c) this.usage.set(k, (c = { transactional: 0, bulk: 0 }));
+    return c;
+  }
+
+  decide(req: PaceRequest, wake: () => void): PaceDecision {
+    const now = clock.now();
+    this.held.delete(req.key);
+
+    if (req.notBeforeMs > now) return this.hold(req, 'retry', req.notBeforeMs, wake);
+
+    const day = dayOf(now);
+    if (this.counted.get(req.key) !== day) {
+      const c = this.counter(day, req.projectId, req.provider);
+      if (req.bulk) {
+        const norm = normFor(this.throttleOf(req.provider), warmupDay(req.warmupStartMs, now));
+        const used = c.transactional + c.bulk;
+        if (used >= norm) return { ...this.hold(req, 'warmup', nextDayStart(now), wake), norm, used };
+        c.bulk += req.recipients;
+      } else {
+        c.transactional += req.recipients;
+      }
+      this.counted.set(req.key, day);
+      this.persist([{ day, projectId: req.projectId, provider: req.provider, transactional: req.bulk ? 0 : req.recipients, bulk: req.bulk ? req.recipients : 0 }]);
+    }
+    return this.admit(req, wake);
+  }
+
+  private hold(req: PaceRequest, kind: HoldKind, untilMs: number, wake: () => void): PaceDecision & { kind: 'hold' } {
+    this.held.set(req.key, { kind, untilMs, projectId: req.projectId, provider: req.provider, bulk: req.bulk, wake });
+    // Haraka's timer runs on real time; our clock may be ahead of it (tests), never behind.
+    const delaySec = Math.max(1, Math.ceil((untilMs - clock.now()) / 1000));
+    return { kind: 'hold', hold: kind, untilMs, delaySec };
+  }
+
+  private gateOf(req: Pick<PaceRequest, 'provider' | 'domain'>): Gate {
+    const name = req.provider === OTHER ? `${OTHER}:${req.domain.toLowerCase()}` : req.provider;
+    let g = this.gates.get(name);
+    if (!g) {
+      const t = this.throttleOf(req.provider);
+      g = { name, inFlight: 0, tokens: Math.max(1, t.ratePerMinute / 60), refilledAt: Date.now(), transactional: new Map(), bulk: new Map() };
+      this.gates.set(name, g);
+    }
+    return g;
+  }
+
+  private limits(g: Gate): Throttle {
+    return this.throttleOf(g.name.startsWith(`${OTHER}:`) ? OTHER : g.name);
+  }
+
+  /** Takes a token of the gate's rate, if one is there (real time: rates are about the wire). */
+  private takeToken(g: Gate): boolean {
+    const rate = this.limits(g).ratePerMinute;
+    if (!rate) return true;
+    const now = Date.now();
+    const burst = Math.max(1, rate / 60);
+    g.tokens = Math.min(burst, g.tokens + ((now - g.refilledAt) * rate) / 60_000);
+    g.refilledAt = now;
+    if (g.tokens < 1) return false;
+    g.tokens -= 1;
+    return true;
+  }
+
+  private hasSlot(g: Gate): boolean {
+    const max = this.limits(g).connections;
+    return !max || g.inFlight < max;
+  }
+
+  private admit(req: PaceRequest, wake: () => void): PaceDecision {
+    const reserved = this.admitted.get(req.key);
+    if (reserved !== undefined) {
+      this.admitted.delete(req.key);
+      this.slots.set(req.key, reserved);
+      return { kind: 'go' };
+    }
+    const g = this.gateOf(req);
+    const waiting = g.transactional.size + g.bulk.size > 0;
+    const queue = req.bulk ? g.bulk : g.transactional;
+    // Bulk never jumps ahead of mail already waiting; transactional only waits behind transactional.
+    const ahead = req.bulk ? waiting && !queue.has(req.key) : g.transactional.size > 0 && !queue.has(req.key);
+    if (!ahead && this.hasSlot(g) && this.takeToken(g)) {
+      queue.delete(req.key);
+      g.inFlight++;
+      this.slots.set(req.key, g.name);
+      return { kind: 'go' };
+    }
+    queue.set(req.key, wake);
+    this.schedulePump(g);
+    return this.hold(req, 'limit', clock.now() + LIMIT_RECHECK_MS, wake);
+  }
+
+  /** An attempt ended (delivered, deferred or bounced): its connection slot frees. */
+  release(key: string): void {
+    const name = this.slots.get(key);
+    if (name === undefined) return;
+    this.slots.delete(key);
+    const g = this.gates.get(name);
+    if (!g) return;
+    g.inFlight = Math.max(0, g.inFlight - 1);
+    this.pump(g);
+  }
+
+  /** The queue item is gone (delivered or bounced): forget it. */
+  done(key: string): void {
+    this.release(key);
+    this.counted.delete(key);
+    this.held.delete(key);
+  }
+
+  /** Hands free slots and tokens to waiting mail, transactional first. */
+  private pump(g: Gate): void {
+    while (g.transactional.size + g.bulk.size && this.hasSlot(g)) {
+      if (!this.takeToken(g)) return this.schedulePump(g);
+      const queue = g.transactional.size ? g.transactional : g.bulk;
+      const [key, wake] = queue.entries().next().value as [string, () => void];
+      queue.delete(key);
+      this.held.delete(key);
+      g.inFlight++;
+      this.admitted.set(key, g.name);
+      wake();
+    }
+  }
+
+  /** Mail waits for a token of the rate: look again when the next one is due (a freed slot pumps by itself). */
+  private schedulePump(g: Gate): void {
+    if (g.timer || !(g.transactional.size + g.bulk.size) || !this.hasSlot(g)) return;
+    const rate = this.limits(g).ratePerMinute;
+    const wait = rate ? Math.max(5, Math.ceil(((1 - g.tokens) * 60_000) / rate)) : 5;
+    g.timer = setTimeout(() => {
+      g.timer = undefined;
+      this.pump(g);
+    }, wait);
+    g.timer.unref();
+  }
+
+  /**
+   * Wakes held mail that is due by our clock (it moved, or a day began), or, with
+   * `warmup`, all mail held by warm-up (norms changed; what is still over goes back).
+   */
+  reconsider(warmup = false): number {
+    const now = clock.now();
+    let woken = 0;
+    for (const [key, h] of [...this.held]) {
+      if (h.kind === 'limit') continue;
+      if (h.untilMs <= now || (warmup && h.kind === 'warmup')) {
+        this.held.delete(key);
+        h.wake();
+        woken++;
+      }
+    }
+    return woken;
+  }
+
+  /** One project's counters for a day, per provider, with the bulk it has held by warm-up now. */
+  stats(projectId: string, day: string, persisted: readonly UsageRow[] = []): Array<{ provider: string; transactional: number; bulk: number; heldBulk: number }> {
+    const out = new Map<string, { provider: string; transactional: number; bulk: number; heldBulk: number }>();
+    const row = (provider: string) => {
+      let r = out.get(provider);
+      if (!r) out.set(provider, (r = { provider, transactional: 0, bulk: 0, heldBulk: 0 }));
+      return r;
+    };
+    const prefix = `${day}|${projectId}|`;
+    let inMemory = false;
+    for (const [k, c] of this.usage) {
+      if (!k.startsWith(prefix)) continue;
+      inMemory = true;
+      const r = row(k.slice(prefix.length));
+      r.transactional += c.transactional;
+      r.bulk += c.bulk;
+    }
+    if (!inMemory) {
+      for (const p of persisted) {
+        if (p.projectId !== projectId) continue;
+        const r = row(p.provider);
+        r.transactional += p.transactional;
+        r.bulk += p.bulk;
+      }
+    }
+    if (day === dayOf(clock.now())) {
+      for (const h of this.held.values()) if (h.kind === 'warmup' && h.projectId === projectId) row(h.provider).heldBulk++;
+    }
+    return [...out.values()];
+  }
+
+  /** Drops in-memory counters of days before `day`. */
+  forgetBefore(day: string): void {
+    for (const k of this.usage.keys()) if (k.slice(0, 10) < day) this.usage.delete(k);
+  }
+
+  get heldCount(): number {
+    return this.held.size;
+  }
+}

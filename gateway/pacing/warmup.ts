@@ -1,0 +1,27 @@
+// Warm-up arithmetic shared by the gateway (which holds bulk mail over the norm) and
+// control (which shows it in GET /v1/pacing). Days are UTC calendar days.
+import type { ProviderThrottle } from '../../core/config.js';
+
+export const DAY_MS = 86_400_000;
+
+export const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+
+/** UTC midnight at or before ms. */
+export const dayStart = (ms: number): number => ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS);
+
+/** The next UTC midnight after ms: when mail held for today's norm is tried again. */
+export const nextDayStart = (ms: number): number => dayStart(ms) + DAY_MS;
+
+/** 1 on the project's first sending day (also when it has none yet), 2 the next day, ... */
+export function warmupDay(startMs: number, nowMs: number): number {
+  if (!startMs || startMs > nowMs) return 1;
+  return Math.floor((dayStart(nowMs) - dayStart(startMs)) / DAY_MS) + 1;
+}
+
+/** A project's daily norm at a provider on warm-up day n; Infinity when there is none. */
+export function normFor(t: Pick<ProviderThrottle, 'dailyNorm' | 'growth' | 'maxDailyNorm'>, day: number): number {
+  if (!t.dailyNorm) return Infinity;
+  const grown = t.dailyNorm * Math.pow(Math.max(1, t.growth || 1), Math.max(0, day - 1));
+  const capped = t.maxDailyNorm ? Math.min(t.maxDailyNorm, grown) : grown;
+  return Math.max(1, Math.floor(Math.min(capped, Number.MAX_SAFE_INTEGER)));
+}
