@@ -127,7 +127,10 @@ export async function startRpc(
       if (!list.length) return cb({ code: grpc.status.INVALID_ARGUMENT, details: 'no throttles' });
       rt.pacer.setThrottles(list);
       log.info({ providers: list.length }, 'throttles replaced');
-      cb(null, create(SetThrottlesResponseSchema));
+      outbox
+        .putSetting('throttles', JSON.stringify(list))
+        .then(() => cb(null, create(SetThrottlesResponseSchema)))
+        .catch((err) => fail(cb, err));
     },
     pacingStats(call: grpc.ServerUnaryCall<PacingStatsRequest, unknown>, cb: grpc.sendUnaryData<unknown>) {
       const day = call.request.day || dayOf(clock.now());

@@ -42,11 +42,14 @@ async function open(): Promise<GatewayRuntime> {
   const ctx = gatewayContext();
   const outbox = Outbox.open(ctx.paths.outboxFile, ctx.config.storage);
   const feed = new EventFeed(await outbox.lastSeq());
-  // Until control pushes its throttles (at connect), the configured defaults apply.
+  // Until control (or the last push, below) gives throttles, the configured defaults apply.
   const pacer = new Pacer(ctx.config.pacing.providers, (rows) => {
     outbox.addUsage(rows).catch((err) => ctx.log.error({ err }, 'could not record pacing usage'));
   });
   pacer.loadUsage(await outbox.usageOfDay(dayOf(clock.now())));
+  // The operator's throttles as control last pushed them, so a restart does not fall back to the defaults.
+  const pushed = await outbox.setting('throttles');
+  if (pushed) pacer.setThrottles(JSON.parse(pushed) as Parameters<Pacer['setThrottles']>[0]);
   return {
     ...ctx,
     outbox,

@@ -96,6 +96,11 @@ const migrations: Migration[] = [
         bulk INTEGER NOT NULL DEFAULT 0,
         PRIMARY KEY (day, project_id, provider)
       ) WITHOUT ROWID;
+      -- The last throttles control pushed: a restarted gateway paces by them until control pushes again.
+      CREATE TABLE settings (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+      ) WITHOUT ROWID;
     `,
   },
 ];
@@ -146,6 +151,8 @@ function prepare(db: Db) {
     ),
     usageOfDay: db.prepare('SELECT day, project_id, provider, transactional, bulk FROM usage WHERE day = ?'),
     pruneUsage: db.prepare('DELETE FROM usage WHERE day < ?'),
+    getSetting: db.prepare('SELECT value FROM settings WHERE name = ?').pluck(),
+    putSetting: db.prepare('INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value'),
     eventsAfter: db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
     prune: db.prepare('DELETE FROM events WHERE seq <= ?'),
     countEvents: db.prepare('SELECT count(*) FROM events').pluck(),
@@ -280,6 +287,14 @@ export class Outbox {
   /** Forgets counters of days before `day` (YYYY-MM-DD). */
   pruneUsage(beforeDay: string): Promise<number> {
     return this.writer.run(() => this.stmt.pruneUsage.run(beforeDay).changes);
+  }
+
+  async setting(name: string): Promise<string | undefined> {
+    return this.stmt.getSetting.get(name) as string | undefined;
+  }
+
+  putSetting(name: string, value: string): Promise<void> {
+    return this.writer.run(() => void this.stmt.putSetting.run(name, value));
   }
 
   /** Commits what is queued, then closes the database. */
