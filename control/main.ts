@@ -15,6 +15,9 @@ import { memoryCounters } from './limits/counters.js';
 import { makeResolver } from '../core/dns.js';
 import { sealer } from '../core/crypto.js';
 import { WebhookSender } from './webhooks/sender.js';
+import { startSmtpSubmission } from './smtp/server.js';
+import { countersLimiter } from './smtp/limiter.js';
+import { startPublicGrpc } from './grpc/public.js';
 import { Tokens } from './unsubscribe/tokens.js';
 import { PacingService } from './pacing/service.js';
 
@@ -38,7 +41,11 @@ metrics.gauge('postgate_store_commits', () => store.writer.commits, 'Grouped SQL
 metrics.gauge('postgate_store_writes', () => store.writer.writes, 'Writes committed since start');
 metrics.gauge('postgate_process_rss_bytes', () => process.memoryUsage().rss);
 
-const app = await buildApp({ config, log, store, access, pipeline, metrics, invalidator, adminToken: adminToken(config), secret, counters: memoryCounters(), resolver: makeResolver(config.dnsServers), deliverability: { pacing, tokens } });
+const counters = memoryCounters();
+const app = await buildApp({ config, log, store, access, pipeline, metrics, invalidator, adminToken: adminToken(config), secret, counters, resolver: makeResolver(config.dnsServers), deliverability: { pacing, tokens } });
+// SMTP and gRPC listen before HTTP, so a healthy /healthz means every door is open.
+const smtp = await startSmtpSubmission({ config, log, access, pipeline, limiter: countersLimiter(counters, config.smtpRate) });
+const grpcApi = await startPublicGrpc({ config, log, access, pipeline, store });
 await app.listen({ host: config.host, port: config.httpPort });
 dispatcher.start();
 events.start();
@@ -53,6 +60,7 @@ async function shutdown(signal: string): Promise<void> {
   const force = setTimeout(() => process.exit(1), 10_000);
   force.unref();
   await app.close(); // stops accepting; in-flight requests finish (their writes commit)
+  await Promise.all([smtp.close(), grpcApi.close()]);
   dispatcher.stop();
   webhooks.stop();
   await events.stop();

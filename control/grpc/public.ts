@@ -3,6 +3,7 @@
 // pipeline. The API key travels in metadata `x-service-key` (or
 // `authorization: Bearer`). A refused SendEmail is a non-OK status, as REST
 // answers a 4xx; a refused batch item is an entry with `error` and `code`.
+import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { create } from '@bufbuild/protobuf';
 import type { Config } from '../../core/config.js';
@@ -158,7 +159,7 @@ export async function startPublicGrpc({ config, log, access, pipeline, store, ch
   });
   server.addService(grpcDefinition(PostgateService), impl);
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${config.host}:${config.grpcPort}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    server.bindAsync(`${net.isIPv6(config.host) ? `[${config.host}]` : config.host}:${config.grpcPort}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
   );
   log.info({ grpc: `${config.host}:${port}` }, 'public grpc ready');
 

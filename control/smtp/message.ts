@@ -9,7 +9,11 @@ import { canonical } from '../mail/address.js';
 /** Parsing options: no conversions between text and html (the request keeps what was sent). */
 const PARSE = { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, skipTextLinks: true } as const;
 
-export const parseMessage = (raw: Buffer): Promise<ParsedMail> => simpleParser(raw, PARSE);
+/** A message mailparser cannot read is the sender's fault (550), not a temporary failure. */
+export const parseMessage = (raw: Buffer): Promise<ParsedMail> =>
+  simpleParser(raw, PARSE).catch((err: unknown) => {
+    throw invalid(`the message could not be parsed: ${(err as Error).message}`);
+  });
 
 const TAGS = 'x-postgate-tags';
 const BULK = 'x-postgate-bulk';

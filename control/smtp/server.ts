@@ -108,10 +108,13 @@ export async function startSmtpSubmission({ config, log, access, pipeline, limit
       let bytes = 0;
       stream.on('data', (chunk: Buffer) => {
         bytes += chunk.length;
-        if (bytes <= maxMessageBytes) chunks.push(chunk); // beyond it smtp-server answers 552 itself
+        if (bytes <= maxMessageBytes) chunks.push(chunk); // the rest is only counted, then refused
       });
       stream.on('end', () => {
-        if (stream.sizeExceeded || !conn?.caller) return callback(stream.sizeExceeded ? undefined : smtpReply(503, '5.5.1', 'MAIL first'));
+        if (stream.sizeExceeded || bytes > maxMessageBytes) {
+          return callback(smtpError(new ApiError('PAYLOAD_TOO_LARGE', `Message exceeds the size limit of ${maxMessageBytes} bytes`)));
+        }
+        if (!conn?.caller) return callback(smtpReply(503, '5.5.1', 'MAIL first'));
         const caller = conn.caller;
         conn.caller = undefined;
         parseMessage(Buffer.concat(chunks, bytes))
