@@ -1,6 +1,6 @@
 // The HTTP side of control: one Fastify instance, one error shape ({error, code}),
 // plugins registered per area (mail, admin; auth later).
-import Fastify, { type FastifyInstance, type FastifyError, type FastifyBaseLogger } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyError, type FastifyBaseLogger } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { ApiError } from '../core/errors.js';
@@ -58,7 +58,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, log, metrics } = deps;
   const app = Fastify({
     loggerInstance: log as FastifyBaseLogger,
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 2 * config.limits.maxBodyBytes + 1024 * 1024,
     trustProxy: false,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },

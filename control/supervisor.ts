@@ -34,7 +34,9 @@ let stopping = false;
 function start(c: Child): void {
   c.startedAt = Date.now();
   // detached: a Ctrl-C in the terminal reaches the supervisor only, which then stops the children in order.
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, c.entry)], { cwd: root, env: process.env, stdio: 'inherit', detached: true });
+  // POSTGATE_NODE_ARGS: extra Node flags for the children (e.g. --cpu-prof, --max-old-space-size=…).
+  const extra = (process.env.POSTGATE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const proc = spawn(process.execPath, [...extra, '--import', 'tsx', path.join(root, c.entry)], { cwd: root, env: process.env, stdio: 'inherit', detached: true });
   c.proc = proc;
   fs.writeFileSync(path.join(runDir, `${c.name}.pid`), String(proc.pid));
   log.info({ child: c.name, pid: proc.pid }, 'started');

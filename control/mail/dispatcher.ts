@@ -147,7 +147,12 @@ export class Dispatcher {
       await Promise.all(
         [...byGateway].map(async ([gw, list]) => {
           try {
-            const messages = (await Promise.all(list.map((r) => this.messagesOf(r)))).flat();
+            // Built a few at a time, yielding in between, so accepting new mail keeps priority over dispatching it.
+            const messages: Message[] = [];
+            for (let i = 0; i < list.length; i += 10) {
+              messages.push(...(await Promise.all(list.slice(i, i + 10).map((r) => this.messagesOf(r)))).flat());
+              await new Promise((r) => setImmediate(r));
+            }
             const res = await this.gateways.enqueue(gw, messages);
             // An email is dispatched once every one of its messages is queued.
             const refused = new Set(res.results.filter((x) => x.error).map((x) => x.emailId));

@@ -134,8 +134,7 @@ export class MailPipeline {
       requireSubscription(project);
       if (project.status === 'paused') throw new ApiError('SENDING_PAUSED', 'Sending is paused for this project; write to the operator\'s abuse contact');
       const domain = domainOf(parseMailbox(email.from)!.address);
-      const d = await this.store.domainByName(project.id, domain);
-      if (!d || d.status !== 'verified') {
+      if (!(await this.store.domainVerified(project.id, domain))) {
         return new ApiError('DOMAIN_NOT_VERIFIED', `The sender domain ${domain} is not verified; add it with POST /v1/domains and complete the DNS setup`);
       }
     }

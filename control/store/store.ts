@@ -298,6 +298,7 @@ export class Store {
       domains: db.prepare('SELECT * FROM domains WHERE project_id = ? ORDER BY created_at, name'),
       domain: db.prepare('SELECT * FROM domains WHERE id = ? AND project_id = ?'),
       domainByName: db.prepare('SELECT * FROM domains WHERE project_id = ? AND name = ?'),
+      domainStatus: db.prepare('SELECT status FROM domains WHERE project_id = ? AND name = ?').pluck(),
       deleteDomain: db.prepare('DELETE FROM domains WHERE id = ? AND project_id = ?'),
       updateDomain: db.prepare('UPDATE domains SET status = ?, records = ?, checked_at = ?, verified_at = ? WHERE id = ?'),
       isSuppressed: db.prepare('SELECT scope FROM suppressions WHERE project_id = ? AND address = ?').pluck(),
@@ -654,6 +655,11 @@ export class Store {
   async domainByName(projectId: string, name: string): Promise<DomainRow | undefined> {
     const r = this.q.domainByName.get(projectId, name);
     return r ? toDomain(r) : undefined;
+  }
+
+  /** The hot path's question (every send): is this sender domain verified? */
+  async domainVerified(projectId: string, name: string): Promise<boolean> {
+    return this.q.domainStatus.get(projectId, name) === 'verified';
   }
 
   deleteDomain(projectId: string, id: string): Promise<boolean> {
