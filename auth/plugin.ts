@@ -1,11 +1,18 @@
-// The auth API (spec/auth-api.md) as a Fastify plugin registered by control.
+// The auth API (spec/auth-api.md) as a Fastify plugin registered by control:
+// the key-protected routes, the OAuth callback, and the auth admin API.
 import type { FastifyPluginAsync } from 'fastify';
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
 import type { Invalidator } from '../core/invalidation.js';
+import { clock } from '../core/clock.js';
 import type { Store } from '../control/store/store.js';
 import type { Access } from '../control/access.js';
 import type { MailPipeline } from '../control/mail/pipeline.js';
+import { createAuthContext } from './context.js';
+import { adminRoutes } from './admin.js';
+import { callbackRoutes, keyRoutes } from './routes.js';
+import { bindSessions } from './sessions.js';
+import { settings } from './settings.js';
 
 export interface AuthPluginOptions {
   config: Config;
@@ -18,4 +25,18 @@ export interface AuthPluginOptions {
   adminToken: string;
 }
 
-export const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async () => {};
+export const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (app, opts) => {
+  const ctx = createAuthContext(opts);
+  bindSessions(ctx.sessions);
+  await app.register(keyRoutes(ctx));
+  await app.register(callbackRoutes(ctx));
+  await app.register(adminRoutes(ctx, opts.adminToken));
+
+  const prune = setInterval(() => {
+    ctx.store.prune(clock.now()).catch((err: unknown) => opts.log.warn({ err }, 'auth prune failed'));
+  }, settings.pruneEveryMs);
+  prune.unref();
+  app.addHook('onClose', async () => clearInterval(prune));
+};
+
+export { checkSession, type SessionInfo } from './sessions.js';

@@ -81,13 +81,19 @@ export const authMigrations: Migration[] = [
       );
       CREATE INDEX auth_sessions_user ON auth_sessions(user_id);
       CREATE INDEX auth_sessions_expiry ON auth_sessions(expires_at);
+      -- An OAuth sign-in waiting for the app to exchange its svc_code; the session
+      -- (and its token) is made at the exchange, so no token is ever kept, even encrypted.
       CREATE TABLE auth_exchange_codes (
         code_hash TEXT PRIMARY KEY,
         project_id TEXT NOT NULL,
         env TEXT NOT NULL,
-        session_id TEXT NOT NULL REFERENCES auth_sessions(id),
+        user_id TEXT NOT NULL REFERENCES auth_users(id),
+        provider TEXT NOT NULL,
+        ip TEXT,
+        user_agent TEXT,
         expires_at INTEGER NOT NULL,
-        used_at INTEGER
+        used_at INTEGER,
+        session_id TEXT
       );
       CREATE TABLE auth_oauth_states (
         state_hash TEXT PRIMARY KEY,
@@ -197,17 +203,19 @@ export interface SignInProfile {
 export interface NewSession {
   id: string;
   tokenHash: string;
-  ip: string | null;
-  userAgent: string | null;
   createdAt: number;
   expiresAt: number;
-  /** An OAuth sign-in also gets a one-time exchange code (hash) bound to the session. */
-  exchangeCode?: { hash: string; expiresAt: number };
+}
+
+/** Where a sign-in happened (recorded with its session). */
+export interface Origin {
+  ip: string | null;
+  userAgent: string | null;
 }
 
 export type OtpCheck = 'ok' | 'missing' | 'expired' | 'locked' | 'wrong';
 export type ExchangeResult =
-  | { status: 'ok'; session: SessionRow; tokenHash: string; user: UserRow }
+  | { status: 'ok'; session: SessionRow; user: UserRow }
   | { status: 'missing' | 'expired' }
   | { status: 'reused'; revokedTokenHash: string | null };
 
@@ -265,13 +273,13 @@ export class AuthStore {
       insertSession: p(`INSERT INTO auth_sessions (id, token_hash, project_id, env, user_id, provider, ip, user_agent, created_at, expires_at)
         VALUES (@id, @tokenHash, @projectId, @env, @userId, @provider, @ip, @userAgent, @createdAt, @expiresAt)`),
       sessionByHash: p('SELECT * FROM auth_sessions WHERE token_hash = ? AND revoked_at IS NULL'),
-      sessionById: p('SELECT * FROM auth_sessions WHERE id = ?'),
       revokeByHash: p('UPDATE auth_sessions SET revoked_at = ? WHERE token_hash = ? AND revoked_at IS NULL'),
       revokeById: p('UPDATE auth_sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL RETURNING token_hash').pluck(),
 
-      insertExchange: p('INSERT INTO auth_exchange_codes (code_hash, project_id, env, session_id, expires_at) VALUES (?, ?, ?, ?, ?)'),
+      insertExchange: p(`INSERT INTO auth_exchange_codes (code_hash, project_id, env, user_id, provider, ip, user_agent, expires_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
       exchange: p('SELECT * FROM auth_exchange_codes WHERE code_hash = ?'),
-      useExchange: p('UPDATE auth_exchange_codes SET used_at = ? WHERE code_hash = ? AND used_at IS NULL'),
+      useExchange: p('UPDATE auth_exchange_codes SET used_at = ?, session_id = ? WHERE code_hash = ?'),
 
       otp: p('SELECT * FROM auth_otp_codes WHERE project_id = ? AND env = ? AND channel = ? AND target = ?'),
       putOtp: p(`INSERT INTO auth_otp_codes (project_id, env, channel, target, code_hash, attempts, created_at, expires_at, test_code)
@@ -287,6 +295,7 @@ export class AuthStore {
       pruneExchange: p('DELETE FROM auth_exchange_codes WHERE expires_at < ?'),
       pruneOtp: p('DELETE FROM auth_otp_codes WHERE expires_at < ?'),
       pruneReplays: p('DELETE FROM auth_replays WHERE expires_at < ?'),
+      pruneSessions: p('DELETE FROM auth_sessions WHERE expires_at < ?'),
     };
   }
 
@@ -354,41 +363,56 @@ export class AuthStore {
 
   /**
    * Finds the user of (provider, subject), or links by an authoritative
-   * verified email, or creates one; then opens a session for it. One savepoint.
+   * verified email, or creates one; then opens its session, or (OAuth) records
+   * the one-time exchange code that will open it. One savepoint.
    */
-  signIn(projectId: string, env: Env, profile: SignInProfile, session: NewSession): Promise<{ user: UserRow; session: SessionRow }> {
+  signIn(
+    projectId: string, env: Env, profile: SignInProfile, origin: Origin, at: number,
+    then: { session: NewSession } | { exchange: { codeHash: string; expiresAt: number } },
+  ): Promise<{ user: UserRow; session?: SessionRow }> {
     return this.writer.run(() => {
-      const now = session.createdAt;
-      let userId = this.q.identity.get(projectId, env, profile.provider, profile.subject) as string | undefined;
-      if (!userId && profile.email && profile.emailVerified) {
-        const linked = this.q.userByVerifiedEmail.get(projectId, env, profile.email) as any;
-        if (linked) {
-          userId = linked.id as string;
-          this.q.insertIdentity.run(projectId, env, profile.provider, profile.subject, userId, now);
-        }
+      const userId = this.resolveUser(projectId, env, profile, at);
+      if ('exchange' in then) {
+        this.q.insertExchange.run(then.exchange.codeHash, projectId, env, userId, profile.provider, origin.ip, origin.userAgent, then.exchange.expiresAt);
+        return { user: toUser(this.q.userById.get(userId)) };
       }
-      if (userId) {
-        this.q.touchUser.run({ id: userId, at: now, name: profile.name, avatarUrl: profile.avatarUrl, phone: profile.phone, username: profile.username });
-        // An authoritative address proven now (e.g. by an email code) becomes the user's verified email if it had none.
-        if (profile.email && profile.emailVerified && !this.q.userByVerifiedEmail.get(projectId, env, profile.email)) {
-          this.q.verifyUserEmail.run(profile.email, userId, profile.email);
-        }
-      } else {
-        userId = crypto.randomUUID();
-        this.q.insertUser.run({
-          id: userId, projectId, env, email: profile.email, emailVerified: profile.emailVerified && profile.email ? 1 : 0, name: profile.name,
-          avatarUrl: profile.avatarUrl, phone: profile.phone, username: profile.username, provider: profile.provider, createdAt: now, lastSignIn: now,
-        });
+      const session = this.insertSession(projectId, env, userId, profile.provider, origin, then.session);
+      return { user: toUser(this.q.userById.get(userId)), session };
+    });
+  }
+
+  private resolveUser(projectId: string, env: Env, profile: SignInProfile, now: number): string {
+    let userId = this.q.identity.get(projectId, env, profile.provider, profile.subject) as string | undefined;
+    if (!userId && profile.email && profile.emailVerified) {
+      const linked = this.q.userByVerifiedEmail.get(projectId, env, profile.email) as any;
+      if (linked) {
+        userId = linked.id as string;
         this.q.insertIdentity.run(projectId, env, profile.provider, profile.subject, userId, now);
       }
-      const row: SessionRow = {
-        id: session.id, projectId, env, userId, provider: profile.provider, ip: session.ip, userAgent: session.userAgent,
-        createdAt: now, expiresAt: session.expiresAt,
-      };
-      this.q.insertSession.run({ ...row, tokenHash: session.tokenHash });
-      if (session.exchangeCode) this.q.insertExchange.run(session.exchangeCode.hash, projectId, env, session.id, session.exchangeCode.expiresAt);
-      return { user: toUser(this.q.userById.get(userId)), session: row };
+    }
+    if (userId) {
+      this.q.touchUser.run({ id: userId, at: now, name: profile.name, avatarUrl: profile.avatarUrl, phone: profile.phone, username: profile.username });
+      // An address proven now (e.g. by an email code) becomes the user's verified email if it had none.
+      if (profile.email && profile.emailVerified && !this.q.userByVerifiedEmail.get(projectId, env, profile.email)) {
+        this.q.verifyUserEmail.run(profile.email, userId, profile.email);
+      }
+      return userId;
+    }
+    userId = crypto.randomUUID();
+    this.q.insertUser.run({
+      id: userId, projectId, env, email: profile.email, emailVerified: profile.emailVerified && profile.email ? 1 : 0, name: profile.name,
+      avatarUrl: profile.avatarUrl, phone: profile.phone, username: profile.username, provider: profile.provider, createdAt: now, lastSignIn: now,
     });
+    this.q.insertIdentity.run(projectId, env, profile.provider, profile.subject, userId, now);
+    return userId;
+  }
+
+  private insertSession(projectId: string, env: Env, userId: string, provider: string, origin: Origin, s: NewSession): SessionRow {
+    const row: SessionRow = {
+      id: s.id, projectId, env, userId, provider, ip: origin.ip, userAgent: origin.userAgent, createdAt: s.createdAt, expiresAt: s.expiresAt,
+    };
+    this.q.insertSession.run({ ...row, tokenHash: s.tokenHash });
+    return row;
   }
 
   async sessionByHash(tokenHash: string): Promise<SessionRow | undefined> {
@@ -407,20 +431,22 @@ export class AuthStore {
   }
 
   /**
-   * Uses a one-time exchange code. The first use of a code of this project and
-   * environment gets its session; any later use revokes that session (the code
-   * leaked) and returns the revoked token's hash for cache invalidation.
+   * Uses a one-time exchange code: the first use by the same project and
+   * environment opens its session; any later use revokes that session (the
+   * code leaked) and returns the revoked token's hash for cache invalidation.
    */
-  useExchangeCode(codeHash: string, projectId: string, env: Env, now: number): Promise<ExchangeResult> {
+  useExchangeCode(codeHash: string, projectId: string, env: Env, session: NewSession): Promise<ExchangeResult> {
     return this.writer.run((): ExchangeResult => {
       const c = this.q.exchange.get(codeHash) as any;
       if (!c || c.project_id !== projectId || c.env !== env) return { status: 'missing' };
-      if (c.used_at !== null) return { status: 'reused', revokedTokenHash: (this.q.revokeById.get(now, c.session_id) as string | undefined) ?? null };
-      if (c.expires_at <= now) return { status: 'expired' };
-      this.q.useExchange.run(now, codeHash);
-      const s = this.q.sessionById.get(c.session_id) as any;
-      if (!s || s.revoked_at !== null) return { status: 'missing' };
-      return { status: 'ok', session: toSession(s), tokenHash: s.token_hash, user: toUser(this.q.userById.get(s.user_id)) };
+      if (c.used_at !== null) {
+        const revoked = c.session_id ? (this.q.revokeById.get(session.createdAt, c.session_id) as string | undefined) : undefined;
+        return { status: 'reused', revokedTokenHash: revoked ?? null };
+      }
+      if (c.expires_at <= session.createdAt) return { status: 'expired' };
+      const row = this.insertSession(projectId, env, c.user_id, c.provider, { ip: c.ip, userAgent: c.user_agent }, session);
+      this.q.useExchange.run(session.createdAt, row.id, codeHash);
+      return { status: 'ok', session: row, user: toUser(this.q.userById.get(c.user_id)) };
     });
   }
 
@@ -471,7 +497,7 @@ export class AuthStore {
     return this.writer.run(() => this.q.insertReplay.run(digest, expiresAt).changes > 0);
   }
 
-  /** Drops expired transactions, codes and replay records. */
+  /** Drops expired transactions, codes, replay records and long-ended sessions. */
   prune(now: number): Promise<void> {
     return this.writer.run(() => {
       this.q.pruneStates.run(now);
@@ -479,6 +505,8 @@ export class AuthStore {
       this.q.pruneExchange.run(now - 86_400_000);
       this.q.pruneOtp.run(now);
       this.q.pruneReplays.run(now);
+      // Ended sessions are kept a week (who signed in from where), then dropped.
+      this.q.pruneSessions.run(now - 7 * 86_400_000);
     });
   }
 }

@@ -1,0 +1,93 @@
+// The auth area's admin API (behind the CLI): providers, allowed origins and
+// settings of a project, under /admin/v1/projects/:slug/auth/. Hidden from the
+// public OpenAPI document.
+import type { FastifyPluginAsync } from 'fastify';
+import { notFound } from '../core/errors.js';
+import { clock } from '../core/clock.js';
+import { requireAdmin } from '../control/admin/routes.js';
+import type { Project } from '../control/store/store.js';
+import type { AuthContext } from './context.js';
+import { normalizeOrigin, type ProviderInput, type SettingsInput } from './project-config.js';
+import { endpointNames } from './providers/types.js';
+
+const slug = { type: 'string', pattern: '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$' } as const;
+const slugParams = { type: 'object', required: ['slug'], properties: { slug } } as const;
+const providerParams = { type: 'object', required: ['slug', 'provider'], properties: { slug, provider: { type: 'string', maxLength: 32 } } } as const;
+const list = { type: 'array', maxItems: 500, items: { type: 'string', maxLength: 64 } } as const;
+const hide = { hide: true, tags: ['admin'] };
+
+const providerBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    clientId: { type: 'string', maxLength: 512 },
+    clientSecret: { type: 'string', maxLength: 4096 },
+    botToken: { type: 'string', maxLength: 512 },
+    methods: { type: 'array', maxItems: 10, items: { type: 'string', maxLength: 32 } },
+    ...Object.fromEntries(endpointNames.map((n) => [n, { type: 'string', maxLength: 2048 }])),
+    allowCountries: list, denyCountries: list, allowCidrs: list, denyCidrs: list,
+  },
+} as const;
+
+export const adminRoutes = (ctx: AuthContext, adminToken: string): FastifyPluginAsync => async (app) => {
+  app.addHook('onRequest', requireAdmin(adminToken));
+  const { projects, store } = ctx;
+  const base = '/admin/v1/projects/:slug/auth';
+
+  const project = async (s: string): Promise<Project> => {
+    const p = await ctx.projectsStore.projectBySlug(s);
+    if (!p) throw notFound(`No project ${s}`);
+    return p;
+  };
+
+  app.get<{ Params: { slug: string } }>(`${base}/providers`, { schema: { ...hide, params: slugParams } }, async (req) => ({
+    data: await projects.list((await project(req.params.slug)).id),
+  }));
+
+  app.put<{ Params: { slug: string; provider: string }; Body: ProviderInput }>(`${base}/providers/:provider`, {
+    schema: { ...hide, params: providerParams, body: providerBody },
+  }, async (req) => projects.set((await project(req.params.slug)).id, req.params.provider, req.body));
+
+  app.delete<{ Params: { slug: string; provider: string } }>(`${base}/providers/:provider`, { schema: { ...hide, params: providerParams } }, async (req) =>
+    projects.disable((await project(req.params.slug)).id, req.params.provider));
+
+  app.get<{ Params: { slug: string } }>(`${base}/origins`, { schema: { ...hide, params: slugParams } }, async (req) => ({
+    data: await store.origins((await project(req.params.slug)).id),
+  }));
+
+  const originBody = { type: 'object', additionalProperties: false, required: ['origin'], properties: { origin: { type: 'string', maxLength: 2048 } } } as const;
+
+  app.post<{ Params: { slug: string }; Body: { origin: string } }>(`${base}/origins`, { schema: { ...hide, params: slugParams, body: originBody } }, async (req, reply) => {
+    const origin = normalizeOrigin(req.body.origin);
+    await store.addOrigin((await project(req.params.slug)).id, origin, clock.now());
+    return reply.code(201).send({ origin });
+  });
+
+  app.delete<{ Params: { slug: string }; Body: { origin: string } }>(`${base}/origins`, { schema: { ...hide, params: slugParams, body: originBody } }, async (req) => {
+    const origin = normalizeOrigin(req.body.origin);
+    if (!(await store.removeOrigin((await project(req.params.slug)).id, origin))) throw notFound(`${origin} is not allowed for this project`);
+    return { origin, removed: true };
+  });
+
+  const settingsOut = (s: { sessionTtlMs: number; codeFrom: string | null; telegramWindowMs: number }) => ({
+    sessionTtlSeconds: s.sessionTtlMs / 1000, codeFrom: s.codeFrom, telegramWindowSeconds: s.telegramWindowMs / 1000,
+  });
+
+  app.get<{ Params: { slug: string } }>(`${base}/settings`, { schema: { ...hide, params: slugParams } }, async (req) =>
+    settingsOut(await projects.settings((await project(req.params.slug)).id)));
+
+  app.patch<{ Params: { slug: string }; Body: SettingsInput }>(`${base}/settings`, {
+    schema: {
+      ...hide,
+      params: slugParams,
+      body: {
+        type: 'object', additionalProperties: false,
+        properties: {
+          sessionTtlSeconds: { type: ['integer', 'null'], minimum: 60, maximum: 365 * 86400 },
+          codeFrom: { type: ['string', 'null'], maxLength: 320 },
+          telegramWindowSeconds: { type: ['integer', 'null'], minimum: 30, maximum: 86400 },
+        },
+      },
+    },
+  }, async (req) => settingsOut(await projects.putSettings((await project(req.params.slug)).id, req.body)));
+};

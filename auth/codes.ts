@@ -1,0 +1,118 @@
+// Email and SMS sign-in codes: 6 digits from the CSPRNG, valid 10 minutes,
+// stored as an HMAC bound to (project, environment, channel, address), at most
+// 5 wrong tries per code, consumed atomically, a resend cooldown, limits per
+// address and per client IP. Sending never looks the address up, so the
+// answer (and its timing) is the same whether or not an account exists.
+// Test-environment codes are never sent: they are kept encrypted for the
+// test-only read endpoint.
+import { ApiError, notFound } from '../core/errors.js';
+import { clock } from '../core/clock.js';
+import type { Config } from '../core/config.js';
+import type { Logger } from '../core/log.js';
+import type { Caller } from '../control/access.js';
+import type { MailPipeline } from '../control/mail/pipeline.js';
+import type { AuthStore } from '../control/store/auth.js';
+import type { Store } from '../control/store/store.js';
+import { domainOf, parseMailbox } from '../control/mail/address.js';
+import { randomDigits, sameHex, type AuthCrypto } from './crypto.js';
+import type { RateLimiter } from './limits.js';
+import { durations, settings } from './settings.js';
+import { envOf } from './sessions.js';
+import { HttpSmsSender, LogSmsSender } from './sms.js';
+import type { ProviderConfig } from './providers/types.js';
+
+export type Channel = 'email' | 'sms';
+
+export interface CodeDeps {
+  store: AuthStore;
+  /** The project's sender domains (a project's own code sender is used only once its domain is verified). */
+  domains: Pick<Store, 'domainByName'>;
+  crypto: AuthCrypto;
+  limiter: RateLimiter;
+  pipeline: MailPipeline;
+  config: Config;
+  log: Logger;
+}
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+export class Codes {
+  constructor(private readonly d: CodeDeps) {}
+
+  private hash(caller: Caller, channel: Channel, target: string, code: string): string {
+    return this.d.crypto.codeHash(code, caller.project.id, envOf(caller), channel, target);
+  }
+
+  async send(caller: Caller, channel: Channel, target: string, ip: string, provider: ProviderConfig, codeFrom: string | null): Promise<void> {
+    const { limiter } = this.d;
+    const env = envOf(caller);
+    limiter.take(`send-ip:${caller.project.id}:${env}:${ip}`, settings.codeSendsPerIpHour, durations.HOUR, 'code requests from this address');
+    const issued = await this.d.store.otpIssuedAt(caller.project.id, env, channel, target);
+    const now = clock.now();
+    if (issued !== undefined && now - issued < settings.codeResendCooldownMs) {
+      const wait = Math.ceil((issued + settings.codeResendCooldownMs - now) / 1000);
+      throw new ApiError('RATE_LIMIT_EXCEEDED', `A code was just sent; ask again in ${wait} s`, {}, { 'retry-after': String(wait) });
+    }
+    const key = `send:${caller.project.id}:${env}:${channel}:${target}`;
+    limiter.take(`${key}:h`, settings.codeSendsPerTargetHour, durations.HOUR, `codes for this ${channel === 'email' ? 'address' : 'number'}`);
+    limiter.take(`${key}:d`, settings.codeSendsPerTargetDay, durations.DAY, `codes for this ${channel === 'email' ? 'address' : 'number'}`);
+
+    const code = randomDigits(6);
+    await this.d.store.putOtp({
+      projectId: caller.project.id, env, channel, target, codeHash: this.hash(caller, channel, target, code), createdAt: now,
+      expiresAt: now + settings.codeTtlMs, testCode: env === 'test' ? this.d.crypto.encrypt(code) : null,
+    });
+    if (env === 'test') return;
+    const minutes = Math.round(settings.codeTtlMs / durations.MINUTE);
+    const text = `Your ${caller.project.name} sign-in code is ${code}. It expires in ${minutes} minutes. If you did not ask for it, ignore this message.`;
+    if (channel === 'sms') {
+      const sender = provider.endpoints.apiUrl ? new HttpSmsSender(provider.endpoints.apiUrl, provider.clientSecret) : new LogSmsSender(this.d.log);
+      await sender.send(target, text);
+      return;
+    }
+    const accepted = await this.d.pipeline.send(caller, {
+      from: await this.sender(caller, codeFrom),
+      to: target,
+      subject: `Your ${caller.project.name} sign-in code`,
+      text,
+      html: `<p>Your ${escapeHtml(caller.project.name)} sign-in code is</p><p style="font-size:28px;letter-spacing:4px"><b>${code}</b></p>`
+        + `<p>It expires in ${minutes} minutes. If you did not ask for it, ignore this email.</p>`,
+    }, { system: true });
+    this.d.log.info({ project: caller.project.slug, emailId: accepted.id }, 'sign-in code email queued');
+  }
+
+  /** The project's own code sender when its domain is verified; otherwise the platform's system sender (DESIGN.md). */
+  private async sender(caller: Caller, codeFrom: string | null): Promise<string> {
+    const own = codeFrom ? parseMailbox(codeFrom) : undefined;
+    if (own) {
+      const d = await this.d.domains.domainByName(caller.project.id, domainOf(own.address));
+      if (d?.status === 'verified') return codeFrom!;
+    }
+    return this.d.config.systemFrom;
+  }
+
+  /** Consumes the code or throws INVALID_CODE, CODE_EXPIRED or TOO_MANY_ATTEMPTS. */
+  async verify(caller: Caller, channel: Channel, target: string, code: string, ip: string): Promise<void> {
+    this.d.limiter.take(`verify-ip:${caller.project.id}:${envOf(caller)}:${ip}`, settings.codeVerifiesPerIp10Min, 10 * durations.MINUTE, 'code checks from this address');
+    const candidate = /^\d{6}$/.test(code) ? this.hash(caller, channel, target, code) : '';
+    const result = await this.d.store.checkOtp(caller.project.id, envOf(caller), channel, target, clock.now(), settings.codeMaxAttempts,
+      (stored) => sameHex(stored, candidate));
+    switch (result) {
+      case 'ok':
+        return;
+      case 'expired':
+        throw new ApiError('CODE_EXPIRED', 'The code has expired; ask for a new one');
+      case 'locked':
+        throw new ApiError('TOO_MANY_ATTEMPTS', 'Too many wrong codes; ask for a new one');
+      default:
+        throw new ApiError('INVALID_CODE', 'The code is not valid');
+    }
+  }
+
+  /** Test environment only: the current code of an address. */
+  async testCode(caller: Caller, channel: Channel, target: string): Promise<{ code: string; expiresAt: number }> {
+    const r = await this.d.store.testOtp(caller.project.id, channel, target);
+    if (!r || r.expiresAt <= clock.now()) throw notFound('No active code for this address');
+    return { code: this.d.crypto.decrypt(r.testCode), expiresAt: r.expiresAt };
+  }
+}

@@ -1,0 +1,144 @@
+// Sessions: opaque 256-bit tokens, stored as SHA-256 only. Checks answer from
+// an in-process cache; sign-out (and a leaked exchange code) invalidates
+// through the invalidator at once, so there is no revocation lag. After
+// `expiresAt` a token is invalid.
+import crypto from 'node:crypto';
+import { ApiError } from '../core/errors.js';
+import { clock } from '../core/clock.js';
+import type { Invalidator } from '../core/invalidation.js';
+import type { Caller } from '../control/access.js';
+import type { AuthStore, Env, NewSession, Origin, SessionRow, SignInProfile, UserRow } from '../control/store/auth.js';
+import { randomToken, sha256 } from './crypto.js';
+import { settings } from './settings.js';
+
+export interface SessionInfo {
+  user: UserRow;
+  session: SessionRow;
+}
+
+export interface OpenedSession extends SessionInfo {
+  token: string;
+}
+
+const CHANNEL = 'session';
+const TOKEN_PREFIX = 'pgs_';
+const invalidSession = () => new ApiError('SESSION_INVALID', 'Session is invalid or expired');
+
+export const envOf = (caller: Caller): Env => caller.key.kind;
+const clip = (o: Origin): Origin => ({ ip: o.ip, userAgent: o.userAgent?.slice(0, 512) ?? null });
+
+export class Sessions {
+  private readonly byHash = new Map<string, SessionRow>();
+  private readonly users = new Map<string, UserRow>();
+  /** Bumped by every invalidation: a lookup that raced one is not cached. */
+  private generation = 0;
+
+  constructor(private readonly store: AuthStore, private readonly invalidator: Invalidator) {
+    invalidator.subscribe(CHANNEL, (key) => {
+      this.generation++;
+      if (key.startsWith('user:')) this.users.delete(key.slice(5));
+      else this.byHash.delete(key);
+    });
+  }
+
+  private newSession(ttlMs: number): { token: string; row: NewSession } {
+    const now = clock.now();
+    const token = randomToken(TOKEN_PREFIX);
+    return { token, row: { id: crypto.randomUUID(), tokenHash: sha256(token), createdAt: now, expiresAt: now + ttlMs } };
+  }
+
+  /** Signs the person in: a session now (token sign-ins), or a one-time code that opens one later (OAuth). */
+  async open(caller: Caller, profile: SignInProfile, origin: Origin, ttlMs: number): Promise<OpenedSession> {
+    const { token, row } = this.newSession(ttlMs);
+    const { user, session } = await this.store.signIn(caller.project.id, envOf(caller), profile, clip(origin), row.createdAt, { session: row });
+    this.userChanged(user.id);
+    return { token, user, session: session! };
+  }
+
+  /** OAuth: resolves the user now and returns the `svc_code` whose exchange opens the session. */
+  async openLater(project: { projectId: string; env: Env }, profile: SignInProfile, origin: Origin): Promise<string> {
+    const code = randomToken();
+    const now = clock.now();
+    const { user } = await this.store.signIn(project.projectId, project.env, profile, clip(origin), now, {
+      exchange: { codeHash: sha256(code), expiresAt: now + settings.exchangeCodeTtlMs },
+    });
+    this.userChanged(user.id);
+    return code;
+  }
+
+  /** Exchanges a one-time code for a session; a second use revokes that session. */
+  async exchange(caller: Caller, code: string, ttlMs: number): Promise<OpenedSession> {
+    const { token, row } = this.newSession(ttlMs);
+    const r = await this.store.useExchangeCode(sha256(code), caller.project.id, envOf(caller), row);
+    switch (r.status) {
+      case 'ok':
+        return { token, user: r.user, session: r.session };
+      case 'reused':
+        if (r.revokedTokenHash) this.invalidator.publish(CHANNEL, r.revokedTokenHash);
+        throw new ApiError('INVALID_CODE', 'This code was already used; its session has been revoked');
+      case 'expired':
+        throw new ApiError('CODE_EXPIRED', 'This code has expired');
+      default:
+        throw new ApiError('INVALID_CODE', 'Unknown code');
+    }
+  }
+
+  // A sign-in may have filled in the user's profile: cached copies must go.
+  private userChanged(userId: string): void {
+    this.invalidator.publish(CHANNEL, `user:${userId}`);
+  }
+
+  /** The session of a token, for this caller's project and key kind only. */
+  async check(caller: Caller, token: string | undefined): Promise<SessionInfo> {
+    if (!token || token.length > 200) throw invalidSession();
+    const hash = sha256(token);
+    let session = this.byHash.get(hash);
+    if (!session) {
+      const gen = this.generation;
+      session = await this.store.sessionByHash(hash);
+      if (!session) throw invalidSession();
+      if (gen === this.generation) this.remember(this.byHash, hash, session);
+    }
+    if (session.projectId !== caller.project.id || session.env !== envOf(caller)) throw invalidSession();
+    if (session.expiresAt <= clock.now()) {
+      this.byHash.delete(hash);
+      throw invalidSession();
+    }
+    let user = this.users.get(session.userId);
+    if (!user) {
+      const gen = this.generation;
+      user = await this.store.userById(session.userId);
+      if (!user) throw invalidSession();
+      if (gen === this.generation) this.remember(this.users, user.id, user);
+    }
+    return { user, session };
+  }
+
+  async signOut(caller: Caller, token: string | undefined): Promise<void> {
+    await this.check(caller, token);
+    const hash = sha256(token!);
+    await this.store.revokeSession(hash, clock.now());
+    this.invalidator.publish(CHANNEL, hash);
+  }
+
+  private remember<V>(map: Map<string, V>, key: string, value: V): void {
+    if (map.size >= settings.sessionCacheMax) map.delete(map.keys().next().value!);
+    map.set(key, value);
+  }
+}
+
+let current: Sessions | undefined;
+
+/** Binds the process's session service (done by the auth plugin). */
+export function bindSessions(s: Sessions): void {
+  current = s;
+}
+
+/**
+ * For the public gRPC API: the user and session of `token` for the calling
+ * key's project and kind, or ApiError('SESSION_INVALID').
+ */
+export async function checkSession(caller: Caller, token: string): Promise<SessionInfo> {
+  if (!current) throw new Error('the auth plugin is not registered');
+  return current.check(caller, token);
+}
