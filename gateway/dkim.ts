@@ -1,7 +1,31 @@
 // DKIM signing at Enqueue, before Haraka writes its queue file: the signature travels
 // in the stored message (a retry resends the same signed bytes) and the private key,
 // which came with the message from control, is used in memory only.
-import { dkimSign } from 'mailauth/lib/dkim/sign.js';
+import { createRequire } from 'node:module';
+import type { KeyObject } from 'node:crypto';
+
+const require = createRequire(import.meta.url);
+
+/**
+ * mailauth turns the PEM into a key object at every signature, which costs about as much
+ * as the RSA signature itself. Its signer takes the parser from its tools module when it
+ * loads, so the parser is memoized there first (by PEM; a domain has one key).
+ */
+const tools = require('mailauth/lib/tools') as { getPrivateKey(pem: string | Buffer): KeyObject };
+const parse = tools.getPrivateKey;
+const parsed = new Map<string, KeyObject>();
+const KEYS_KEPT = 10_000;
+tools.getPrivateKey = (pem) => {
+  const k = typeof pem === 'string' ? pem : pem.toString('latin1');
+  let key = parsed.get(k);
+  if (!key) {
+    key = parse(pem);
+    if (parsed.size >= KEYS_KEPT) parsed.delete(parsed.keys().next().value!);
+    parsed.set(k, key);
+  }
+  return key;
+};
+const { dkimSign } = require('mailauth/lib/dkim/sign') as typeof import('mailauth/lib/dkim/sign.js');
 
 export interface DkimKey {
   domain: string;

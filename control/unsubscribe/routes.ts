@@ -3,7 +3,8 @@
 // form or multipart) unsubscribes the recipient from the project's bulk mail and answers
 // 200, never a redirect. GET only shows a confirmation page with a button that POSTs:
 // link scanners prefetch GETs, and must not unsubscribe anyone.
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import type { Store } from '../store/store.js';
 import type { Tokens } from './tokens.js';
@@ -49,13 +50,17 @@ export const unsubscribeRoutes: FastifyPluginAsync<UnsubscribeOptions> = async (
     return email && address ? { email, address } : undefined;
   }
 
-  const unknown = (reply: FastifyReply) => page(reply, 404, 'Link not valid', '<p>This unsubscribe link is not valid. It may have been copied incompletely.</p>');
+  /** A person's browser gets a page; anything else the API's {error, code}. */
+  const unknown = (req: FastifyRequest, reply: FastifyReply) => {
+    if (!String(req.headers.accept ?? '').includes('text/html')) throw new ApiError('NOT_FOUND', 'This unsubscribe link is not valid');
+    return page(reply, 404, 'Link not valid', '<p>This unsubscribe link is not valid. It may have been copied incompletely.</p>');
+  };
 
   app.get<{ Params: { token: string } }>('/unsubscribe/:token', {
-    schema: { summary: 'Confirmation page of a one-click unsubscribe link (does not unsubscribe)', tags: ['unsubscribe'], params, produces: ['text/html'], response: { 200: html, 404: html } },
+    schema: { summary: 'Confirmation page of a one-click unsubscribe link (does not unsubscribe)', tags: ['unsubscribe'], params, produces: ['text/html'], response: { 200: html } },
   }, async (req, reply) => {
     const found = await resolve(req.params.token);
-    if (!found) return unknown(reply);
+    if (!found) return unknown(req, reply);
     return page(reply, 200, 'Unsubscribe', `<p>Stop mailings from <b>${escape(found.email.projectName)}</b> to <b>${escape(mask(found.address))}</b>?</p>`
       + '<p>Messages you need, such as receipts and sign-in codes, will still arrive.</p>'
       + '<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>');
@@ -65,11 +70,11 @@ export const unsubscribeRoutes: FastifyPluginAsync<UnsubscribeOptions> = async (
     schema: {
       summary: 'One-click unsubscribe (RFC 8058): the recipient leaves the project\'s bulk mail',
       tags: ['unsubscribe'], params, consumes: ['application/x-www-form-urlencoded', 'multipart/form-data'], produces: ['text/html'],
-      response: { 200: html, 404: html },
+      response: { 200: html },
     },
   }, async (req, reply) => {
     const found = await resolve(req.params.token);
-    if (!found) return unknown(reply);
+    if (!found) return unknown(req, reply);
     await store.unsubscribe(found.email.projectId, found.email.id, found.address, 'one-click', clock.now());
     req.log.info({ emailId: found.email.id, projectId: found.email.projectId }, 'unsubscribed from bulk mail');
     return page(reply, 200, 'Unsubscribed', `<p><b>${escape(mask(found.address))}</b> will get no more mailings from <b>${escape(found.email.projectName)}</b>.</p>`);

@@ -130,6 +130,10 @@ describe('signing and the return path', () => {
   it('a link that was tampered with is refused, and the API documents the routes', async () => {
     const bad = await fetch(`${stack.url}/unsubscribe/${'0'.repeat(32)}.0.${'f'.repeat(16)}`, { method: 'POST', body: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
     expect(bad.status).toBe(404);
+    expect(await bad.json()).toMatchObject({ code: 'NOT_FOUND' });
+    const badPage = await fetch(`${stack.url}/unsubscribe/${'0'.repeat(32)}.0.${'f'.repeat(16)}`, { headers: { accept: 'text/html' } });
+    expect(badPage.status).toBe(404);
+    expect(await badPage.text()).toContain('not valid');
     const doc = (await stack.api('GET', '/openapi.json', undefined)).body;
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/unsubscribe/{token}', '/v1/pacing', '/v1/pacing/announcements']));
   });

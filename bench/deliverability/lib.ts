@@ -1,0 +1,167 @@
+// Pieces of the deliverability benchmark: a receiving MX that only counts, CPU time and
+// resident memory of process trees from /proc (Linux), and a plain Haraka relay.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { SMTPServer } from 'smtp-server';
+
+export interface CountingSink {
+  port: number;
+  count(): number;
+  close(): Promise<void>;
+}
+
+/** Accepts everything and counts messages; keeps nothing (a benchmark sends thousands). */
+export async function startCountingSink(): Promise<CountingSink> {
+  let received = 0;
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS', 'AUTH'],
+    disableReverseLookup: true,
+    logger: false,
+    size: 50 * 1024 * 1024,
+    onData(stream, _session, callback) {
+      stream.on('data', () => {});
+      stream.on('end', () => {
+        received++;
+        callback(null, 'queued');
+      });
+    },
+  });
+  server.on('error', () => {});
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.server.address() as { port: number };
+  return { port, count: () => received, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+function children(): Map<number, number[]> {
+  const byParent = new Map<number, number[]>();
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
+      // Field 4 is the parent; the command (field 2) may hold spaces, so split after ')'.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      byParent.set(ppid, [...(byParent.get(ppid) ?? []), Number(name)]);
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return byParent;
+}
+
+/** The pid and every process below it. */
+export function tree(root: number): number[] {
+  const byParent = children();
+  const out: number[] = [];
+  const todo = [root];
+  while (todo.length) {
+    const pid = todo.pop()!;
+    out.push(pid);
+    todo.push(...(byParent.get(pid) ?? []));
+  }
+  return out;
+}
+
+const TICK_MS = 1000 / 100; // USER_HZ is 100 on Linux
+
+/** User + system CPU of one process so far, in ms. */
+export function cpuMs(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * TICK_MS; // utime, stime (fields 14, 15)
+  } catch {
+    return 0;
+  }
+}
+
+export function rssBytes(pids: number[]): number {
+  let total = 0;
+  for (const pid of pids) {
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+      if (m) total += Number(m[1]) * 1024;
+    } catch {
+      /* gone */
+    }
+  }
+  return total;
+}
+
+/** Samples the peak resident memory of a process tree until stopped. */
+export function peakRss(root: () => number): { stop(): number } {
+  let peak = 0;
+  const timer = setInterval(() => (peak = Math.max(peak, rssBytes(tree(root())))), 200);
+  return {
+    stop() {
+      clearInterval(timer);
+      return Math.max(peak, rssBytes(tree(root())));
+    },
+  };
+}
+
+export interface VanillaHaraka {
+  proc: ChildProcess;
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * Haraka as it ships, configured as a relay: the relay plugin admits 127.0.0.1 (ACL) and
+ * force-routes the benchmark domain to the sink, so it accepts over SMTP, queues to disk
+ * (fsync) and delivers with its own outbound, as our gateway does; no plugins of ours.
+ */
+export async function startVanillaHaraka(root: string, listenPort: number, domain: string, sinkPort: number, concurrency: number, dnsServer: string): Promise<VanillaHaraka> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vanilla-haraka-'));
+  const cfg = path.join(dir, 'config');
+  // What `haraka -i` installs: the shipped defaults, then our few settings on top.
+  fs.cpSync(path.join(root, 'node_modules/Haraka/config'), cfg, { recursive: true });
+  const w = (name: string, lines: string[]) => fs.writeFileSync(path.join(cfg, name), lines.join('\n') + '\n');
+  w('smtp.ini', [`listen=127.0.0.1:${listenPort}`, 'nodes=0']);
+  w('plugins', ['relay']);
+  w('relay.ini', ['[relay]', 'acl=true', 'force_routing=true', 'dest_domains=false']);
+  w('relay_acl_allow', ['127.0.0.1/32']);
+  w('relay_dest_domains.ini', ['[domains]', `${domain} = { "action": "continue", "nexthop": "127.0.0.1:${sinkPort}" }`]);
+  w('outbound.ini', ['enable_tls=true', `concurrency_max=${concurrency}`, 'received_header=vanilla']);
+  w('me', ['vanilla.bench.test']);
+  w('log.ini', ['[main]', 'level=warn', 'timestamps=false']);
+  const preload = path.join(root, 'bench/deliverability/dns-preload.cjs');
+  const proc = spawn(process.execPath, ['--require', preload, path.join(root, 'node_modules/Haraka/bin/haraka'), '-c', dir], {
+    cwd: root,
+    env: { ...process.env, BENCH_DNS: dnsServer },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  readline.createInterface({ input: proc.stderr! }).on('line', (l) => lines.push(l));
+  readline.createInterface({ input: proc.stdout! }).on('line', (l) => lines.push(l));
+  // Ready when its port answers (at log level warn it does not say so).
+  const until = Date.now() + 20_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`vanilla Haraka exited (${proc.exitCode}):\n${lines.slice(-20).join('\n')}`);
+    const open = await new Promise<boolean>((resolve) => {
+      const s = net.connect(listenPort, '127.0.0.1');
+      s.once('connect', () => (s.destroy(), resolve(true)));
+      s.once('error', () => (s.destroy(), resolve(false)));
+    });
+    if (open) break;
+    if (Date.now() > until) throw new Error(`vanilla Haraka did not listen:\n${lines.slice(-20).join('\n')}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    proc,
+    port: listenPort,
+    async close() {
+      if (proc.exitCode === null) {
+        const exited = new Promise((r) => proc.once('exit', r));
+        proc.kill('SIGINT');
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+        if (proc.exitCode === null) proc.kill('SIGKILL');
+      }
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
