@@ -41,7 +41,7 @@ const signedIn = (user: object) => ({ type: 'object', required: ['token', 'user'
 
 export const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 429: errorSchema } as const;
 export const serviceKey = [{ serviceKey: [] }];
-export const serviceKeyAndSession = [{ serviceKey: [], bearerAuth: [] }];
+export const serviceKeyAndSession = [{ serviceKey: [], sessionToken: [] }];
 export const clientIpHeader = {
   type: 'object',
   properties: {

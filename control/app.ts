@@ -92,6 +92,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', description: 'Project API key (live kind)' },
           serviceKey: { type: 'apiKey', in: 'header', name: 'X-Service-Key' },
+          sessionToken: { type: 'http', scheme: 'bearer', description: 'A session token from a sign-in (auth API: session, sign-out)' },
         },
       },
     },

@@ -6,7 +6,8 @@ import { localInvalidator } from '../core/invalidation.js';
 import { Store } from './store/store.js';
 import { Access } from './access.js';
 import { Gateways } from './gateways.js';
-import { Dispatcher } from './mail/dispatcher.js';
+import { Dispatcher, type DispatchDeliverability } from './mail/dispatcher.js';
+import { ensureSystemSender } from './domains/system.js';
 import { DeliveryEvents } from './mail/delivery-events.js';
 import { MailPipeline } from './mail/pipeline.js';
 import { Metrics } from './metrics.js';
@@ -17,6 +18,7 @@ import { sealer } from '../core/crypto.js';
 import { WebhookSender } from './webhooks/sender.js';
 import { startSmtpSubmission } from './smtp/server.js';
 import { countersLimiter } from './smtp/limiter.js';
+import { checkSession } from '../auth/sessions.js';
 import { startPublicGrpc } from './grpc/public.js';
 import { Tokens } from './unsubscribe/tokens.js';
 import { PacingService } from './pacing/service.js';
@@ -29,7 +31,8 @@ const metrics = new Metrics();
 const gateways = new Gateways(config.gateways);
 const secret = masterSecret(config);
 const tokens = new Tokens(secret);
-const dispatcher = new Dispatcher(store, gateways, log, metrics, { tokens, dkimSealer: sealer(secret, 'dkim'), baseUrl: config.baseUrl });
+const deliverability: DispatchDeliverability = { tokens, dkimSealer: sealer(secret, 'dkim'), baseUrl: config.baseUrl };
+const dispatcher = new Dispatcher(store, gateways, log, metrics, deliverability);
 const pacing = new PacingService(store, gateways, config, log, dispatcher);
 // Each (re)connection of a gateway's event stream may be a restarted gateway: give it the throttles.
 const events = new DeliveryEvents(store, gateways, log, metrics, { tokens, onConnect: (gw) => void pacing.push(gw) });
@@ -45,8 +48,15 @@ const counters = memoryCounters();
 const app = await buildApp({ config, log, store, access, pipeline, metrics, invalidator, adminToken: adminToken(config), secret, counters, resolver: makeResolver(config.dnsServers), deliverability: { pacing, tokens } });
 // SMTP and gRPC listen before HTTP, so a healthy /healthz means every door is open.
 const smtp = await startSmtpSubmission({ config, log, access, pipeline, limiter: countersLimiter(counters, config.smtpRate) });
-const grpcApi = await startPublicGrpc({ config, log, access, pipeline, store });
+const grpcApi = await startPublicGrpc({
+  config, log, access, pipeline, store,
+  async checkSession(caller, token) {
+    const { user, session } = await checkSession(caller, token);
+    return { valid: true, userId: user.id, email: user.email ?? '', sessionId: session.id, expiresAt: new Date(session.expiresAt).toISOString() };
+  },
+});
 await app.listen({ host: config.host, port: config.httpPort });
+deliverability.system = await ensureSystemSender(store, config, deliverability.dkimSealer, log);
 dispatcher.start();
 events.start();
 webhooks.start();

@@ -9,14 +9,14 @@ import { newDkimKey, newSelector, recordsFor } from './records.js';
 
 const DOMAIN = /^(?=.{4,253}$)((?!-)[a-z0-9-]{1,63}(?<!-)\.)+[a-z]{2,63}$/;
 
-export function normalizeDomain(input: string): string {
+export function normalizeDomain(input: string, opts: { allowLocal?: boolean } = {}): string {
   const name = input.trim().toLowerCase().replace(/\.$/, '');
-  if (!DOMAIN.test(name)) throw new ApiError('INVALID_REQUEST', 'name must be a domain name such as example.com');
+  if (!(opts.allowLocal && name === 'localhost') && !DOMAIN.test(name)) throw new ApiError('INVALID_REQUEST', 'name must be a domain name such as example.com');
   return name;
 }
 
-export async function createDomain(store: Store, config: Config, dkimSealer: Sealer, projectId: string, input: string): Promise<DomainRow> {
-  const name = normalizeDomain(input);
+export async function createDomain(store: Store, config: Config, dkimSealer: Sealer, projectId: string, input: string, opts: { allowLocal?: boolean } = {}): Promise<DomainRow> {
+  const name = normalizeDomain(input, opts);
   if (await store.domainByName(projectId, name)) throw new ApiError('CONFLICT', `Domain ${name} is already added`);
   const now = clock.now();
   const key = newDkimKey();

@@ -17,6 +17,8 @@ export function isAddress(s: string): boolean {
   const domain = s.slice(at + 1);
   if (local.length > 64 || !LOCAL.test(local)) return false;
   const labels = domain.split('.');
+  // Single-label domains are refused, except localhost: the default system sender is no-reply@localhost.
+  if (domain.toLowerCase() === 'localhost') return true;
   return labels.length >= 2 && labels.every((l) => LABEL.test(l)) && !/^\d+$/.test(labels[labels.length - 1]!);
 }
 

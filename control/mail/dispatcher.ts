@@ -12,7 +12,7 @@
 import type { Logger } from '../../core/log.js';
 import { clock } from '../../core/clock.js';
 import type { Sealer } from '../../core/crypto.js';
-import type { EmailRow, RecipientRow, Store } from '../store/store.js';
+import type { DomainRow, EmailRow, RecipientRow, Store } from '../store/store.js';
 import type { Gateway, Gateways } from '../gateways.js';
 import type { OutboundMessage } from '../../proto/gen/postgate/gateway/v1/gateway_pb.js';
 import type { Tokens } from '../unsubscribe/tokens.js';
@@ -32,6 +32,8 @@ export interface DispatchDeliverability {
   dkimSealer: Sealer;
   /** Public base URL: the one-click unsubscribe links point here. */
   baseUrl: string;
+  /** The platform's system sender (sign-in codes), set once it exists. */
+  system?: { projectId: string; domain: string };
 }
 
 type Message = Omit<OutboundMessage, '$typeName'>;
@@ -60,7 +62,9 @@ export class Dispatcher {
     const k = `${projectId}|${domain}`;
     const hit = this.keys.get(k);
     if (hit && clock.now() - hit.at < CACHE_MS) return hit.key;
-    const key = this.store.domainByName(projectId, domain).then((d) =>
+    // The platform's system sender signs with the system project's key.
+    const owner = (d: DomainRow | undefined) => (d || !this.deliverability.system || domain !== this.deliverability.system.domain ? d : this.store.domainByName(this.deliverability.system.projectId, domain));
+    const key = this.store.domainByName(projectId, domain).then(owner).then((d) =>
       d ? { domain: d.name, selector: d.selector, privateKeyPem: this.deliverability.dkimSealer.open(d.dkimPrivate) } : undefined,
     );
     key.catch(() => this.keys.delete(k));

@@ -199,6 +199,7 @@ export class MailPipeline {
   async send(caller: Caller, req: SendRequest, opts: { system?: boolean } = {}): Promise<Accepted> {
     const system = opts.system === true;
     const email = this.prepare(caller, req);
+    if (system) email.request = JSON.stringify({ ...JSON.parse(email.request), system: true });
     const refusal = await this.judge(caller, email, system);
     if (refusal) {
       await this.store.insertEmail(this.failed(email, refusal));

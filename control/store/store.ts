@@ -277,6 +277,9 @@ export class Store {
         ON CONFLICT(project_id, address) DO UPDATE SET scope = 'all', reason = excluded.reason, email_id = excluded.email_id, created_at = excluded.created_at
         WHERE suppressions.scope <> 'all'`),
       markDispatched: db.prepare('UPDATE emails SET dispatched_at = ? WHERE id = ?'),
+      // The platform's own mail (sign-in codes) keeps no body once the gateway holds it: the code lives only as a keyed hash.
+      redactSystem: db.prepare(`UPDATE emails SET request = json_remove(request, '$.text', '$.html')
+        WHERE id = ? AND json_extract(request, '$.system') = 1`),
       setEmailStatus: db.prepare('UPDATE emails SET status = ?, updated_at = ? WHERE id = ?'),
       setRecipientStatus: db.prepare('UPDATE email_recipients SET status = ?, updated_at = ? WHERE email_id = ? AND address = ?'),
       cursor: db.prepare('SELECT seq FROM gateway_cursors WHERE gateway = ?').pluck(),
@@ -485,7 +488,10 @@ export class Store {
 
   markDispatched(ids: string[], at: number): Promise<void> {
     return this.writer.run(() => {
-      for (const id of ids) this.q.markDispatched.run(at, id);
+      for (const id of ids) {
+        this.q.markDispatched.run(at, id);
+        this.q.redactSystem.run(id);
+      }
     });
   }
 

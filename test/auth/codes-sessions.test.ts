@@ -6,6 +6,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { simpleParser } from 'mailparser';
+import { startMxSink, type MxSink } from '../helpers/mx-sink.js';
+import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack, Project } from '../helpers/stack.js';
 import { authStack, client, logLines, provider, setClock, signedWidget, TEST_BOT, unixNow } from './setup.js';
@@ -17,12 +20,23 @@ let ipSeq = 0;
 /** Each test calls from its own client IP, so per-IP limits of one test do not reach another. */
 const freshIp = () => `203.0.113.${++ipSeq}`;
 
+let mx: MxSink;
+let dns: DnsServer;
+
 beforeAll(async () => {
-  [stack, sms] = await Promise.all([authStack(), startSmsGateway()]);
+  // Code emails really travel: DNS on loopback names a loopback MX for inbox.test.
+  [mx, dns, sms] = await Promise.all([
+    startMxSink(),
+    startDnsServer([{ type: 'MX', name: 'inbox.test', exchange: 'mx.inbox.test' }, { type: 'A', name: 'mx.inbox.test', address: '127.0.0.1' }]),
+    startSmsGateway(),
+  ]);
+  stack = await authStack({ POSTGATE_DNS_SERVERS: dns.address, POSTGATE_DELIVERY_PORT: String(mx.port) });
 });
 afterAll(async () => {
   await sms?.close();
   await stack?.stop();
+  await mx?.close();
+  await dns?.close();
 });
 
 async function testApi(slug: string) {
@@ -151,8 +165,8 @@ describe('email codes, live environment', () => {
   it('sends the code as a transactional email through the pipeline; live keys cannot read codes', async () => {
     const p = await stack.createProject('codes-live');
     const api = client(stack, p.keys.live, { 'x-service-client-ip': freshIp() });
-    expect((await api.post('/sign-in/email-otp/send', { email: 'live@example.com' })).status).toBe(200);
-    const read = await api.get('/test/code?email=live@example.com');
+    expect((await api.post('/sign-in/email-otp/send', { email: 'live@inbox.test' })).status).toBe(200);
+    const read = await api.get('/test/code?email=live@inbox.test');
     expect(read.status).toBe(401);
     expect(read.body.code).toBe('INVALID_API_KEY');
 
@@ -160,13 +174,21 @@ describe('email codes, live environment', () => {
     const [line] = await logLines(stack, (l) => l.includes('sign-in code email queued') && l.includes('codes-live'));
     const emailId = JSON.parse(line!).emailId as string;
     const email = (await stack.api('GET', `/v1/emails/${emailId}`, p.keys.live)).body;
-    expect(email).toMatchObject({ id: emailId, from: 'no-reply@postgate.test', to: ['live@example.com'], subject: expect.stringContaining('sign-in code') });
-    // Until SMTP capture lands here, the code is read from the stored message itself to prove it signs in.
+    expect(email).toMatchObject({ id: emailId, from: 'no-reply@postgate.test', to: ['live@inbox.test'], subject: expect.stringContaining('sign-in code') });
+    // The code is caught where a user would read it: at the receiving mail server.
+    const [got] = await mx.waitFor(1, 20_000);
+    expect(got!.rcptTo).toEqual(['live@inbox.test']);
+    const parsed = await simpleParser(got!.raw);
+    const code = /\b(\d{6})\b/.exec(parsed.text ?? '')![1]!;
+    await stack.waitEmail(p.keys.live, emailId, (e) => e.status === 'sent');
+    // Once sent, the stored copy no longer holds the code: only its keyed hash remains.
+    const stored = (await stack.api('GET', `/v1/emails/${emailId}`, p.keys.live)).body;
+    expect(JSON.stringify(stored)).not.toContain(code);
     const db = new Database(path.join(stack.dataDir, 'postgate.db'), { readonly: true });
-    const request = JSON.parse((db.prepare('SELECT request FROM emails WHERE id = ?').get(emailId) as { request: string }).request) as { text: string };
+    const request = (db.prepare('SELECT request FROM emails WHERE id = ?').get(emailId) as { request: string }).request;
     db.close();
-    const code = /\b(\d{6})\b/.exec(request.text)![1]!;
-    const v = await api.post('/sign-in/email-otp/verify', { email: 'live@example.com', code });
+    expect(request).not.toContain(code);
+    const v = await api.post('/sign-in/email-otp/verify', { email: 'live@inbox.test', code });
     expect(v.status).toBe(200);
     // No log line carries the code (numbers such as timestamps aside).
     const lines = fs.readFileSync(stack.logFile, 'utf8').split('\n').map((l) => l.replace(/"(time|pid|seq|lastSeq)":\d+/g, ''));

@@ -6,8 +6,8 @@ import { Stack, type Project } from '../helpers/stack.js';
 
 export const APP = 'https://app.example.com';
 
-export async function authStack(): Promise<Stack> {
-  return Stack.start({ env: { POSTGATE_TEST_CLOCK: '1', POSTGATE_SYSTEM_FROM: 'no-reply@postgate.test' } });
+export async function authStack(env: Record<string, string> = {}): Promise<Stack> {
+  return Stack.start({ env: { POSTGATE_TEST_CLOCK: '1', POSTGATE_SYSTEM_FROM: 'no-reply@postgate.test', ...env } });
 }
 
 export interface Call {

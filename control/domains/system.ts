@@ -1,0 +1,33 @@
+// The platform's own sender (POSTGATE_SYSTEM_FROM): sign-in codes go out from it
+// when a project has no verified domain of its own. Its domain belongs to a
+// system project, is created at the first start with a DKIM key, and is verified
+// by the operator's configuration (they own the platform's DNS).
+import { clock } from '../../core/clock.js';
+import type { Sealer } from '../../core/crypto.js';
+import type { Config } from '../../core/config.js';
+import type { Logger } from '../../core/log.js';
+import type { Store } from '../store/store.js';
+import { domainOf, parseMailbox } from '../mail/address.js';
+import { createDomain } from './create.js';
+
+export const SYSTEM_PROJECT_SLUG = 'postgate-system';
+
+export async function ensureSystemSender(store: Store, config: Config, dkimSealer: Sealer, log: Logger): Promise<{ projectId: string; domain: string } | undefined> {
+  const from = parseMailbox(config.systemFrom);
+  if (!from) {
+    log.error({ systemFrom: config.systemFrom }, 'POSTGATE_SYSTEM_FROM is not an address; sign-in codes cannot be sent');
+    return undefined;
+  }
+  const domain = domainOf(from.address);
+  let project = await store.projectBySlug(SYSTEM_PROJECT_SLUG);
+  if (!project) {
+    project = await store.createProject({ id: 'system', slug: SYSTEM_PROJECT_SLUG, name: 'postgate system sender', plan: 'scale', createdAt: clock.now() }, []);
+  }
+  let d = await store.domainByName(project.id, domain);
+  if (!d) {
+    d = await createDomain(store, config, dkimSealer, project.id, domain, { allowLocal: true });
+    log.info({ domain, records: d.records }, 'system sender domain created; publish these DNS records for it');
+  }
+  if (d.status !== 'verified') await store.updateDomain(d.id, 'verified', d.records, clock.now(), clock.now());
+  return { projectId: project.id, domain };
+}
