@@ -1,0 +1,126 @@
+// The low-level client: one method per call of the auth API (spec: Client
+// SDK, low-level client), no React. Works in browsers (with an auth-scope
+// key) and in Node 18+ (fetch).
+import { PostgateError } from './errors.js';
+import type { HostedConfig, Method, Provider, Session, SignedIn, TelegramWidgetData, User } from './types.js';
+
+export interface ClientOptions {
+  /** The project's API key: in browsers an auth-scope key (browser-safe). */
+  apiKey: string;
+  /** postgate's base URL, e.g. https://auth.example.com. Default: this page's origin (postgate behind the same host). */
+  baseURL?: string;
+  /** A fetch of your own (tests, server runtimes). */
+  fetch?: typeof fetch;
+}
+
+const API = '/api/v1/auth';
+
+export class PostgateClient {
+  readonly baseURL: string;
+  private readonly apiKey: string;
+  private readonly fetcher: typeof fetch;
+
+  constructor(opts: ClientOptions) {
+    if (!opts.apiKey) throw new PostgateError('INVALID_API_KEY', 'apiKey is required', 0);
+    this.apiKey = opts.apiKey;
+    this.baseURL = (opts.baseURL ?? '').replace(/\/+$/, '');
+    this.fetcher = opts.fetch ?? ((input, init) => fetch(input, init));
+  }
+
+  private async request<T>(method: 'GET' | 'POST', path: string, body?: unknown, token?: string, keyless = false): Promise<T> {
+    const headers: Record<string, string> = {};
+    if (!keyless) headers['x-service-key'] = this.apiKey;
+    if (token !== undefined) headers.authorization = `Bearer ${token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    let res: Response;
+    try {
+      res = await this.fetcher(`${this.baseURL}${API}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    } catch (err) {
+      throw new PostgateError('NETWORK_ERROR', `Could not reach postgate${this.baseURL ? ` at ${this.baseURL}` : ''}: ${(err as Error).message}`, 0);
+    }
+    const text = await res.text();
+    let data: unknown;
+    try {
+      data = text ? JSON.parse(text) : undefined;
+    } catch {
+      data = undefined;
+    }
+    if (!res.ok) {
+      const e = (data ?? {}) as { error?: unknown; code?: unknown };
+      const retry = Number(res.headers.get('retry-after'));
+      throw new PostgateError(
+        typeof e.code === 'string' ? e.code : `HTTP_${res.status}`,
+        typeof e.error === 'string' ? e.error : `postgate answered ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}`,
+        res.status,
+        Number.isFinite(retry) && retry > 0 ? retry : null,
+      );
+    }
+    return data as T;
+  }
+
+  /** OAuth: the provider address to send the user to; they come back to `callbackURL` with `svc_code`. */
+  signIn(provider: string, opts: { callbackURL: string; method?: 'oauth' }): Promise<{ url: string }> {
+    return this.request('POST', '/sign-in/social', { provider, method: opts.method ?? 'oauth', callbackURL: opts.callbackURL });
+  }
+
+  /** The one-time `svc_code` from the callback address → a session token (once). */
+  exchangeCode(code: string): Promise<SignedIn> {
+    return this.request('POST', '/exchange-code', { code });
+  }
+
+  /** A credential from a provider's own SDK (id_token, silent token, instant token, OpenID id_token, Mini App initData). */
+  verifyToken(provider: string, method: Exclude<Method, 'oauth' | 'widget' | 'otp'>, opts: { credential: string; nonce?: string }): Promise<SignedIn> {
+    return this.request('POST', '/verify-token', { provider, method, credential: opts.credential, ...(opts.nonce !== undefined ? { nonce: opts.nonce } : {}) });
+  }
+
+  /** Telegram Login Widget data, as the widget handed it to the page. */
+  signInTelegramWidget(data: TelegramWidgetData): Promise<SignedIn> {
+    return this.request('POST', '/sign-in/telegram/widget', data);
+  }
+
+  sendEmailOTP(email: string): Promise<{ success: boolean; message: string }> {
+    return this.request('POST', '/sign-in/email-otp/send', { email });
+  }
+
+  verifyEmailOTP(email: string, code: string): Promise<SignedIn> {
+    return this.request('POST', '/sign-in/email-otp/verify', { email, code });
+  }
+
+  /** `phone` in E.164, e.g. +79991234567. */
+  sendSmsOTP(phone: string): Promise<{ success: boolean; message: string }> {
+    return this.request('POST', '/sign-in/sms-otp/send', { phone });
+  }
+
+  verifySmsOTP(phone: string, code: string): Promise<SignedIn> {
+    return this.request('POST', '/sign-in/sms-otp/verify', { phone, code });
+  }
+
+  getSession(token: string): Promise<{ user: User; session: Session }> {
+    return this.request('GET', '/session', undefined, token);
+  }
+
+  signOut(token: string): Promise<{ success: boolean }> {
+    return this.request('POST', '/sign-out', {}, token);
+  }
+
+  getProviders(): Promise<{ providers: Provider[] }> {
+    return this.request('GET', '/providers');
+  }
+
+  /** The hosted widget's view of a project (public: no key is sent). */
+  getHostedConfig(slug: string): Promise<HostedConfig> {
+    return this.request('GET', `/hosted-config/${encodeURIComponent(slug)}`, undefined, undefined, true);
+  }
+
+  /** Starts an OAuth sign-in the way the hosted widget does (public: no key is sent). */
+  hostedStart(opts: { slug: string; provider: string; redirectUri: string }): Promise<{ url: string }> {
+    return this.request('POST', '/hosted-start', { ...opts, method: 'oauth' }, undefined, true);
+  }
+}
+
+export function createClient(opts: ClientOptions): PostgateClient {
+  return new PostgateClient(opts);
+}
+
+export { PostgateError } from './errors.js';
+export type * from './types.js';

@@ -1,0 +1,7 @@
+// @postgate/react: sign-in for React apps on postgate's auth API.
+export { PostgateProvider, usePostgate, type PostgateConfig, type PostgateContextValue, type PostgateState, type SignInOptions, type SignInResult } from './react.js';
+export { Button, SignInButton, ProviderMark, type ButtonProps, type ButtonProvider } from './button.js';
+export { PostgateClient, createClient, type ClientOptions } from './client.js';
+export { PostgateError } from './errors.js';
+export { marks, markOf, type Mark, type MarkShape } from './marks.js';
+export type { User, Session, Provider, ProviderId, Method, SignedIn, TelegramWidgetData, HostedConfig } from './types.js';

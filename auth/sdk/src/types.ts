@@ -1,0 +1,67 @@
+// The auth API's resources as the SDK hands them out (spec: Resources and fields).
+
+/**
+ * A signed-in person. Every sign-in answer carries a subset of these fields
+ * (the email code answer: id and email); the SDK completes them from the
+ * session endpoint after a sign-in, so a hook's `user` usually has them all.
+ */
+export interface User {
+  id: string;
+  email?: string | null;
+  emailVerified?: boolean;
+  name?: string | null;
+  avatarUrl?: string | null;
+  phone?: string | null;
+  username?: string | null;
+  /** The provider id the user signed in with (google, vk, yandex, telegram, github, email, sms, …). */
+  provider?: string;
+  /** ISO 8601, UTC. */
+  createdAt?: string;
+  lastSignIn?: string;
+}
+
+export interface Session {
+  id: string;
+  /** ISO 8601, UTC; the token is invalid after it. */
+  expiresAt: string;
+  /** The address the session was opened from, when the server tells it (GET /session does not). */
+  ip?: string;
+  /** The browser the session was opened from, when the server tells it (GET /session does not). */
+  userAgent?: string;
+}
+
+export type ProviderId = 'google' | 'vk' | 'yandex' | 'telegram' | 'github' | 'oidc' | 'email' | 'sms';
+export type Method = 'oauth' | 'id_token' | 'silent_token' | 'instant_token' | 'oidc' | 'widget' | 'miniapp' | 'otp';
+
+export interface Provider {
+  id: string;
+  name: string;
+  methods: string[];
+}
+
+export interface SignedIn {
+  token: string;
+  user: User;
+}
+
+/** The data a Telegram Login Widget hands the page (every field it sent, hash included). */
+export interface TelegramWidgetData {
+  id: number;
+  first_name?: string;
+  last_name?: string;
+  username?: string;
+  photo_url?: string;
+  auth_date: number;
+  hash: string;
+  [field: string]: string | number | undefined;
+}
+
+export interface HostedConfig {
+  slug: string;
+  name: string;
+  logoUrl: string | null;
+  providers: Array<{ id: string; name: string; nameRu?: string; methods: Array<'oauth' | 'otp'> }>;
+  codeLength: number;
+  codeTtlSeconds: number;
+  resendAfterSeconds: number;
+}
