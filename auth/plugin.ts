@@ -13,6 +13,7 @@ import { adminRoutes } from './admin.js';
 import { callbackRoutes, keyRoutes } from './routes.js';
 import { bindSessions } from './sessions.js';
 import { settings } from './settings.js';
+import { hostedPlugin } from './hosted/plugin.js';
 
 export interface AuthPluginOptions {
   config: Config;
@@ -28,6 +29,7 @@ export interface AuthPluginOptions {
 export const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (app, opts) => {
   const ctx = createAuthContext(opts);
   bindSessions(ctx.sessions);
+  await app.register(hostedPlugin(ctx)); // first: its browser-origin hooks reach the key routes
   await app.register(keyRoutes(ctx));
   await app.register(callbackRoutes(ctx));
   await app.register(adminRoutes(ctx, opts.adminToken));
