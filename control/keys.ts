@@ -16,7 +16,8 @@ function base62(bytes: Buffer): string {
   return out.padStart(43, '0');
 }
 
-export const hashKey = (plain: string): string => crypto.createHash('sha256').update(plain).digest('hex');
+/** One-shot SHA-256: it runs on every request. */
+export const hashKey = (plain: string): string => crypto.hash('sha256', plain, 'hex');
 
 export function kindOfKey(plain: string): KeyKind | undefined {
   if (plain.startsWith('pg_live_')) return 'live';
