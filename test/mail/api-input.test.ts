@@ -9,10 +9,14 @@ function rawPost(url: string, key: string, body: string): Promise<{ status: numb
     const req = http.request(url, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
       let text = '';
       res.on('data', (c) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+      res.on('end', () => {
+        req.destroy();
+        resolve({ status: res.statusCode!, body: text });
+      });
     });
     req.on('error', (err) => ((err as NodeJS.ErrnoException).code === 'EPIPE' || (err as NodeJS.ErrnoException).code === 'ECONNRESET' ? undefined : reject(err)));
-    req.end(body);
+    // The full length is announced but only the start is sent: the answer must not wait for the upload.
+    req.write(body.slice(0, 64 * 1024));
   });
 }
 
