@@ -12,11 +12,10 @@
 // measurement is bounded (~10 s, fixed connection counts). Accepted mail is
 // dispatched and delivered in the background while later measurements run, as
 // in production; the table says how much was. Prints a table and a JSON line.
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { startHello, stopChild } from './lib/baseline.js';
 import autocannon, { type Result } from 'autocannon';
 import { Stack, sleep } from '../test/helpers/stack.js';
 import { startDnsServer } from '../test/helpers/dns-server.js';
@@ -49,24 +48,6 @@ const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 /** Emails postgate said it queued, over the whole run (warm-ups included): what the sink must receive. */
 let accepted = 0;
 
-async function startHello(): Promise<{ proc: ChildProcess; url: string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bench/lib/hello.ts')], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<string>((resolve, reject) => {
-    proc.once('exit', (code) => reject(new Error(`hello-world exited (${code})`)));
-    readline.createInterface({ input: proc.stdout! }).on('line', (l) => {
-      const m = /^listening (\d+)$/.exec(l);
-      if (m) resolve(m[1]!);
-    });
-  });
-  return { proc, url: `http://127.0.0.1:${port}` };
-}
-
-async function stopChild(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null) return;
-  const exited = new Promise((r) => proc.once('exit', r));
-  proc.kill('SIGTERM');
-  await exited;
-}
 
 /** An autocannon run that also counts the emails the answers say were queued. */
 async function cannon(url: string, req: { method?: string; path?: string; headers?: Record<string, string>; body?: string }, connections: number, seconds: number) {

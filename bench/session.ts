@@ -11,10 +11,9 @@
 // by side and are measured in alternating rounds, so load from outside the run
 // falls on both alike (the machine is shared; the ratio is the figure).
 // Everything stays on loopback; each measurement is bounded.
-import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { startHello, stopChild } from './lib/baseline.js';
 import autocannon, { type Result } from 'autocannon';
 import { Stack } from '../test/helpers/stack.js';
 
@@ -37,24 +36,6 @@ interface Figures {
   p99: number;
 }
 
-async function startHello(): Promise<{ proc: ChildProcess; url: string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bench/lib/hello.ts')], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<string>((resolve, reject) => {
-    proc.once('exit', (code) => reject(new Error(`hello-world exited (${code})`)));
-    readline.createInterface({ input: proc.stdout! }).on('line', (l) => {
-      const m = /^listening (\d+)$/.exec(l);
-      if (m) resolve(m[1]!);
-    });
-  });
-  return { proc, url: `http://127.0.0.1:${port}` };
-}
-
-async function stop(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null) return;
-  const exited = new Promise((r) => proc.once('exit', r));
-  proc.kill('SIGTERM');
-  await exited;
-}
 
 async function run(t: Target, seconds: number): Promise<Result> {
   const r = await autocannon({ url: t.url, connections: CONNECTIONS, duration: seconds, headers: t.headers ?? {} });
@@ -106,7 +87,7 @@ async function main(): Promise<void> {
     ]);
   } finally {
     await stack.stop();
-    await stop(hello.proc);
+    await stopChild(hello.proc);
   }
   const [h, z, s] = figures as [Figures, Figures, Figures];
   const r2 = (n: number) => Math.round(n * 100) / 100;

@@ -1,0 +1,27 @@
+// The hello-world baseline every benchmark measures next to postgate: a bare
+// Fastify process (bench/lib/hello.ts) with one route and logging off.
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+export async function startHello(): Promise<{ proc: ChildProcess; url: string }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bench/lib/hello.ts')], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve, reject) => {
+    proc.once('exit', (code) => reject(new Error(`hello-world exited (${code})`)));
+    readline.createInterface({ input: proc.stdout! }).on('line', (l) => {
+      const m = /^listening (\d+)$/.exec(l);
+      if (m) resolve(m[1]!);
+    });
+  });
+  return { proc, url: `http://127.0.0.1:${port}` };
+}
+
+export async function stopChild(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null) return;
+  const exited = new Promise((r) => proc.once('exit', r));
+  proc.kill('SIGTERM');
+  await exited;
+}
