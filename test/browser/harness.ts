@@ -119,7 +119,7 @@ export function reactBundle(): Promise<string> {
 /**
  * An app on its own loopback origin: `/` embeds the widget, `/callback`
  * exchanges svc_code on the server with the live key and shows the user,
- * `/signout` ends the session, `/react` is the React SDK demo.
+ * `/signout` ends the session, `/react` is the React SDK demo (`?key=` overrides its key).
  */
 export async function startDemoApp(env: Env, opts: { redirectOrigin?: string } = {}): Promise<DemoApp> {
   const server = http.createServer();
@@ -161,7 +161,7 @@ export async function startDemoApp(env: Env, opts: { redirectOrigin?: string } =
       return html(200, page('Signed out', `<p id="result">${r.status === 200 ? 'Signed out' : 'Not signed in'}</p>`), { 'set-cookie': 'app_sid=; Path=/; Max-Age=0' });
     }
     if (url.pathname === '/react') {
-      const demo = { apiKey: env.authKey, baseURL: env.id, callbackURL: `${origin}/react` };
+      const demo = { apiKey: url.searchParams.get('key') ?? env.authKey, baseURL: env.id, callbackURL: `${origin}/react` };
       return html(200, page('React demo', `<div id="root"></div><script>window.DEMO=${JSON.stringify(demo)}</script><script src="/react-app.js"></script>`));
     }
     if (url.pathname === '/react-app.js') {
@@ -181,9 +181,25 @@ export async function startDemoApp(env: Env, opts: { redirectOrigin?: string } =
 
 // ---------------------------------------------------------------- page helpers
 
-export async function shot(target: Page | { screenshot(o: { path: string }): Promise<unknown> }, name: string): Promise<string> {
+/** Waits until the embed script has sized the frame to its content (the widget reports its height as it changes). */
+export async function settled(page: Page): Promise<void> {
+  await page.waitForFunction(() => {
+    const h = document.querySelector<HTMLIFrameElement>('.postgate-widget iframe')?.style.height ?? '';
+    const w = window as unknown as { lastHeight?: string };
+    const stable = h === w.lastHeight;
+    w.lastHeight = h;
+    return stable;
+  }, undefined, { polling: 150 });
+  // The frame's own compositor output lags a resize by a frame or two; a shot taken then comes out stretched.
+  for (const f of page.frames()) await f.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  await page.waitForTimeout(200);
+}
+
+export async function shot(page: Page, name: string, opts: { frame?: boolean } = {}): Promise<string> {
   fs.mkdirSync(SHOTS, { recursive: true });
   const file = path.join(SHOTS, `${name}.png`);
-  await target.screenshot({ path: file });
+  // The frame alone: a clip of the page (an element shot of a frame that just resized can come out rescaled).
+  const box = opts.frame ? await page.locator('.postgate-widget iframe').boundingBox() : null;
+  await page.screenshot({ path: file, ...(box ? { clip: box } : {}) });
   return file;
 }
