@@ -78,7 +78,8 @@ export const schemas = {
         lang: { type: 'string', enum: ['en', 'ru'], description: 'Default: from Accept-Language' },
       },
     },
-    response: { 200: { description: 'The sign-in form (HTML), frameable by the project\'s allowed origins only', type: 'string' }, 400: { type: 'string' }, 404: { type: 'string' } },
+    // A refusal (unknown project, callback or origin not allowed) is an HTML page too, with status 404 or 400; a malformed query is {error, code}.
+    response: { 200: { description: 'The sign-in form (HTML), frameable by the project\'s allowed origins only', type: 'string' }, 400: errorSchema, 404: errorSchema },
   },
   asset: { response: { 200: { description: 'A static asset of the widget', type: 'string' } } },
 };

@@ -132,14 +132,22 @@ describe('embedded widget', () => {
     const { page } = await open();
     const frame = widgetFrame(page);
     const focused = () => frame.evaluate(() => document.activeElement?.id ?? '');
+    // What has focus inside the frame ('' until focus has crossed into it: that happens asynchronously).
+    const stop = () => frame.evaluate(() => {
+      const a = document.activeElement;
+      return document.hasFocus() && a && a !== document.body ? a.textContent?.trim() || a.id : '';
+    });
     const stops: string[] = [];
     for (let i = 0; i < 10 && (await focused()) !== 'pg-email'; i++) {
+      const before = stops.at(-1);
       await page.keyboard.press('Tab');
-      stops.push(await frame.evaluate(() => (document.activeElement as HTMLElement | null)?.textContent?.trim() || document.activeElement?.id || ''));
+      let now = '';
+      for (let j = 0; j < 40 && (!(now = await stop()) || now === before); j++) await page.waitForTimeout(25);
+      stops.push(now);
     }
     expect(await focused()).toBe('pg-email');
     // Language switch and the provider button come first, each reachable.
-    expect(stops).toEqual(expect.arrayContaining(['EN', 'RU', 'Continue with Google']));
+    expect(stops, stops.join(' | ')).toEqual(expect.arrayContaining(['EN', 'RU', 'Continue with Google']));
     // Focus is visible (outline drawn by :focus-visible).
     expect(await frame.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle)).toBe('solid');
     const address = `kim@${INBOX}`;
