@@ -219,6 +219,14 @@ describe('embedded widget', () => {
     await widget.locator('#pg-email-form .primary').click();
     expect(await widget.locator('#pg-email-error').textContent()).toBe('Введите адрес почты, например name@example.com.');
 
+    // Messages are checked by origin and sender on both sides. The frame ignores one from itself (its
+    // own origin, not the embedding page's); the page ignores a "navigate" that is not from the frame.
+    await widgetFrame(page).evaluate(() => window.postMessage({ source: 'postgate', type: 'lang', lang: 'en' }, '*'));
+    await page.evaluate(() => window.postMessage({ source: 'postgate', type: 'navigate', url: 'https://elsewhere.example/' }, '*'));
+    await page.waitForTimeout(300);
+    expect(await widget.locator('h1').textContent()).toBe('Вход в Acme');
+    expect(page.url()).toBe(`${app.origin}/`);
+
     // The embedding page switches it back (a message to the frame's origin, checked there).
     await page.evaluate(() => window.PostgateWidget!.setLanguage('en'));
     await expect.poll(() => widget.locator('h1').textContent()).toBe('Sign in to Acme');
