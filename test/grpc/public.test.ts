@@ -159,9 +159,25 @@ describe('PostgateService', () => {
     }
   });
 
-  it('CheckSession answers UNIMPLEMENTED until the auth area provides it', async () => {
-    const e = await failure(unary(client, 'checkSession', create(CheckSessionRequestSchema, { token: 't' }), md(acme.keys.live)));
-    expect(e.code).toBe(grpc.status.UNIMPLEMENTED);
+  it('CheckSession answers a real session of the auth API, and not once it is signed out', async () => {
+    // Sign in through the auth API's test environment (the code is readable with a test-kind key).
+    const auth = (method: string, p: string, body?: unknown, headers: Record<string, string> = {}) =>
+      stack.api(method, `/api/v1/auth${p}`, undefined, body, { 'x-service-key': acme.keys.test, ...headers });
+    expect((await auth('POST', '/sign-in/email-otp/send', { email: 'grpc@inbox.test' })).status).toBe(200);
+    const code = (await auth('GET', '/test/code?email=grpc%40inbox.test')).body.code;
+    const signedIn = await auth('POST', '/sign-in/email-otp/verify', { email: 'grpc@inbox.test', code });
+    expect(signedIn.status).toBe(200);
+    const token = signedIn.body.token as string;
+
+    const ok = await unary<any>(client, 'checkSession', create(CheckSessionRequestSchema, { token }), md(acme.keys.test));
+    expect(ok).toMatchObject({ valid: true, userId: signedIn.body.user.id, email: 'grpc@inbox.test', sessionId: expect.any(String), expiresAt: expect.any(String) });
+    // The live environment does not know a test-environment session.
+    const other = await unary<any>(client, 'checkSession', create(CheckSessionRequestSchema, { token }), md(acme.keys.live)).catch((e) => e);
+    expect(other.valid === true).toBe(false);
+
+    expect((await auth('POST', '/sign-out', {}, { authorization: `Bearer ${token}` })).status).toBe(200);
+    const after = await unary<any>(client, 'checkSession', create(CheckSessionRequestSchema, { token }), md(acme.keys.test)).catch((e) => e);
+    expect(after.valid === true).toBe(false);
   });
 });
 

@@ -216,7 +216,7 @@ describe('refusals carry the API code', () => {
   });
 
   it('a bad recipient address: 553 5.1.3', async () => {
-    const r = await refusal(acme.keys.live, { ...base, to: 'bad@' , envelope: { from: 'hello@acme.test', to: ['bad@localhost'] } });
+    const r = await refusal(acme.keys.live, { ...base, to: 'bad@' , envelope: { from: 'hello@acme.test', to: ['bad@nodot'] } });
     expect(r.responseCode).toBe(553);
     expect(r.response).toMatch(/^553 5\.1\.3 INVALID_REQUEST/);
   });
