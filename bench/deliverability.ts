@@ -16,6 +16,8 @@
 //
 // Both wait until the receiver has every message; rounds alternate (BENCH_ROUNDS), and the
 // best round of each is reported. Logs at warn level for both.
+// dkim.ts first: it tunes mailauth's key parsing before anything else loads mailauth.
+import { signMessage } from '../gateway/dkim.js';
 import { performance } from 'node:perf_hooks';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,7 +27,6 @@ import { startDnsServer } from '../test/helpers/dns-server.js';
 import { freePort } from '../test/helpers/ports.js';
 import { publishDomain } from '../test/deliverability/helpers.js';
 import { buildMime } from '../control/mail/mime.js';
-import { signMessage } from '../gateway/dkim.js';
 import { newDkimKey } from '../control/domains/records.js';
 import { cpuMs, peakRss, startCountingSink, startVanillaHaraka } from './deliverability/lib.js';
 
@@ -33,6 +34,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const N = Number(process.env.BENCH_MESSAGES || 3000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 2);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS || 8);
+/** The gateway's connection limit to the loopback MX (its `other` throttle); vanilla Haraka has none below concurrency_max. */
+const MX_CONNECTIONS = Number(process.env.BENCH_MX_CONNECTIONS || 500);
 const TIMEOUT_MS = 180_000;
 const DOMAIN = 'bench.test';
 const BODY = 'Hello from the benchmark. This is a short transactional message body, about as long as a receipt notice.';
@@ -68,6 +71,8 @@ async function main(): Promise<void> {
       POSTGATE_DELIVERY_PORT: String(sink.port),
       POSTGATE_SENDING_IPS: '127.0.0.1',
       POSTGATE_LOG_LEVEL: 'warn',
+      // BENCH_NODE_ARGS: Node flags for control and the gateway (e.g. heap limits), via the supervisor.
+      ...(process.env.BENCH_NODE_ARGS ? { POSTGATE_NODE_ARGS: process.env.BENCH_NODE_ARGS } : {}),
       // BENCH_PROFILE=<dir>: CPU profiles of the stack's processes, written when they stop.
       ...(process.env.BENCH_PROFILE ? { NODE_OPTIONS: `--require ${path.join(root, 'bench/deliverability/profile-preload.cjs')}` } : {}),
     },
@@ -80,7 +85,7 @@ async function main(): Promise<void> {
     await publishDomain(stack, project.keys.live, dns, 'acme.test');
     // Pacing stays on: every message is classified and counted, and admitted by rate and
     // connection limits of its provider; the limits are set where a loopback MX needs them.
-    await stack.admin('POST', '/admin/v1/throttles/other', { daily_norm: 100_000_000, rate_per_minute: 10_000_000, connections: 500 });
+    await stack.admin('POST', '/admin/v1/throttles/other', { daily_norm: 100_000_000, rate_per_minute: 10_000_000, connections: MX_CONNECTIONS });
 
     const auth = { authorization: `Bearer ${project.keys.live}`, 'content-type': 'application/json' };
     let seq = 0;
@@ -90,6 +95,7 @@ async function main(): Promise<void> {
       const pids = { control: stack.pid('control'), gateway: stack.pid('gateway') };
       const cpu0 = { control: cpuMs(pids.control), gateway: cpuMs(pids.gateway) };
       const rss = peakRss(() => stack.proc!.pid!);
+      const each = { supervisor: peakRss(() => stack.proc!.pid!, false), control: peakRss(() => pids.control), gateway: peakRss(() => pids.gateway) };
       const before = sink.count();
       const t0 = performance.now();
       let next = 0;
@@ -104,7 +110,9 @@ async function main(): Promise<void> {
         }
       };
       await Promise.all(Array.from({ length: CONNECTIONS }, client));
+      const accepted = performance.now();
       const t1 = await waitDelivered(sink.count, before + n, t0);
+      log(`postgate: accepted ${n} in ${round((accepted - t0) / 1000)} s, delivered in ${round((t1 - t0) / 1000)} s; peak RSS MB ${Object.entries(each).map(([k, v]) => `${k} ${round(v.stop() / 2 ** 20)}`).join(', ')}`);
       await sleep(300); // the last events reach control
       const cpu = { control: (cpuMs(pids.control) - cpu0.control) / n, gateway: (cpuMs(pids.gateway) - cpu0.gateway) / n };
       return { perSecond: n / ((t1 - t0) / 1000), seconds: (t1 - t0) / 1000, cpu, peakRssMb: rss.stop() / 2 ** 20 };
@@ -164,7 +172,7 @@ async function main(): Promise<void> {
     const peakStack = Math.max(...results.postgate.map((r) => r.peakRssMb));
     const lines = [
       '',
-      `Deliverability benchmark: ${N} messages per round, ${ROUNDS} rounds (best shown), ${CONNECTIONS} client connections, loopback MX`,
+      `Deliverability benchmark: ${N} messages per round, ${ROUNDS} rounds (best shown), ${CONNECTIONS} client connections, loopback MX (gateway limit ${MX_CONNECTIONS} connections)`,
       '',
       '| | msgs/s (all rounds) | CPU ms/msg | peak RSS |',
       '|---|---|---|---|',

@@ -1,31 +1,16 @@
 // DKIM signing at Enqueue, before Haraka writes its queue file: the signature travels
 // in the stored message (a retry resends the same signed bytes) and the private key,
-// which came with the message from control, is used in memory only.
+// which came with the message from control, is used in memory only. The RSA work runs
+// on a worker thread, so SMTP sessions under way are not stalled by it.
 import { createRequire } from 'node:module';
-import type { KeyObject } from 'node:crypto';
+import { Worker } from 'node:worker_threads';
 
 const require = createRequire(import.meta.url);
-
-/**
- * mailauth turns the PEM into a key object at every signature, which costs about as much
- * as the RSA signature itself. Its signer takes the parser from its tools module when it
- * loads, so the parser is memoized there first (by PEM; a domain has one key).
- */
-const tools = require('mailauth/lib/tools') as { getPrivateKey(pem: string | Buffer): KeyObject };
-const parse = tools.getPrivateKey;
-const parsed = new Map<string, KeyObject>();
-const KEYS_KEPT = 10_000;
-tools.getPrivateKey = (pem) => {
-  const k = typeof pem === 'string' ? pem : pem.toString('latin1');
-  let key = parsed.get(k);
-  if (!key) {
-    key = parse(pem);
-    if (parsed.size >= KEYS_KEPT) parsed.delete(parsed.keys().next().value!);
-    parsed.set(k, key);
-  }
-  return key;
+const WORKER_FILE = require.resolve('./dkim-sign.cjs');
+const core = require(WORKER_FILE) as {
+  sign(raw: Buffer, key: DkimKey): Promise<{ signatures: string } | { error: string }>;
+  SIGNED_HEADERS: string;
 };
-const { dkimSign } = require('mailauth/lib/dkim/sign') as typeof import('mailauth/lib/dkim/sign.js');
 
 export interface DkimKey {
   domain: string;
@@ -33,28 +18,84 @@ export interface DkimKey {
   privateKeyPem: string;
 }
 
-/**
- * What the signature covers. mailauth's default list lacks List-Unsubscribe-Post (an
- * RFC 8058 trap: receivers offer one-click only when both List-Unsubscribe headers are
- * signed) and Feedback-ID (Gmail counts complaints only on a signed one).
- */
-export const SIGNED_HEADERS = [
-  'From', 'Sender', 'Reply-To', 'Subject', 'Date', 'Message-ID', 'To', 'Cc',
-  'MIME-Version', 'Content-Type', 'Content-Transfer-Encoding', 'Content-ID', 'Content-Description',
-  'In-Reply-To', 'References', 'List-Id', 'List-Unsubscribe', 'List-Unsubscribe-Post', 'Feedback-ID',
-].join(':');
+export const SIGNED_HEADERS = core.SIGNED_HEADERS;
 
 export class DkimError extends Error {}
 
-/** Returns the message with its DKIM-Signature header prepended (relaxed/relaxed, rsa-sha256 or ed25519). */
+const prepend = (res: { signatures: string } | { error: string }, raw: Buffer): Buffer => {
+  if ('error' in res) throw new DkimError(res.error);
+  return Buffer.concat([Buffer.from(res.signatures), raw]);
+};
+
+/** Returns the message with its DKIM-Signature header prepended (relaxed/relaxed), on this thread. */
 export async function signMessage(raw: Buffer, key: DkimKey): Promise<Buffer> {
-  const { signatures, errors } = await dkimSign(raw, {
-    canonicalization: 'relaxed/relaxed',
-    // mailauth reads the list as a colon-separated string (its typings say string[]).
-    headerList: SIGNED_HEADERS as unknown as string[],
-    signatureData: [{ signingDomain: key.domain, selector: key.selector, privateKey: key.privateKeyPem }],
-  } as unknown as Parameters<typeof dkimSign>[1]);
-  // Never echo the key: only which domain and selector failed, and why.
-  if (errors.length) throw new DkimError(`DKIM signing for ${key.domain} (${key.selector}) failed: ${String((errors[0] as { err?: Error }).err?.message ?? errors[0])}`);
-  return Buffer.concat([Buffer.from(signatures), raw]);
+  return prepend(await core.sign(raw, key), raw);
+}
+
+/** Signs on a worker thread; if the worker cannot run, on this one. */
+export class Signer {
+  private worker: Worker | undefined;
+  private readonly pending = new Map<number, { raw: Buffer; key: DkimKey; resolve: (b: Buffer) => void; reject: (e: Error) => void }>();
+  private next = 0;
+  private broken = false;
+  private readonly keyIds = new Map<string, number>();
+
+  private start(): Worker | undefined {
+    if (this.broken) return undefined;
+    if (this.worker) return this.worker;
+    // No execArgv: the worker is plain CommonJS and needs no TypeScript loader. Its heap only
+    // ever holds the message in hand, so it is kept small (V8 would otherwise let garbage grow).
+    const w = new Worker(WORKER_FILE, {
+      workerData: { postgateDkim: true },
+      execArgv: [],
+      resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 48, codeRangeSizeMb: 16 },
+    });
+    w.unref();
+    w.on('message', (m: { id: number; signatures?: string; error?: string }) => {
+      const p = this.pending.get(m.id);
+      if (!p) return;
+      this.pending.delete(m.id);
+      try {
+        p.resolve(prepend(m.error !== undefined ? { error: m.error } : { signatures: m.signatures! }, p.raw));
+      } catch (err) {
+        p.reject(err as Error);
+      }
+    });
+    const fail = () => {
+      // Whatever was in flight is signed here instead; later messages too.
+      this.broken = true;
+      this.worker = undefined;
+      const left = [...this.pending.values()];
+      this.pending.clear();
+      for (const p of left) signMessage(p.raw, p.key).then(p.resolve, p.reject);
+    };
+    w.on('error', fail);
+    w.on('exit', fail);
+    this.worker = w;
+    return w;
+  }
+
+  sign(raw: Buffer, key: DkimKey): Promise<Buffer> {
+    const w = this.start();
+    if (!w) return signMessage(raw, key);
+    return new Promise((resolve, reject) => {
+      const id = this.next++;
+      this.pending.set(id, { raw, key, resolve, reject });
+      // The worker keeps each key it was given: later messages name it by number only.
+      const k = `${key.domain}\n${key.selector}\n${key.privateKeyPem}`;
+      let keyId = this.keyIds.get(k);
+      if (keyId === undefined) {
+        keyId = this.keyIds.size;
+        this.keyIds.set(k, keyId);
+        w.postMessage({ id, raw, keyId, key });
+      } else {
+        w.postMessage({ id, raw, keyId });
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.worker?.terminate();
+    this.worker = undefined;
+  }
 }

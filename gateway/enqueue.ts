@@ -7,7 +7,7 @@
 // Ids here are keys: the email id, or email_id/n for one recipient's copy of a bulk email.
 import type { Outbox } from '../control/store/outbox.js';
 import type { Logger } from '../core/log.js';
-import { signMessage, type DkimKey } from './dkim.js';
+import { Signer, type DkimKey } from './dkim.js';
 
 export interface OutgoingMessage {
   emailId: string;
@@ -57,9 +57,39 @@ function invalid(msg: OutgoingMessage): string {
   return '';
 }
 
+/**
+ * Hands out turns of the event loop one at a time. Signing and Haraka's parsing of a
+ * message are CPU work; a batch of Enqueue would otherwise do all of it in one stretch
+ * and stall every SMTP session under way meanwhile.
+ */
+class Turns {
+  private readonly waiting: Array<() => void> = [];
+  private scheduled = false;
+
+  next(): Promise<void> {
+    return new Promise((resolve) => {
+      this.waiting.push(resolve);
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled || !this.waiting.length) return;
+    this.scheduled = true;
+    // A setImmediate queued now runs after the next I/O poll.
+    setImmediate(() => {
+      this.scheduled = false;
+      this.waiting.shift()!();
+      this.schedule();
+    });
+  }
+}
+
 export class Enqueuer {
   /** Enqueues under way, so a concurrent retry of the same id waits for the first. */
   private readonly inflight = new Map<string, Promise<EnqueueOutcome>>();
+  private readonly turns = new Turns();
+  private readonly signer = new Signer();
 
   constructor(
     private readonly outbox: Outbox,
@@ -100,7 +130,8 @@ export class Enqueuer {
     if (state === 'queued') return { emailId, key, duplicate: true, error: '' };
 
     try {
-      const raw = msg.dkim?.privateKeyPem ? await signMessage(Buffer.from(msg.raw), msg.dkim) : msg.raw;
+      await this.turns.next();
+      const raw = msg.dkim?.privateKeyPem ? await this.signer.sign(Buffer.from(msg.raw), msg.dkim) : msg.raw;
       await this.queue({ ...msg, raw, key });
     } catch (err) {
       // Not signed, or Haraka refused it (and removed what it had written): forget the key so a retry sends it.

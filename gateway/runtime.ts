@@ -3,7 +3,7 @@
 // the same instance main.ts loaded, so there is one config, logger and outbox.
 import { loadConfig, type Config } from '../core/config.js';
 import { createLogger, type Logger } from '../core/log.js';
-import { Outbox, type DeliveryEventRow, type NewDeliveryEvent } from '../control/store/outbox.js';
+import { Outbox, type DeliveryEventRow, type NewDeliveryEvent, type UsageRow } from '../control/store/outbox.js';
 import { clock } from '../core/clock.js';
 import { EventFeed } from './feed.js';
 import { gatewayPaths, type GatewayPaths } from './paths.js';
@@ -23,6 +23,8 @@ export interface GatewayRuntime extends GatewayContext {
   attempts: Set<string>;
   /** Warm-up, rate and connection limits (postgate_pacing); throttles pushed by control. */
   pacer: Pacer;
+  /** Writes warm-up counters not yet saved (at shutdown). */
+  flushUsage(): Promise<void>;
   /** Appends events durably, then wakes the Events streams. */
   record(events: readonly NewDeliveryEvent[]): Promise<DeliveryEventRow[]>;
 }
@@ -43,8 +45,17 @@ async function open(): Promise<GatewayRuntime> {
   const outbox = Outbox.open(ctx.paths.outboxFile, ctx.config.storage);
   const feed = new EventFeed(await outbox.lastSeq());
   // Until control (or the last push, below) gives throttles, the configured defaults apply.
+  // Counters are written a quarter second at a time: a crash forgets at most that much of
+  // today's warm-up usage (a few messages over a norm), and delivery saves a write per message.
+  let unsaved: UsageRow[] = [];
+  const saveUsage = () => {
+    const rows = unsaved;
+    unsaved = [];
+    return outbox.addUsage(rows).catch((err) => ctx.log.error({ err }, 'could not record pacing usage'));
+  };
   const pacer = new Pacer(ctx.config.pacing.providers, (rows) => {
-    outbox.addUsage(rows).catch((err) => ctx.log.error({ err }, 'could not record pacing usage'));
+    if (!unsaved.length) setTimeout(() => void saveUsage(), 250).unref();
+    unsaved.push(...rows);
   });
   pacer.loadUsage(await outbox.usageOfDay(dayOf(clock.now())));
   // The operator's throttles as control last pushed them, so a restart does not fall back to the defaults.
@@ -56,6 +67,7 @@ async function open(): Promise<GatewayRuntime> {
     feed,
     attempts: new Set(),
     pacer,
+    flushUsage: saveUsage,
     async record(events) {
       const rows = await outbox.appendEvents(events.filter((e) => e.emailId));
       if (rows.length) feed.published(rows[rows.length - 1]!.seq);

@@ -92,14 +92,15 @@ export function rssBytes(pids: number[]): number {
   return total;
 }
 
-/** Samples the peak resident memory of a process tree until stopped. */
-export function peakRss(root: () => number): { stop(): number } {
+/** Samples the peak resident memory of a process tree (or of the process alone) until stopped. */
+export function peakRss(root: () => number, withChildren = true): { stop(): number } {
   let peak = 0;
-  const timer = setInterval(() => (peak = Math.max(peak, rssBytes(tree(root())))), 200);
+  const measure = () => rssBytes(withChildren ? tree(root()) : [root()]);
+  const timer = setInterval(() => (peak = Math.max(peak, measure())), 200);
   return {
     stop() {
       clearInterval(timer);
-      return Math.max(peak, rssBytes(tree(root())));
+      return Math.max(peak, measure());
     },
   };
 }
