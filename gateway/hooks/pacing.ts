@@ -9,7 +9,7 @@ import type { HarakaOutbound, HMailItem, Next } from '../haraka.js';
 import { createResolver } from '../mx.js';
 import { attemptOf, PROVIDER } from '../outcome.js';
 import { classify, providerOfDomain } from '../pacing/providers.js';
-import type { PaceDecision } from '../pacing/pacer.js';
+import { LIMIT_RECHECK_MS, type PaceDecision } from '../pacing/pacer.js';
 import { gatewayRuntime } from '../runtime.js';
 
 export interface PacingHooks {
@@ -48,36 +48,61 @@ export async function pacingHooks(outbound: HarakaOutbound): Promise<PacingHooks
     return provider;
   }
 
-  /** Puts a DELAYed item back on Haraka's delivery queue at once (it may already be on its way: then nothing to do). */
+  /**
+   * Puts a DELAYed item back on Haraka's delivery queue at once. When it is not there, it is
+   * either on its way already, or still recording why it is held: the flag makes that hook
+   * decide again instead of starting the hold.
+   */
+  const WAKE_PENDING = 'postgate_wake_pending';
   const wakeOf = (hmail: HMailItem) => () => {
     try {
       outbound.temp_fail_queue.discard(hmail.filename);
     } catch {
-      return; // its timer already fired: it is coming back through send_email anyway
+      hmail.notes[WAKE_PENDING] = true;
+      return;
     }
     outbound.delivery_queue.push(hmail);
   };
 
-  const warmupEvents = (hmail: HMailItem, d: PaceDecision & { kind: 'hold' }, provider: string) =>
+  const pacingEvents = (hmail: HMailItem, d: PaceDecision & { kind: 'hold' }, provider: string, response: string) =>
     hmail.todo.rcpt_to.map((r) => ({
       emailId: String(hmail.todo.notes.email_id ?? ''),
       type: 'deferred' as const,
       recipient: r.address,
       atMs: clock.now(),
       mx: '',
-      response: `postgate pacing: this project's warm-up norm at ${provider} for today (${d.norm} messages) is reached (${d.used} sent); bulk mail continues on the next day`,
+      response,
       attempt: attemptOf(hmail),
       enhancedCode: '',
       nextAttemptMs: d.untilMs,
       cause: 'pacing',
       provider,
     }));
+  const WAIT_REPORTED = 'postgate_wait_reported';
 
-  return {
+  /** Which holds are worth an event: a next-day hold always, a wait for a slot once it lasted a while. */
+  function report(hmail: HMailItem, d: PaceDecision & { kind: 'hold' }, provider: string): ReturnType<typeof pacingEvents> | undefined {
+    if (d.hold === 'warmup') {
+      return pacingEvents(hmail, d, provider, `postgate pacing: this project's warm-up norm at ${provider} for today (${d.norm} messages) is reached (${d.used} sent); bulk mail continues on the next day`);
+    }
+    if (d.hold === 'limit' && (d.waitedMs ?? 0) >= LIMIT_RECHECK_MS && !hmail.notes[WAIT_REPORTED]) {
+      hmail.notes[WAIT_REPORTED] = true;
+      return pacingEvents(hmail, d, provider, `postgate pacing: waiting for a free connection or the rate limit at ${provider} (${Math.round(d.waitedMs! / 1000)} s so far)`);
+    }
+    return undefined;
+  }
+
+  const hooks: PacingHooks = {
     sendEmail(next, hmail) {
       const notes = hmail.todo.notes;
-      providerOf(hmail.todo.domain).then(
-        (provider) => {
+      delete hmail.notes[WAKE_PENDING];
+      let answered = false;
+      const answer: typeof next = (...args) => {
+        answered = true;
+        next(...args);
+      };
+      providerOf(hmail.todo.domain)
+        .then((provider) => {
           hmail.notes[PROVIDER] = provider;
           const d = pacer.decide(
             {
@@ -92,26 +117,25 @@ export async function pacingHooks(outbound: HarakaOutbound): Promise<PacingHooks
             },
             wakeOf(hmail),
           );
-          if (d.kind === 'go') return next();
-          if (d.hold !== 'warmup') return next(constants.delay, d.delaySec);
+          if (d.kind === 'go') return answer();
+          const events = report(hmail, d, provider);
+          if (!events) return answer(constants.delay, d.delaySec);
           // Recorded before the hold starts, so the reason is never lost to a crash.
-          rt.record(warmupEvents(hmail, d, provider)).then(
-            () => next(constants.delay, d.delaySec),
-            (err) => {
-              log.error({ err, emailId: notes.email_id }, 'could not record a pacing deferral');
-              next(constants.delay, d.delaySec);
-            },
-          );
-        },
-        (err) => {
+          const hold = () => (hmail.notes[WAKE_PENDING] ? hooks.sendEmail(next, hmail) : answer(constants.delay, d.delaySec));
+          return rt.record(events).then(hold, (err) => {
+            log.error({ err, emailId: notes.email_id }, 'could not record a pacing deferral');
+            hold();
+          });
+        })
+        .catch((err) => {
           log.error({ err, emailId: notes.email_id }, 'pacing failed; sending without it');
-          next();
-        },
-      );
+          if (!answered) next();
+        });
     },
     attemptEnded(hmail, final) {
       if (final) pacer.done(hmail.todo.uuid);
       else pacer.release(hmail.todo.uuid);
     },
   };
+  return hooks;
 }

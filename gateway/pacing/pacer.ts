@@ -40,7 +40,7 @@ export type HoldKind = 'warmup' | 'retry' | 'limit';
 export type PaceDecision =
   | { kind: 'go' }
   /** Hold for delaySec (real seconds); untilMs is when, by our clock. */
-  | { kind: 'hold'; hold: HoldKind; untilMs: number; delaySec: number; norm?: number; used?: number };
+  | { kind: 'hold'; hold: HoldKind; untilMs: number; delaySec: number; norm?: number; used?: number; waitedMs?: number };
 
 interface Held {
   kind: HoldKind;
@@ -68,7 +68,7 @@ interface Counter {
 }
 
 /** How long mail waiting for a connection or a token sleeps before it looks again on its own. */
-const LIMIT_RECHECK_MS = 30_000;
+export const LIMIT_RECHECK_MS = 30_000;
 
 export class Pacer {
   private throttles = new Map<string, Throttle>();
@@ -82,6 +82,8 @@ export class Pacer {
   private readonly admitted = new Map<string, string>();
   /** Items holding a connection slot: key → gate name. */
   private readonly slots = new Map<string, string>();
+  /** When each item waiting for a slot or a token began to wait (real time). */
+  private readonly waitingSince = new Map<string, number>();
 
   constructor(defaults: Record<string, ProviderThrottle>, private readonly persist: (rows: UsageRow[]) => void) {
     this.setThrottles(Object.entries(defaults).map(([provider, t]) => ({ provider, ...t })));
@@ -193,13 +195,15 @@ export class Pacer {
     const ahead = req.bulk ? waiting && !queue.has(req.key) : g.transactional.size > 0 && !queue.has(req.key);
     if (!ahead && this.hasSlot(g) && this.takeToken(g)) {
       queue.delete(req.key);
+      this.waitingSince.delete(req.key);
       g.inFlight++;
       this.slots.set(req.key, g.name);
       return { kind: 'go' };
     }
     queue.set(req.key, wake);
+    if (!this.waitingSince.has(req.key)) this.waitingSince.set(req.key, Date.now());
     this.schedulePump(g);
-    return this.hold(req, 'limit', clock.now() + LIMIT_RECHECK_MS, wake);
+    return { ...this.hold(req, 'limit', clock.now() + LIMIT_RECHECK_MS, wake), waitedMs: Date.now() - this.waitingSince.get(req.key)! };
   }
 
   /** An attempt ended (delivered, deferred or bounced): its connection slot frees. */
@@ -218,6 +222,7 @@ export class Pacer {
     this.release(key);
     this.counted.delete(key);
     this.held.delete(key);
+    this.waitingSince.delete(key);
   }
 
   /** Hands free slots and tokens to waiting mail, transactional first. */
@@ -228,6 +233,7 @@ export class Pacer {
       const [key, wake] = queue.entries().next().value as [string, () => void];
       queue.delete(key);
       this.held.delete(key);
+      this.waitingSince.delete(key);
       g.inFlight++;
       this.admitted.set(key, g.name);
       wake();
