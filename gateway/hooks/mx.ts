@@ -10,6 +10,13 @@ import { gatewayContext } from '../runtime.js';
 
 export type MxHook = (next: Next, hmail: HMailItem, domain: string) => void;
 
+/**
+ * Routes found are kept this long, so a burst of mail to one domain asks DNS once rather
+ * than twice per message (MX, then each host's address). Failures are never kept.
+ */
+const ROUTES_TTL_MS = 30_000;
+const ROUTES_KEPT = 10_000;
+
 export function mxHook(): MxHook {
   const { config, log } = gatewayContext();
   const resolver = createResolver(config.dnsServers);
@@ -27,10 +34,25 @@ export function mxHook(): MxHook {
     return { kind: 'permanent', reason: `every MX of ${domain} is this host (mail loop)`, enhancedCode: '5.4.6' };
   };
 
+  const cache = new Map<string, { until: number; lookup: Promise<MxLookup> }>();
+  const cachedLookup = (domain: string): Promise<MxLookup> => {
+    const key = domain.toLowerCase();
+    const hit = cache.get(key);
+    if (hit && hit.until > Date.now()) return hit.lookup;
+    const lookup = lookupMx(resolver, key);
+    if (cache.size >= ROUTES_KEPT) cache.delete(cache.keys().next().value!);
+    cache.set(key, { until: Date.now() + ROUTES_TTL_MS, lookup });
+    lookup.then(
+      (l) => l.kind !== 'routes' && cache.delete(key),
+      () => cache.delete(key),
+    );
+    return lookup;
+  };
+
   return (next, hmail, domain) => {
     delete hmail.notes[MX_NAMES];
     delete hmail.notes[MX_FAILURE];
-    lookupMx(resolver, domain)
+    cachedLookup(domain)
       .then((lookup) => routesOf(lookup, domain))
       .then(
         (lookup) => {
