@@ -38,6 +38,7 @@ export class Signer {
   private readonly pending = new Map<number, { raw: Buffer; key: DkimKey; resolve: (b: Buffer) => void; reject: (e: Error) => void }>();
   private next = 0;
   private broken = false;
+  private failures = 0;
   private readonly keyIds = new Map<string, number>();
 
   private start(): Worker | undefined {
@@ -48,7 +49,8 @@ export class Signer {
     const w = new Worker(WORKER_FILE, {
       workerData: { postgateDkim: true },
       execArgv: [],
-      resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 48, codeRangeSizeMb: 16 },
+      // The old generation still fits the largest message the API accepts, with its copies.
+      resourceLimits: { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 96, codeRangeSizeMb: 16 },
     });
     w.unref();
     w.on('message', (m: { id: number; signatures?: string; error?: string }) => {
@@ -62,9 +64,12 @@ export class Signer {
       }
     });
     const fail = () => {
-      // Whatever was in flight is signed here instead; later messages too.
-      this.broken = true;
+      if (this.worker !== w) return;
+      // Whatever was in flight is signed here instead. A new worker starts for later messages,
+      // unless they keep failing: then this thread signs from now on.
       this.worker = undefined;
+      this.keyIds.clear(); // the next worker has been given no key yet
+      this.broken = ++this.failures >= 3;
       const left = [...this.pending.values()];
       this.pending.clear();
       for (const p of left) signMessage(p.raw, p.key).then(p.resolve, p.reject);
@@ -95,7 +100,9 @@ export class Signer {
   }
 
   async close(): Promise<void> {
-    await this.worker?.terminate();
+    const w = this.worker;
     this.worker = undefined;
+    this.broken = true;
+    await w?.terminate();
   }
 }

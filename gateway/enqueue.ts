@@ -62,6 +62,9 @@ function invalid(msg: OutgoingMessage): string {
  * message are CPU work; a batch of Enqueue would otherwise do all of it in one stretch
  * and stall every SMTP session under way meanwhile.
  */
+/** Messages handed to Haraka per turn: a few are cheap (signing runs on its own thread). */
+const PER_TURN = 4;
+
 class Turns {
   private readonly waiting: Array<() => void> = [];
   private scheduled = false;
@@ -79,7 +82,7 @@ class Turns {
     // A setImmediate queued now runs after the next I/O poll.
     setImmediate(() => {
       this.scheduled = false;
-      this.waiting.shift()!();
+      for (let i = 0; i < PER_TURN && this.waiting.length; i++) this.waiting.shift()!();
       this.schedule();
     });
   }

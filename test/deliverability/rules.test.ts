@@ -8,7 +8,7 @@ import { classify, providerOfDomain, providerOfMx } from '../../gateway/pacing/p
 import { dayOf, nextDayStart, normFor, warmupDay } from '../../gateway/pacing/warmup.js';
 import { Pacer, type PaceRequest } from '../../gateway/pacing/pacer.js';
 import { parseToken, Tokens } from '../../control/unsubscribe/tokens.js';
-import { signMessage } from '../../gateway/dkim.js';
+import { signMessage, Signer } from '../../gateway/dkim.js';
 import { readInbound, parseFieldBlocks } from '../../gateway/inbound/report.js';
 import { rejectRetryDelay } from '../../gateway/retry.js';
 import { clock } from '../../core/clock.js';
@@ -164,14 +164,27 @@ describe('DKIM', () => {
     const h = /\bh=([^;]+);/.exec(header.replace(/\r\n\s+/g, ''))![1]!.toLowerCase().split(':').map((x) => x.trim());
     expect(h).toEqual(expect.arrayContaining(['from', 'to', 'subject', 'date', 'message-id', 'mime-version', 'content-type', 'list-unsubscribe', 'list-unsubscribe-post', 'feedback-id']));
     const p = publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
-    const result = await dkimVerify(signed, {
+    const verify = (m: Buffer) => dkimVerify(m, {
       resolver: async (name: string) => {
         if (name === 'pg202603._domainkey.acme.test') return [[`v=DKIM1; k=rsa; p=${p}`]];
         throw Object.assign(new Error('nx'), { code: 'ENOTFOUND' });
       },
     } as never);
+    const result = await verify(signed);
     expect(result.results[0]!.status.result).toBe('pass');
     await expect(signMessage(raw, { domain: 'acme.test', selector: 's', privateKeyPem: 'not a key' })).rejects.toThrow(/DKIM signing for acme.test \(s\) failed/);
+
+    // The gateway signs on a worker thread, and the result verifies the same.
+    const signer = new Signer();
+    try {
+      const key = { domain: 'acme.test', selector: 'pg202603', privateKeyPem: pem };
+      const [a, b] = await Promise.all([signer.sign(raw, key), signer.sign(raw, key)]);
+      for (const m of [a, b]) expect((await verify(m)).results[0]!.status.result).toBe('pass');
+      expect(a.subarray(a.indexOf('\r\n\r\n'))).toEqual(raw.subarray(raw.indexOf('\r\n\r\n')));
+      await expect(signer.sign(raw, { ...key, privateKeyPem: 'not a key' })).rejects.toThrow(/DKIM signing for acme.test/);
+    } finally {
+      await signer.close();
+    }
   });
 });
 
