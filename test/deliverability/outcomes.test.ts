@@ -138,7 +138,8 @@ describe('reports at the inbound port', () => {
     const id = await send('later@inbox.test');
     await wait(id, (e) => e.status === 'sent');
     const verp = sentTo(id)[0]!.mailFrom;
-    const answer = await sendToInbound(inbound, 'MAILER-DAEMON@mx.inbox.test', verp, dsn(verp, [{ recipient: 'later@inbox.test', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 <later@inbox.test>: mailbox unavailable' }]));
+    // Like every DSN, sent with the null sender.
+    const answer = await sendToInbound(inbound, '', verp, dsn(verp, [{ recipient: 'later@inbox.test', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 <later@inbox.test>: mailbox unavailable' }]));
     expect(answer).toMatch(/^250/);
     const email = await wait(id, (e) => e.status === 'bounced');
     expect(email.events.at(-1)).toMatchObject({ type: 'bounced', recipient: 'later@inbox.test', source: 'dsn', enhanced_code: '5.1.1', mx: 'mx.inbox.test', response: '550 5.1.1 <later@inbox.test>: mailbox unavailable' });

@@ -2,7 +2,7 @@
 // complaints (multipart/report), plus a List-Unsubscribe mail, and a way to send them
 // over SMTP to the inbound port.
 import crypto from 'node:crypto';
-import nodemailer from 'nodemailer';
+import SMTPConnection from 'nodemailer/lib/smtp-connection';
 
 const CRLF = '\r\n';
 
@@ -102,12 +102,18 @@ export function arf(o: { to: string; recipient: string; feedbackType: string; or
 }
 
 /** Sends raw mail over SMTP to the inbound port, as a receiving MTA would. Resolves with the server's answer. */
+/** from '' is the null sender (MAIL FROM:<>), as DSNs are sent. */
 export async function sendToInbound(port: number, from: string, to: string, raw: Buffer): Promise<string> {
-  const t = nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, ignoreTLS: true, name: 'mx.inbox.test' });
+  const c = new SMTPConnection({ host: '127.0.0.1', port, secure: false, ignoreTLS: true, name: 'mx.inbox.test' });
+  await new Promise<void>((resolve, reject) => {
+    c.once('error', reject);
+    c.connect(() => resolve());
+  });
   try {
-    const info = await t.sendMail({ envelope: { from, to: [to] }, raw });
-    return info.response;
+    return await new Promise<string>((resolve, reject) =>
+      c.send({ from, to: [to] }, raw, (err, info) => (err ? reject(err) : resolve(info.response))),
+    );
   } finally {
-    t.close();
+    c.quit();
   }
 }
