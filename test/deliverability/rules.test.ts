@@ -2,6 +2,7 @@
 // arithmetic, the pacer's decisions, return-path tokens, DKIM signing, and reading
 // DSN and ARF reports (built here as real multipart/report messages).
 import crypto from 'node:crypto';
+import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { classify, providerOfDomain, providerOfMx } from '../../gateway/pacing/providers.js';
@@ -13,6 +14,8 @@ import { readInbound, parseFieldBlocks } from '../../gateway/inbound/report.js';
 import { rejectRetryDelay } from '../../gateway/retry.js';
 import { clock } from '../../core/clock.js';
 import { dsn, arf } from './reports.js';
+
+const realm = createRequire(import.meta.url)('./realm-clock.cjs') as { stubNow(fn: () => number): () => void };
 
 describe('receiving providers', () => {
   it('groups by mailbox domain and by MX host suffix; every MX must agree', () => {
@@ -172,6 +175,18 @@ describe('DKIM', () => {
     } as never);
     const result = await verify(signed);
     expect(result.results[0]!.status.result).toBe('pass');
+
+    // mailauth reads Date.now() for t= once for what it signs and once for what it writes: with
+    // the time given explicitly, a second that ticks in between (every read here) changes nothing.
+    let now = Date.now();
+    const restore = realm.stubNow(() => (now += 700));
+    let ticking: Buffer;
+    try {
+      ticking = await signMessage(raw, { domain: 'acme.test', selector: 'pg202603', privateKeyPem: pem });
+    } finally {
+      restore();
+    }
+    expect((await verify(ticking)).results[0]!.status.result).toBe('pass');
     await expect(signMessage(raw, { domain: 'acme.test', selector: 's', privateKeyPem: 'not a key' })).rejects.toThrow(/DKIM signing for acme.test \(s\) failed/);
 
     // The gateway signs on a worker thread, and the result verifies the same.
