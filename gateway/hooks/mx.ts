@@ -17,9 +17,31 @@ export type MxHook = (next: Next, hmail: HMailItem, domain: string) => void;
 const ROUTES_TTL_MS = 30_000;
 const ROUTES_KEPT = 10_000;
 
+let shared: ((domain: string) => Promise<MxLookup>) | undefined;
+
+/** The gateway's one MX lookup with its cache: get_mx and pacing (which groups domains by MX host) share it. */
+export function cachedLookupMx(): (domain: string) => Promise<MxLookup> {
+  if (shared) return shared;
+  const resolver = createResolver(gatewayContext().config.dnsServers);
+  const cache = new Map<string, { until: number; lookup: Promise<MxLookup> }>();
+  shared = (domain) => {
+    const key = domain.toLowerCase();
+    const hit = cache.get(key);
+    if (hit && hit.until > Date.now()) return hit.lookup;
+    const lookup = lookupMx(resolver, key);
+    if (cache.size >= ROUTES_KEPT) cache.delete(cache.keys().next().value!);
+    cache.set(key, { until: Date.now() + ROUTES_TTL_MS, lookup });
+    lookup.then(
+      (l) => l.kind !== 'routes' && cache.delete(key),
+      () => cache.delete(key),
+    );
+    return lookup;
+  };
+  return shared;
+}
+
 export function mxHook(): MxHook {
   const { config, log } = gatewayContext();
-  const resolver = createResolver(config.dnsServers);
   const port = config.deliveryPort;
   // On port 25 an MX that is this machine would loop, or relay through a local MTA.
   // Any other port is a lab set-up whose test MX listens on loopback.
@@ -34,20 +56,7 @@ export function mxHook(): MxHook {
     return { kind: 'permanent', reason: `every MX of ${domain} is this host (mail loop)`, enhancedCode: '5.4.6' };
   };
 
-  const cache = new Map<string, { until: number; lookup: Promise<MxLookup> }>();
-  const cachedLookup = (domain: string): Promise<MxLookup> => {
-    const key = domain.toLowerCase();
-    const hit = cache.get(key);
-    if (hit && hit.until > Date.now()) return hit.lookup;
-    const lookup = lookupMx(resolver, key);
-    if (cache.size >= ROUTES_KEPT) cache.delete(cache.keys().next().value!);
-    cache.set(key, { until: Date.now() + ROUTES_TTL_MS, lookup });
-    lookup.then(
-      (l) => l.kind !== 'routes' && cache.delete(key),
-      () => cache.delete(key),
-    );
-    return lookup;
-  };
+  const cachedLookup = cachedLookupMx();
 
   return (next, hmail, domain) => {
     delete hmail.notes[MX_NAMES];

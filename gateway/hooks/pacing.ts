@@ -6,7 +6,7 @@
 import constants from 'haraka-constants';
 import { clock } from '../../core/clock.js';
 import type { HarakaOutbound, HMailItem, Next } from '../haraka.js';
-import { createResolver } from '../mx.js';
+import { cachedLookupMx } from './mx.js';
 import { attemptOf, PROVIDER } from '../outcome.js';
 import { classify, providerOfDomain } from '../pacing/providers.js';
 import { LIMIT_RECHECK_MS, type PaceDecision } from '../pacing/pacer.js';
@@ -24,8 +24,9 @@ const CACHE_MAX = 100_000;
 
 export async function pacingHooks(outbound: HarakaOutbound): Promise<PacingHooks> {
   const rt = await gatewayRuntime();
-  const { pacer, log, config } = rt;
-  const resolver = createResolver(config.dnsServers);
+  const { pacer, log } = rt;
+  // The same lookup (and cache) as get_mx: a domain's MX is asked once for both.
+  const lookup = cachedLookupMx();
   const providers = new Map<string, { provider: string; until: number }>();
 
   /** The provider of a domain: its own name first, else its MX hosts (cached; a failed lookup says `other` for a minute). */
@@ -38,8 +39,11 @@ export async function pacingHooks(outbound: HarakaOutbound): Promise<PacingHooks
     let provider: string;
     let ttl = CACHE_MS;
     try {
-      provider = classify(d, (await resolver.resolveMx(d)).map((m) => m.exchange));
+      const l = await lookup(d);
+      if (l.kind !== 'routes') throw new Error(l.reason);
+      provider = classify(d, [...new Set(l.routes.map((r) => r.host))]);
     } catch {
+      // No route yet: get_mx reports why; meanwhile the domain counts as its own.
       provider = classify(d, []);
       ttl = CACHE_FAILED_MS;
     }
