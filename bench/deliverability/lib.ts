@@ -6,65 +6,11 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import { SMTPServer } from 'smtp-server';
+import { tree } from '../lib/rss.js';
 
-export interface CountingSink {
-  port: number;
-  count(): number;
-  close(): Promise<void>;
-}
-
-/** Accepts everything and counts messages; keeps nothing (a benchmark sends thousands). */
-export async function startCountingSink(): Promise<CountingSink> {
-  let received = 0;
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS', 'AUTH'],
-    disableReverseLookup: true,
-    logger: false,
-    size: 50 * 1024 * 1024,
-    onData(stream, _session, callback) {
-      stream.on('data', () => {});
-      stream.on('end', () => {
-        received++;
-        callback(null, 'queued');
-      });
-    },
-  });
-  server.on('error', () => {});
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.server.address() as { port: number };
-  return { port, count: () => received, close: () => new Promise((r) => server.close(() => r())) };
-}
-
-function children(): Map<number, number[]> {
-  const byParent = new Map<number, number[]>();
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
-      // Field 4 is the parent; the command (field 2) may hold spaces, so split after ')'.
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      byParent.set(ppid, [...(byParent.get(ppid) ?? []), Number(name)]);
-    } catch {
-      /* exited meanwhile */
-    }
-  }
-  return byParent;
-}
-
-/** The pid and every process below it. */
-export function tree(root: number): number[] {
-  const byParent = children();
-  const out: number[] = [];
-  const todo = [root];
-  while (todo.length) {
-    const pid = todo.pop()!;
-    out.push(pid);
-    todo.push(...(byParent.get(pid) ?? []));
-  }
-  return out;
-}
+// The counting sink and the process tree are the other benchmarks' own.
+export { startCountingSink, type CountingSink } from '../lib/sink.js';
+export { tree };
 
 const TICK_MS = 1000 / 100; // USER_HZ is 100 on Linux
 

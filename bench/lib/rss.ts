@@ -26,15 +26,20 @@ const rssOf = (pid: number): number => {
   }
 };
 
-/** Bytes resident in `root` and every process below it. */
-export function treeRss(root: number): number {
+/** The pid and every process below it. */
+export function tree(root: number): number[] {
   const byParent = children();
-  let total = 0;
+  const out: number[] = [];
   const todo = [root];
   while (todo.length) {
     const pid = todo.pop()!;
-    total += rssOf(pid);
+    out.push(pid);
     todo.push(...(byParent.get(pid) ?? []));
   }
-  return total;
+  return out;
+}
+
+/** Bytes resident in `root` and every process below it. */
+export function treeRss(root: number): number {
+  return tree(root).reduce((sum, pid) => sum + rssOf(pid), 0);
 }

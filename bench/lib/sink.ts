@@ -15,6 +15,7 @@ export async function startCountingSink(): Promise<CountingSink> {
     disabledCommands: ['STARTTLS', 'AUTH'],
     disableReverseLookup: true,
     logger: false,
+    size: 50 * 1024 * 1024,
     onData(stream, _session, callback) {
       stream.on('data', () => {});
       stream.on('end', () => {
