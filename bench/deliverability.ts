@@ -26,7 +26,7 @@ import { Stack, sleep } from '../test/helpers/stack.js';
 import { startDnsServer } from '../test/helpers/dns-server.js';
 import { freePort } from '../test/helpers/ports.js';
 import { publishDomain } from '../test/deliverability/helpers.js';
-import { buildMime } from '../control/mail/mime.js';
+import { buildMime } from '../gateway/mime.js';
 import { newDkimKey } from '../control/domains/records.js';
 import { cpuMs, peakRss, startCountingSink, startVanillaHaraka } from './deliverability/lib.js';
 

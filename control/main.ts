@@ -32,7 +32,7 @@ const gateways = new Gateways(config.gateways);
 const secret = masterSecret(config);
 const tokens = new Tokens(secret);
 const deliverability: DispatchDeliverability = { tokens, dkimSealer: sealer(secret, 'dkim'), baseUrl: config.baseUrl };
-const dispatcher = new Dispatcher(store, gateways, log, metrics, deliverability);
+const dispatcher = new Dispatcher(store, gateways, log, metrics, deliverability, config.delivery.busyDispatchRate);
 const pacing = new PacingService(store, gateways, config, log, dispatcher);
 // Each (re)connection of a gateway's event stream may be a restarted gateway: give it the throttles.
 const events = new DeliveryEvents(store, gateways, log, metrics, { tokens, onConnect: (gw) => void pacing.push(gw) });

@@ -30,6 +30,12 @@ export interface DeliverySettings {
    * that outlasted maxTempFailures); its length is the number of such retries.
    */
   rejectRetryDelays: number[];
+  /**
+   * Emails per second control hands the gateways while mail keeps arriving (an accept
+   * in the last 100 ms): accepting keeps the CPU, delivery catches up at full speed once
+   * arrivals pause. The platform's own mail (sign-in codes) is never held back.
+   */
+  busyDispatchRate: number;
 }
 
 /** One receiving provider's warm-up and limits (DESIGN.md: set live with `postgate throttle set`). */
@@ -59,7 +65,7 @@ export interface PacingSettings {
 }
 
 export interface StorageSettings {
-  /** SQLite `synchronous` pragma under WAL: FULL fsyncs each grouped commit, NORMAL only at checkpoints. */
+  /** FULL: each grouped commit is fdatasynced (off the event loop) before its writes are answered; NORMAL: only at WAL checkpoints. */
   synchronous: 'FULL' | 'NORMAL';
   /** Most writes grouped into one transaction. */
   maxBatch: number;
@@ -118,7 +124,7 @@ const warmup = (dailyNorm: number, ratePerMinute: number, connections: number): 
 
 const defaults = {
   limits: { maxRecipients: 50, maxBodyBytes: 5 * 1024 * 1024, maxSubjectLength: 998, maxHeaders: 50, maxTags: 20 },
-  delivery: { retryDelays: [60, 300, 900, 3600, 7200, 14400], maxTempFailures: 13, connectTimeout: 30, concurrency: 1000, rejectRetryDelays: [900, 3600, 14400, 43200] },
+  delivery: { retryDelays: [60, 300, 900, 3600, 7200, 14400], maxTempFailures: 13, connectTimeout: 30, concurrency: 1000, rejectRetryDelays: [900, 3600, 14400, 43200], busyDispatchRate: 50 },
   storage: { synchronous: 'FULL', maxBatch: 1000 },
   plans: {
     free: { dailyQuota: 1_000, monthlyQuota: 10_000, rateLimit: 60 },

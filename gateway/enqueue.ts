@@ -8,13 +8,17 @@
 import type { Outbox } from '../control/store/outbox.js';
 import type { Logger } from '../core/log.js';
 import { Signer, type DkimKey } from './dkim.js';
+import { buildMime } from './mime.js';
+import type { NormalizedRequest } from '../control/mail/pipeline.js';
 
 export interface OutgoingMessage {
   emailId: string;
   projectId: string;
   mailFrom: string;
   rcptTo: string[];
+  /** The message; empty when `compose` says how to build it. */
   raw: Uint8Array;
+  compose?: Composition;
   bulk: boolean;
   senderDomain: string;
   /** Idempotency key; the email id when empty. */
@@ -23,6 +27,13 @@ export interface OutgoingMessage {
   dkim?: DkimKey;
   /** Day 1 of the project's warm-up (epoch ms); 0 = today. */
   warmupStartMs?: bigint | number;
+}
+
+/** What the gateway needs to build a stored email's message (proto Composition). */
+export interface Composition {
+  request: string;
+  createdAtMs: bigint | number;
+  headers: Record<string, string>;
 }
 
 export interface EnqueueOutcome {
@@ -50,10 +61,14 @@ export async function recoverPending(outbox: Outbox, findQueued: FindQueued, log
   log.warn({ queued: queued.size, notQueued: lost.length }, 'resolved enqueues interrupted by a crash');
 }
 
+function compose(emailId: string, c: Composition): Promise<Buffer> {
+  return buildMime(emailId, Number(c.createdAtMs), JSON.parse(c.request) as NormalizedRequest, c.headers);
+}
+
 function invalid(msg: OutgoingMessage): string {
   if (!msg.emailId) return 'email_id is required';
   if (!msg.rcptTo.length) return 'rcpt_to is empty';
-  if (!msg.raw.length) return 'raw is empty';
+  if (!msg.raw.length && !msg.compose?.request) return 'raw is empty and there is nothing to compose';
   return '';
 }
 
@@ -134,7 +149,8 @@ export class Enqueuer {
 
     try {
       await this.turns.next();
-      const raw = msg.dkim?.privateKeyPem ? await this.signer.sign(Buffer.from(msg.raw), msg.dkim) : msg.raw;
+      const built = msg.raw.length ? Buffer.from(msg.raw) : await compose(msg.emailId, msg.compose!);
+      const raw = msg.dkim?.privateKeyPem ? await this.signer.sign(built, msg.dkim) : built;
       await this.queue({ ...msg, raw, key });
     } catch (err) {
       // Not signed, or Haraka refused it (and removed what it had written): forget the key so a retry sends it.

@@ -1,5 +1,5 @@
-// Hands committed emails to the gateways. Runs after the 202: builds the MIME
-// message and enqueues it; an email is marked dispatched only once a gateway has
+// Hands committed emails to the gateways. Runs after the 202: sends each stored
+// request with what its message needs (the gateway builds and signs it) and enqueues it; an email is marked dispatched only once a gateway has
 // queued it durably, so a crash of either side just means enqueueing again
 // (the gateway answers a repeated key as a duplicate).
 //
@@ -17,12 +17,15 @@ import type { Gateway, Gateways } from '../gateways.js';
 import type { OutboundMessage } from '../../proto/gen/postgate/gateway/v1/gateway_pb.js';
 import type { Tokens } from '../unsubscribe/tokens.js';
 import { dayStart } from '../../gateway/pacing/warmup.js';
-import { buildMime } from './mime.js';
 import { domainOf, parseMailbox } from './address.js';
 import type { NormalizedRequest } from './pipeline.js';
 import type { Metrics } from '../metrics.js';
 
 const BATCH = 200;
+/** Mail accepted this recently means arrivals are under way (see DeliverySettings.busyDispatchRate). */
+const BUSY_MS = 100;
+/** Emails per dispatch while busy: small, so the floor rate is spread evenly. */
+const BUSY_BATCH = 20;
 const RETRY_MS = 1000;
 /** Domain keys and first sending days are read once a minute at most. */
 const CACHE_MS = 60_000;
@@ -45,6 +48,8 @@ export class Dispatcher {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly down = new Set<string>();
+  /** When mail was last accepted (wake() is called on every accept). */
+  private lastWake = 0;
 
   private readonly keys = new Map<string, { at: number; key: Promise<Omit<Dkim, '$typeName'> | undefined> }>();
   private readonly starts = new Map<string, { at: number; start: Promise<number> }>();
@@ -55,6 +60,8 @@ export class Dispatcher {
     private readonly log: Logger,
     private readonly metrics: Metrics,
     private readonly deliverability: DispatchDeliverability,
+    /** Emails per second while mail keeps arriving (0: no holding back). */
+    private readonly busyRate = 50,
   ) {}
 
   /** The project's key for the sender domain (opened from its sealed form), if it has the domain. */
@@ -102,20 +109,22 @@ export class Dispatcher {
     const feedbackId = `${r.projectId}:${r.bulk ? 'bulk' : 'transactional'}:postgate`;
     if (!r.bulk) {
       const rcptTo = r.recipients.filter((x) => x.status === 'queued').map((x) => x.address);
-      return [{ ...common, key: r.id, rcptTo, raw: await buildMime(r.id, r.createdAt, req, { 'Feedback-ID': feedbackId }) }];
+      return [{ ...common, key: r.id, rcptTo, ...this.compose(r, { 'Feedback-ID': feedbackId }) }];
     }
-    return Promise.all(
-      r.recipients.flatMap((x, index) => {
-        if (x.status !== 'queued') return [];
-        const token = tokens.unsubscribeToken(r.id, index);
-        const headers = {
-          'List-Unsubscribe': `<${baseUrl}/unsubscribe/${token}>, <${tokens.unsubscribeMailto(r.id, index, senderDomain)}>`,
-          'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
-          'Feedback-ID': feedbackId,
-        };
-        return [buildMime(r.id, r.createdAt, req, headers).then((raw): Message => ({ ...common, key: `${r.id}/${index}`, rcptTo: [x.address], raw }))];
-      }),
-    );
+    return r.recipients.flatMap((x, index) => {
+      if (x.status !== 'queued') return [];
+      const token = tokens.unsubscribeToken(r.id, index);
+      const headers = {
+        'List-Unsubscribe': `<${baseUrl}/unsubscribe/${token}>, <${tokens.unsubscribeMailto(r.id, index, senderDomain)}>`,
+        'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+        'Feedback-ID': feedbackId,
+      };
+      return [{ ...common, key: `${r.id}/${index}`, rcptTo: [x.address], ...this.compose(r, headers) }];
+    });
+  }
+
+  private compose(r: EmailRow, headers: Record<string, string>): Pick<Message, 'raw' | 'compose'> {
+    return { raw: new Uint8Array(), compose: { request: r.request, createdAtMs: BigInt(r.createdAt), headers } as Message['compose'] };
   }
 
   start(): void {
@@ -123,6 +132,7 @@ export class Dispatcher {
   }
 
   wake(): void {
+    this.lastWake = performance.now();
     if (this.stopped) return;
     if (this.running) {
       this.again = true;
@@ -140,7 +150,7 @@ export class Dispatcher {
 
   private async drain(): Promise<void> {
     while (!this.stopped) {
-      const rows = await this.store.undispatched(BATCH);
+      const rows = await this.next();
       if (!rows.length) return;
       const byGateway = new Map<Gateway, typeof rows>();
       for (const r of rows) {
@@ -151,7 +161,7 @@ export class Dispatcher {
       await Promise.all(
         [...byGateway].map(async ([gw, list]) => {
           try {
-            // Built a few at a time, yielding in between, so accepting new mail keeps priority over dispatching it.
+            // Prepared a few at a time, yielding in between, so accepting new mail keeps priority over dispatching it.
             const messages: Message[] = [];
             for (let i = 0; i < list.length; i += 10) {
               messages.push(...(await Promise.all(list.slice(i, i + 10).map((r) => this.messagesOf(r)))).flat());
@@ -182,6 +192,22 @@ export class Dispatcher {
         return;
       }
     }
+  }
+
+  /**
+   * The next emails to dispatch. While mail keeps arriving, accepting it has the CPU:
+   * dispatch goes on at the configured floor rate, except for the platform's own mail.
+   */
+  private async next(): Promise<Array<EmailRow & { recipients: RecipientRow[] }>> {
+    const busy = () => performance.now() - this.lastWake < BUSY_MS;
+    if (!busy() || !this.busyRate) return this.store.undispatched(BATCH);
+    await new Promise((r) => setTimeout(r, (1000 * BUSY_BATCH) / this.busyRate));
+    if (!busy()) return this.store.undispatched(BATCH);
+    const rows = await this.store.undispatched(BUSY_BATCH);
+    const system = this.deliverability.system;
+    if (!system) return rows;
+    const have = new Set(rows.map((r) => r.id));
+    return [...rows, ...(await this.store.undispatched(BATCH, system.projectId)).filter((r) => !have.has(r.id))];
   }
 
   private schedule(): void {

@@ -1,10 +1,10 @@
 // The one ingestion pipeline for mail, whatever the door (HTTP, SMTP, gRPC):
 // validate → checks → store (committed) → answer queued. Delivery starts after
 // the commit, in the dispatcher.
-import crypto from 'node:crypto';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { ApiError, invalid } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
+import { uuidv7 } from '../../core/ids.js';
 import type { Config } from '../../core/config.js';
 import type { Caller } from '../access.js';
 import type { BulkRules, NewEmail, Quota, Store } from '../store/store.js';
@@ -180,7 +180,7 @@ export class MailPipeline {
     const n = this.normalize(req);
     const now = clock.now();
     return {
-      id: crypto.randomUUID(),
+      id: uuidv7(now),
       projectId: caller.project.id,
       status: 'queued',
       from: n.from,

@@ -12,16 +12,13 @@ export interface Migration {
   sql: string;
 }
 
-export interface OpenOptions {
-  synchronous?: 'FULL' | 'NORMAL';
-}
-
-export function openDatabase(file: string, migrations: readonly Migration[], opts: OpenOptions = {}): Db {
+export function openDatabase(file: string, migrations: readonly Migration[]): Db {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
-  // Under WAL, FULL fsyncs the log at each commit (one commit holds many grouped writes).
-  db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
+  // SQLite itself fsyncs the WAL only at checkpoints; with synchronous FULL the group
+  // writer fsyncs each commit off the event loop before answering (control/store/wal-sync.ts).
+  db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
   migrate(db, migrations);

@@ -171,14 +171,14 @@ export class Outbox {
   private readonly writer: GroupWriter;
   private readonly stmt: ReturnType<typeof prepare>;
 
-  private constructor(private readonly db: Db, maxBatch: number) {
-    this.writer = new GroupWriter(db, maxBatch);
+  private constructor(private readonly db: Db, maxBatch: number, durable: boolean) {
+    this.writer = new GroupWriter(db, maxBatch, durable);
     this.stmt = prepare(db);
   }
 
   static open(file: string, opts: OutboxOptions = {}): Outbox {
-    const db = openDatabase(file, migrations, { synchronous: opts.synchronous ?? 'FULL' });
-    return new Outbox(db, opts.maxBatch ?? 1000);
+    const db = openDatabase(file, migrations);
+    return new Outbox(db, opts.maxBatch ?? 1000, (opts.synchronous ?? 'FULL') === 'FULL');
   }
 
   /**

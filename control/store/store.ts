@@ -6,6 +6,7 @@ import path from 'node:path';
 import { ApiError } from '../../core/errors.js';
 import { openDatabase, type Db } from './db.js';
 import { GroupWriter } from './writer.js';
+import { DayTallies } from './tallies.js';
 import { controlMigrations } from './migrations.js';
 import { AuthStore, authMigrations } from './auth.js';
 import type { StorageSettings } from '../../core/config.js';
@@ -212,6 +213,15 @@ const toDelivery = (r: any): WebhookDelivery => ({
   id: r.id, webhookId: r.webhook_id, projectId: r.project_id, payload: r.payload, attempt: r.attempt, nextAttemptAt: r.next_attempt_at,
   status: r.status, lastError: r.last_error, createdAt: r.created_at, deliveredAt: r.delivered_at,
 });
+/** What reach() and notify() need of an email. */
+interface StatusRow {
+  reached: string;
+  from_addr: string;
+  subject: string;
+  request: string;
+  created_at: number;
+}
+
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 /** Subjects that differ only in case or spacing are the same subject. */
 const subjectHash = (subject: string) => crypto.createHash('sha256').update(subject.normalize('NFKC').trim().replace(/\s+/g, ' ').toLowerCase()).digest('hex').slice(0, 32);
@@ -225,12 +235,20 @@ export class Store {
   readonly db: Db;
   readonly writer: GroupWriter;
   readonly auth: AuthStore;
+  private readonly tallies: DayTallies;
+  /** Read on every send or event, changed rarely, and only through this class. */
+  private readonly hooksCache = new Map<string, WebhookRow[]>();
+  private readonly verifiedCache = new Map<string, boolean>();
   private readonly q;
 
   constructor(dataDir: string, settings: StorageSettings) {
-    this.db = openDatabase(path.join(dataDir, 'postgate.db'), [...controlMigrations, ...authMigrations], { synchronous: settings.synchronous });
-    this.writer = new GroupWriter(this.db, settings.maxBatch);
+    this.db = openDatabase(path.join(dataDir, 'postgate.db'), [...controlMigrations, ...authMigrations]);
+    this.writer = new GroupWriter(this.db, settings.maxBatch, settings.synchronous === 'FULL');
     this.auth = new AuthStore(this.db, this.writer);
+    this.tallies = new DayTallies(this.db);
+    this.writer.addHooks(this.tallies);
+    // Cached lists are read back from the database after a rollback.
+    this.writer.addHooks({ beginWrite() {}, writeFailed: () => this.forget(), beforeCommit() {}, afterRollback: () => this.forget() });
     const db = this.db;
     this.q = {
       insertProject: db.prepare('INSERT INTO projects (id, slug, name, status, plan, created_at) VALUES (@id, @slug, @name, @status, @plan, @createdAt)'),
@@ -243,8 +261,8 @@ export class Store {
       keys: db.prepare('SELECT * FROM api_keys WHERE project_id = ? ORDER BY created_at, id'),
       revokeKey: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND project_id = ? AND revoked_at IS NULL'),
       keyById: db.prepare('SELECT * FROM api_keys WHERE id = ? AND project_id = ?'),
-      insertEmail: db.prepare(`INSERT INTO emails (id, project_id, status, from_addr, subject, bulk, request, error, error_code, created_at, updated_at)
-        VALUES (@id, @projectId, @status, @from, @subject, @bulk, @request, @error, @errorCode, @createdAt, @createdAt)`),
+      insertEmail: db.prepare(`INSERT INTO emails (id, project_id, status, from_addr, subject, bulk, request, error, error_code, created_at, updated_at, reached)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       insertRecipient: db.prepare('INSERT OR IGNORE INTO email_recipients (email_id, address, kind, status, updated_at) VALUES (?, ?, ?, ?, ?)'),
       insertEvent: db.prepare('INSERT OR IGNORE INTO email_events (email_id, type, recipient, attempt, at, details) VALUES (?, ?, ?, ?, ?, ?)'),
       email: db.prepare('SELECT * FROM emails WHERE id = ? AND project_id = ?'),
@@ -252,6 +270,7 @@ export class Store {
       recipients: db.prepare('SELECT address, kind, status, updated_at FROM email_recipients WHERE email_id = ? ORDER BY rowid'),
       events: db.prepare('SELECT type, recipient, attempt, at, details FROM email_events WHERE email_id = ? ORDER BY id'),
       undispatched: db.prepare("SELECT * FROM emails WHERE dispatched_at IS NULL AND status = 'queued' AND held IS NULL ORDER BY created_at LIMIT ?"),
+      undispatchedOf: db.prepare("SELECT * FROM emails WHERE dispatched_at IS NULL AND status = 'queued' AND held IS NULL AND project_id = ? ORDER BY created_at LIMIT ?"),
       insertEventKeyed: db.prepare('INSERT OR IGNORE INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES (?, ?, ?, ?, ?, ?, ?)'),
       setHeld: db.prepare('UPDATE emails SET held = ? WHERE id = ?'),
       releaseHeld: db.prepare('UPDATE emails SET held = NULL WHERE project_id = ? AND held IS NOT NULL'),
@@ -291,10 +310,6 @@ export class Store {
       emailForStatus: db.prepare('SELECT project_id, status, reached, from_addr, subject, request, created_at FROM emails WHERE id = ?'),
       setReached: db.prepare('UPDATE emails SET reached = ? WHERE id = ?'),
       setPlan: db.prepare('UPDATE projects SET plan = @plan, daily_quota = @dailyQuota, monthly_quota = @monthlyQuota, rate_limit = @rateLimit WHERE id = @id'),
-      usageDay: db.prepare('SELECT count FROM usage_daily WHERE project_id = ? AND day = ?').pluck(),
-      usageSince: db.prepare('SELECT COALESCE(SUM(count), 0) FROM usage_daily WHERE project_id = ? AND day >= ? AND day <= ?').pluck(),
-      addUsage: db.prepare('INSERT INTO usage_daily (project_id, day, count) VALUES (?, ?, 1) ON CONFLICT(project_id, day) DO UPDATE SET count = count + 1'),
-      addAnalytics: db.prepare('INSERT INTO analytics_daily (project_id, day, status, count) VALUES (?, ?, ?, 1) ON CONFLICT(project_id, day, status) DO UPDATE SET count = count + 1'),
       analytics: db.prepare('SELECT day, status, count FROM analytics_daily WHERE project_id = ? AND day >= ? AND day <= ?'),
       insertDomain: db.prepare(`INSERT INTO domains (id, project_id, name, status, selector, dkim_private, dkim_public, records, created_at)
         VALUES (@id, @projectId, @name, @status, @selector, @dkimPrivate, @dkimPublic, @records, @createdAt)`),
@@ -417,14 +432,16 @@ export class Store {
   private insertEmailNow(e: NewEmail, quota: Quota | undefined, bulk?: BulkRules): void {
     if (quota && e.status === 'queued') {
       const today = day(e.createdAt);
-      const used = (this.q.usageDay.get(e.projectId, today) as number | undefined) ?? 0;
-      if (used >= quota.daily) throw new ApiError('QUOTA_EXCEEDED', `The daily quota of ${quota.daily} emails is used up`);
-      const month = (this.q.usageSince.get(e.projectId, today.slice(0, 8) + '01', today) as number) ?? 0;
-      if (month >= quota.monthly) throw new ApiError('QUOTA_EXCEEDED', `The monthly quota of ${quota.monthly} emails is used up`);
-      this.q.addUsage.run(e.projectId, today);
+      const used = this.tallies.usageOf(e.projectId, today);
+      if (used.day >= quota.daily) throw new ApiError('QUOTA_EXCEEDED', `The daily quota of ${quota.daily} emails is used up`);
+      if (used.month >= quota.monthly) throw new ApiError('QUOTA_EXCEEDED', `The monthly quota of ${quota.monthly} emails is used up`);
+      this.tallies.countUsage(e.projectId, today);
     }
     if (bulk && e.bulk && e.status === 'queued') this.checkBulk(e, bulk);
-    this.q.insertEmail.run({ ...e, bulk: e.bulk ? 1 : 0, error: e.error ?? null, errorCode: e.errorCode ?? null });
+    // A new email has reached its first status already: no read-back for reach().
+    const row: StatusRow = { reached: e.status, from_addr: e.from, subject: e.subject, request: e.request, created_at: e.createdAt };
+    this.q.insertEmail.run(e.id, e.projectId, e.status, e.from, e.subject, e.bulk ? 1 : 0, e.request, e.error ?? null, e.errorCode ?? null, e.createdAt, e.createdAt, row.reached);
+    this.tallies.countStatus(e.projectId, day(e.createdAt), e.status);
 
     for (const r of e.recipients) this.q.insertRecipient.run(e.id, r.address, r.kind, r.status ?? (e.status === 'failed' ? 'failed' : 'queued'), e.createdAt);
     const details = e.error ? JSON.stringify({ reason: e.error, code: e.errorCode }) : null;
@@ -433,13 +450,13 @@ export class Store {
       // A partly refused email says which recipients were left out, and why.
       if (r.status === 'failed' && e.status !== 'failed') this.q.insertEvent.run(e.id, 'failed', r.address, 0, e.createdAt, JSON.stringify({ reason: r.reason ?? 'refused' }));
     }
-    this.reach(e.id, e.projectId, e.status, e.createdAt, { type: e.status, at: e.createdAt, ...(e.error ? { reason: e.error, code: e.errorCode } : {}) });
+    this.notify(e.id, e.projectId, e.status, e.createdAt, { type: e.status, at: e.createdAt, ...(e.error ? { reason: e.error, code: e.errorCode } : {}) }, row);
     if (e.held) {
       // Held by control, not a gateway: the delay says so, and waits for an announcement or the operator.
       const details = { cause: 'volume', reason: e.held };
       this.q.setHeld.run(e.held, e.id);
       this.q.insertEventKeyed.run(e.id, 'deferred', '', 0, e.createdAt, JSON.stringify(details), 'volume');
-      this.reach(e.id, e.projectId, e.status, e.createdAt, { type: 'deferred', at: e.createdAt, ...details });
+      this.notify(e.id, e.projectId, e.status, e.createdAt, { type: 'deferred', at: e.createdAt, ...details }, row);
     }
   }
 
@@ -448,14 +465,19 @@ export class Store {
    * and queued for every webhook that wants it, in the same transaction as the change.
    */
   private reach(emailId: string, projectId: string, status: string, at: number, event: Record<string, unknown>): void {
-    const row = this.q.emailForStatus.get(emailId) as any;
+    const row = this.q.emailForStatus.get(emailId) as StatusRow;
     const reached: string[] = row.reached ? row.reached.split(',') : [];
     if (!reached.includes(status)) {
       reached.push(status);
       this.q.setReached.run(reached.join(','), emailId);
-      this.q.addAnalytics.run(projectId, day(at), status);
+      this.tallies.countStatus(projectId, day(at), status);
     }
-    const hooks = this.q.webhooks.all(projectId).map(toWebhook).filter((w) => !w.statuses.length || w.statuses.includes(String(event.type)) || w.statuses.includes(status));
+    this.notify(emailId, projectId, status, at, event, row);
+  }
+
+  /** Queues the change for every webhook of the project that wants it. */
+  private notify(emailId: string, projectId: string, status: string, at: number, event: Record<string, unknown>, row: StatusRow): void {
+    const hooks = this.webhooksOf(projectId).filter((w) => !w.statuses.length || w.statuses.includes(String(event.type)) || w.statuses.includes(status));
     if (!hooks.length) return;
     const req = JSON.parse(row.request) as { to: string[]; tags: string[] };
     const data = {
@@ -469,6 +491,20 @@ export class Store {
     }
   }
 
+  private webhooksOf(projectId: string): WebhookRow[] {
+    let list = this.hooksCache.get(projectId);
+    if (!list) {
+      list = this.q.webhooks.all(projectId).map(toWebhook);
+      this.hooksCache.set(projectId, list);
+    }
+    return list;
+  }
+
+  private forget(): void {
+    this.hooksCache.clear();
+    this.verifiedCache.clear();
+  }
+
   async getEmail(projectId: string, id: string): Promise<{ email: EmailRow; recipients: RecipientRow[]; events: EventRow[] } | undefined> {
     const r = this.q.email.get(id, projectId);
     if (!r) return undefined;
@@ -479,8 +515,10 @@ export class Store {
     };
   }
 
-  async undispatched(limit: number): Promise<Array<EmailRow & { recipients: RecipientRow[] }>> {
-    return this.q.undispatched.all(limit).map((r: any) => ({
+  /** Accepted emails not yet handed to a gateway, oldest first; of one project when given. */
+  async undispatched(limit: number, projectId?: string): Promise<Array<EmailRow & { recipients: RecipientRow[] }>> {
+    const rows = projectId ? this.q.undispatchedOf.all(projectId, limit) : this.q.undispatched.all(limit);
+    return rows.map((r: any) => ({
       ...toEmail(r),
       recipients: this.q.recipients.all(r.id).map((x: any) => ({ address: x.address, kind: x.kind, status: x.status, updatedAt: x.updated_at })),
     }));
@@ -632,11 +670,7 @@ export class Store {
   // Usage and analytics
 
   async usage(projectId: string, at: number): Promise<{ day: number; month: number }> {
-    const today = day(at);
-    return {
-      day: (this.q.usageDay.get(projectId, today) as number | undefined) ?? 0,
-      month: this.q.usageSince.get(projectId, today.slice(0, 8) + '01', today) as number,
-    };
+    return this.tallies.usageOf(projectId, day(at));
   }
 
   async analytics(projectId: string, fromDay: string, toDay: string): Promise<Array<{ day: string; status: string; count: number }>> {
@@ -646,7 +680,10 @@ export class Store {
   // Domains
 
   insertDomain(d: Omit<DomainRow, 'verifiedAt' | 'checkedAt'>): Promise<void> {
-    return this.writer.run(() => void this.q.insertDomain.run({ ...d, records: JSON.stringify(d.records) }));
+    return this.writer.run(() => {
+      this.verifiedCache.clear();
+      this.q.insertDomain.run({ ...d, records: JSON.stringify(d.records) });
+    });
   }
 
   async domains(projectId: string): Promise<DomainRow[]> {
@@ -665,21 +702,36 @@ export class Store {
 
   /** The hot path's question (every send): is this sender domain verified? */
   async domainVerified(projectId: string, name: string): Promise<boolean> {
-    return this.q.domainStatus.get(projectId, name) === 'verified';
+    const key = `${projectId}|${name}`;
+    let ok = this.verifiedCache.get(key);
+    if (ok === undefined) {
+      ok = this.q.domainStatus.get(projectId, name) === 'verified';
+      this.verifiedCache.set(key, ok);
+    }
+    return ok;
   }
 
   deleteDomain(projectId: string, id: string): Promise<boolean> {
-    return this.writer.run(() => this.q.deleteDomain.run(id, projectId).changes > 0);
+    return this.writer.run(() => {
+      this.verifiedCache.clear();
+      return this.q.deleteDomain.run(id, projectId).changes > 0;
+    });
   }
 
   updateDomain(id: string, status: DomainRow['status'], records: DomainRow['records'], checkedAt: number, verifiedAt: number | null): Promise<void> {
-    return this.writer.run(() => void this.q.updateDomain.run(status, JSON.stringify(records), checkedAt, verifiedAt, id));
+    return this.writer.run(() => {
+      this.verifiedCache.clear();
+      this.q.updateDomain.run(status, JSON.stringify(records), checkedAt, verifiedAt, id);
+    });
   }
 
   // Webhooks
 
   insertWebhook(w: WebhookRow): Promise<void> {
-    return this.writer.run(() => void this.q.insertWebhook.run({ ...w, statuses: JSON.stringify(w.statuses) }));
+    return this.writer.run(() => {
+      this.hooksCache.delete(w.projectId);
+      this.q.insertWebhook.run({ ...w, statuses: JSON.stringify(w.statuses) });
+    });
   }
 
   async webhooks(projectId: string): Promise<WebhookRow[]> {
@@ -698,6 +750,7 @@ export class Store {
 
   deleteWebhook(projectId: string, id: string): Promise<boolean> {
     return this.writer.run(() => {
+      this.hooksCache.delete(projectId);
       const gone = this.q.deleteWebhook.run(id, projectId).changes > 0;
       if (gone) this.q.dropDeliveries.run(id);
       return gone;

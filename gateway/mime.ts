@@ -1,9 +1,9 @@
 // Builds the RFC 5322 message of a stored email with nodemailer's composer.
-// Done after the 202 (by the dispatcher), and deterministic in what matters:
-// Message-ID and Date come from the stored email, so a rebuild is the same mail.
+// Done by the gateway at Enqueue, long after the 202, and deterministic in what
+// matters: Message-ID and Date come from the stored email, so a rebuild is the same mail.
 import MailComposer from 'nodemailer/lib/mail-composer';
-import { domainOf, parseMailbox } from './address.js';
-import type { NormalizedRequest } from './pipeline.js';
+import { domainOf, parseMailbox } from '../control/mail/address.js';
+import type { NormalizedRequest } from '../control/mail/pipeline.js';
 
 /**
  * `extra` are the service's own headers (Feedback-ID, List-Unsubscribe…), written as
