@@ -39,9 +39,7 @@ function phone(input: string): string {
 export const keyRoutes = (ctx: AuthContext): FastifyPluginAsync => async (app) => {
   const { access, projects, sessions, codes, oauth, store } = ctx;
   app.decorateRequest('caller', undefined);
-  app.addHook('onRequest', async (req) => {
-    req.caller = await access.resolve(Access.keyOf(req), AUTH_KEYS);
-  });
+  app.addHook('onRequest', access.hook(AUTH_KEYS));
 
   const originOf = (req: FastifyRequest): Origin => ({ ip: clientIp(req, req.caller!), userAgent: req.headers['user-agent'] ?? null });
 

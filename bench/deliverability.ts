@@ -29,6 +29,10 @@ import { publishDomain } from '../test/deliverability/helpers.js';
 import { buildMime } from '../gateway/mime.js';
 import { newDkimKey } from '../control/domains/records.js';
 import { cpuMs, peakRss, startCountingSink, startVanillaHaraka } from './deliverability/lib.js';
+import { build } from '../deploy/build.js';
+
+// Postgate runs as `npm start` runs it, from the compiled tree: built now, so it matches the sources.
+build();
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const N = Number(process.env.BENCH_MESSAGES || 3000);

@@ -22,6 +22,10 @@ import { startDnsServer } from '../test/helpers/dns-server.js';
 import { startCountingSink } from './lib/sink.js';
 import { smtpLoad } from './lib/smtp-load.js';
 import { treeRss } from './lib/rss.js';
+import { build } from '../deploy/build.js';
+
+// Postgate runs as `npm start` runs it, from the compiled tree: built now, so it matches the sources.
+build();
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);

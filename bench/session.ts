@@ -16,6 +16,10 @@ import { fileURLToPath } from 'node:url';
 import { startHello, stopChild } from './lib/baseline.js';
 import autocannon, { type Result } from 'autocannon';
 import { Stack } from '../test/helpers/stack.js';
+import { build } from '../deploy/build.js';
+
+// Postgate runs as `npm start` runs it, from the compiled tree: built now, so it matches the sources.
+build();
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);

@@ -9,6 +9,12 @@ import { loadConfig } from '../core/config.js';
 import { createLogger } from '../core/log.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+// Run from dist/ (`npm start`, compiled by deploy/build.ts) the children are JavaScript too;
+// run from the sources, they go through the tsx loader.
+const ext = path.extname(fileURLToPath(import.meta.url));
+const loader = ext === '.ts' ? ['--import', 'tsx'] : [];
+/** The package's directory: relative settings (./data) mean the same from either tree. */
+const packageDir = ext === '.ts' ? root : path.dirname(root);
 const config = loadConfig();
 const log = createLogger('supervisor', config.logLevel);
 const runDir = path.join(config.dataDir, 'run');
@@ -30,8 +36,8 @@ interface Child {
 const children: Child[] = [
   // Accepting mail is what callers wait on; delivery is background work that catches up. On a busy
   // machine the gateway gets what CPU control leaves (a higher nice value), not an equal share.
-  { name: 'gateway', entry: 'gateway/main.ts', stopSignal: 'SIGINT', startedAt: 0, backoffMs: 250, nice: 10 },
-  { name: 'control', entry: 'control/main.ts', stopSignal: 'SIGTERM', startedAt: 0, backoffMs: 250, nice: 0 },
+  { name: 'gateway', entry: `gateway/main${ext}`, stopSignal: 'SIGINT', startedAt: 0, backoffMs: 250, nice: 10 },
+  { name: 'control', entry: `control/main${ext}`, stopSignal: 'SIGTERM', startedAt: 0, backoffMs: 250, nice: 0 },
 ];
 let stopping = false;
 
@@ -40,10 +46,10 @@ function start(c: Child): void {
   // detached: a Ctrl-C in the terminal reaches the supervisor only, which then stops the children in order.
   // POSTGATE_NODE_ARGS: extra Node flags for the children (e.g. --cpu-prof, --max-old-space-size=…).
   const extra = (process.env.POSTGATE_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const argv = [process.execPath, ...extra, '--import', 'tsx', path.join(root, c.entry)];
+  const argv = [process.execPath, ...extra, ...loader, path.join(root, c.entry)];
   // Through nice(1), so every thread of the child (thread pool, DKIM worker, GC) runs at its priority; it execs in place (same pid).
   const [cmd, ...args] = c.nice ? ['nice', '-n', String(c.nice), ...argv] : argv;
-  const proc = spawn(cmd!, args, { cwd: root, env: process.env, stdio: 'inherit', detached: true });
+  const proc = spawn(cmd!, args, { cwd: packageDir, env: process.env, stdio: 'inherit', detached: true });
   c.proc = proc;
   fs.writeFileSync(path.join(runDir, `${c.name}.pid`), String(proc.pid));
   log.info({ child: c.name, pid: proc.pid }, 'started');

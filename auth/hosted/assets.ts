@@ -5,7 +5,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { build, stop } from 'esbuild';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -46,7 +46,11 @@ export interface Assets {
 let built: Promise<Assets> | undefined;
 
 export function assets(): Promise<Assets> {
-  built ??= Promise.all([script('embed.ts'), script('widget.ts'), stylesheet('widget.css')]).then(([embed, widget, css]) => ({ embed, widget, css }));
+  built ??= Promise.all([script('embed.ts'), script('widget.ts'), stylesheet('widget.css')]).then(([embed, widget, css]) => {
+    // esbuild's helper process (~14 MB) is not needed until a rebuild, which starts it again.
+    void stop();
+    return { embed, widget, css };
+  });
   // A failed build is retried on the next request rather than cached.
   built.catch(() => {
     built = undefined;

@@ -13,17 +13,18 @@ const EXPOSED = 'retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-re
 const isApi = (url: string) => url.startsWith(API) && !url.startsWith(`${API}callback/`);
 
 export function corsHooks(app: FastifyInstance, hosted: Hosted): void {
-  app.addHook('onRequest', async (req, reply) => {
+  // Callback-style hooks: most requests (servers calling) carry no Origin and pass straight through.
+  app.addHook('onRequest', (req, reply, done) => {
     const origin = req.headers.origin;
-    if (typeof origin !== 'string' || !isApi(req.url)) return;
     // Set now so that every answer, errors included, is readable by the page.
-    reply.header('access-control-allow-origin', origin).header('vary', 'Origin').header('access-control-expose-headers', EXPOSED);
+    if (typeof origin === 'string' && isApi(req.url)) reply.header('access-control-allow-origin', origin).header('vary', 'Origin').header('access-control-expose-headers', EXPOSED);
+    done();
   });
 
   // Runs after the key routes resolved the caller (their own onRequest hook), before the handler.
-  app.addHook('preHandler', async (req: FastifyRequest) => {
-    if (!req.caller || !isApi(req.url) || typeof req.headers.origin !== 'string') return;
-    await hosted.checkRequestOrigin(req, req.caller.project.id);
+  app.addHook('preHandler', (req: FastifyRequest, _reply, done) => {
+    if (!req.caller || typeof req.headers.origin !== 'string' || !isApi(req.url)) return done();
+    hosted.checkRequestOrigin(req, req.caller.project.id).then(() => done(), (err: Error) => done(err));
   });
 
   app.options(`${API}*`, { schema: { hide: true } }, async (req, reply) => {

@@ -44,11 +44,10 @@ const security: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { service
 /** The whole mail API: one key check and one rate limit in front of every route. */
 export const mailRoutes: FastifyPluginAsync<MailRoutesOptions> = async (app, { config, store, access, pipeline, counters, secret, resolver, pacing }) => {
   app.decorateRequest('caller', undefined);
-  app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
-    req.caller = await access.resolve(Access.keyOf(req), MAIL_KEYS);
-    const { headers } = checkRate(counters, `api:${req.caller.project.id}`, limitsOf(req.caller.project, config).rateLimit);
+  app.addHook('onRequest', access.hook(MAIL_KEYS, (req: FastifyRequest, reply: FastifyReply) => {
+    const { headers } = checkRate(counters, `api:${req.caller!.project.id}`, limitsOf(req.caller!.project, config).rateLimit);
     reply.headers(headers);
-  });
+  }));
 
   await app.register(emailRoutes, { config, store, pipeline });
   await app.register(domainRoutes, { config, store, resolver, dkimSealer: sealer(secret, 'dkim') });

@@ -2,15 +2,22 @@
 // synchronous=NORMAL, so a commit is a write() into the WAL and no fsync; the
 // group writer then fdatasyncs the WAL file on libuv's thread pool and only
 // afterwards tells the callers their writes are committed. The event loop keeps
-// accepting (and grouping) new writes while the disk works, and one fdatasync
-// covers every commit made before it started. fsync is per file, not per file
-// descriptor, so syncing our own descriptor of the WAL flushes SQLite's writes.
+// accepting (and grouping) new writes while the disk works. fsync is per file, not
+// per file descriptor, so syncing our own descriptor of the WAL flushes SQLite's
+// writes; an fdatasync covers every write made before it started.
 import fs from 'node:fs';
 import path from 'node:path';
 
+/**
+ * fdatasyncs in flight at once. A commit's own fdatasync starts right away (up to
+ * this many), instead of waiting for one that began before its write to finish.
+ */
+const MAX_IN_FLIGHT = Number(process.env.WAL_SYNCS || 2);
+
 export class WalSync {
   private readonly fd: number;
-  private running: Promise<void> | null = null;
+  private inFlight = 0;
+  private idle: Array<() => void> = [];
   private queued: Promise<void> | null = null;
 
   /** `dbFile` is open in WAL mode by now, so its -wal file exists (SQLite keeps it while a connection is open). */
@@ -28,29 +35,30 @@ export class WalSync {
 
   /** Settles once everything committed before the call is on disk. */
   sync(): Promise<void> {
-    if (this.queued) return this.queued;
-    if (!this.running) return this.start();
-    // An fdatasync already running may have started before our commit: wait for the next one.
-    this.queued = this.running.then(() => this.start(), () => this.start());
+    if (this.inFlight < MAX_IN_FLIGHT) return this.start();
+    // All slots busy: one more fdatasync, started when a slot frees, covers every commit until then.
+    this.queued ??= new Promise<void>((resolve) => this.idle.push(resolve)).then(() => {
+      this.queued = null;
+      return this.start();
+    });
     return this.queued;
   }
 
   private start(): Promise<void> {
-    this.queued = null;
-    const run = new Promise<void>((resolve, reject) => fs.fdatasync(this.fd, (err) => (err ? reject(err) : resolve())));
-    this.running = run;
-    void run.then(
-      () => this.running === run && (this.running = null),
-      () => this.running === run && (this.running = null),
+    this.inFlight++;
+    return new Promise<void>((resolve, reject) =>
+      fs.fdatasync(this.fd, (err) => {
+        this.inFlight--;
+        this.idle.shift()?.();
+        if (err) reject(err);
+        else resolve();
+      }),
     );
-    return run;
   }
 
   /** Closes the descriptor once the syncs under way are done. */
   close(): void {
-    const last = this.queued ?? this.running;
-    const done = () => fs.close(this.fd, () => {});
-    if (last) void last.then(done, done);
-    else done();
+    const done = () => (this.inFlight ? setTimeout(done, 5) : fs.close(this.fd, () => {}));
+    done();
   }
 }

@@ -10,6 +10,7 @@ import { freePort } from './ports.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const exec = promisify(execFile);
+const supervisor = path.join(root, 'dist/control/supervisor.js');
 
 export interface StackOptions {
   env?: Record<string, string>;
@@ -58,8 +59,11 @@ export class Stack {
 
   /** Starts (or restarts after stop()) the supervisor and waits until the API answers. */
   async boot(): Promise<void> {
+    // As `npm start` runs it: the compiled tree (deploy/build.ts), built by vitest's global setup
+    // and at the start of each benchmark.
+    if (!fs.existsSync(supervisor)) throw new Error('dist/ is missing: run `npm run build`');
     const log = fs.openSync(this.logFile, 'a');
-    this.proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'control/supervisor.ts')], {
+    this.proc = spawn(process.execPath, [supervisor], {
       cwd: root,
       env: { ...process.env, ...this.env },
       stdio: ['ignore', log, log],
