@@ -60,10 +60,11 @@ export class Access {
   /** The caller when both its key and project are in the cache (the usual case); throws for a bad key. */
   cached(plain: string | undefined, need: KeyRequirement): Caller | undefined {
     if (!plain) throw new ApiError('INVALID_API_KEY', 'Missing API key');
-    const key = this.keys.get(hashKey(plain));
-    if (key === undefined) return undefined;
-    const project = this.projects.get(this.check(key, need).projectId);
-    return project && { key: key!, project };
+    const cachedKey = this.keys.get(hashKey(plain));
+    if (cachedKey === undefined) return undefined;
+    const key = this.check(cachedKey, need);
+    const project = this.projects.get(key.projectId);
+    return project && { key, project };
   }
 
   private check(key: ApiKeyRow | null, need: KeyRequirement): ApiKeyRow {
@@ -80,9 +81,10 @@ export class Access {
    */
   hook(need: KeyRequirement, then?: (req: FastifyRequest, reply: FastifyReply) => void): onRequestHookHandler {
     return (req, reply, done) => {
+      const plain = Access.keyOf(req);
       let caller: Caller | undefined;
       try {
-        caller = this.cached(Access.keyOf(req), need);
+        caller = this.cached(plain, need);
         if (caller) {
           req.caller = caller;
           then?.(req, reply);
@@ -95,7 +97,7 @@ export class Access {
         done();
         return;
       }
-      this.resolve(Access.keyOf(req), need).then((c) => {
+      this.resolve(plain, need).then((c) => {
         req.caller = c;
         then?.(req, reply);
         done();

@@ -1,7 +1,8 @@
 // Hands committed emails to the gateways. Runs after the 202: sends each stored
-// request with what its message needs (the gateway builds and signs it) and enqueues it; an email is marked dispatched only once a gateway has
-// queued it durably, so a crash of either side just means enqueueing again
-// (the gateway answers a repeated key as a duplicate).
+// request with what its message needs (the gateway builds and signs it); an email
+// is marked dispatched only once a gateway has queued it durably, so a crash of
+// either side just means enqueueing again (the gateway answers a repeated key as a
+// duplicate).
 //
 // What deliverability needs travels with each message: the envelope sender is a VERP
 // address on the domain's return path (bounces come back naming the email, SPF aligns),

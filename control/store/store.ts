@@ -248,7 +248,7 @@ export class Store {
     this.tallies = new DayTallies(this.db);
     this.writer.addHooks(this.tallies);
     // Cached lists are read back from the database after a rollback.
-    this.writer.addHooks({ beginWrite() {}, writeFailed: () => this.forget(), beforeCommit() {}, afterRollback: () => this.forget() });
+    this.writer.addHooks({ writeFailed: () => this.forget(), afterRollback: () => this.forget() });
     const db = this.db;
     this.q = {
       insertProject: db.prepare('INSERT INTO projects (id, slug, name, status, plan, created_at) VALUES (@id, @slug, @name, @status, @plan, @createdAt)'),

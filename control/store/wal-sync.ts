@@ -12,12 +12,13 @@ import path from 'node:path';
  * fdatasyncs in flight at once. A commit's own fdatasync starts right away (up to
  * this many), instead of waiting for one that began before its write to finish.
  */
-const MAX_IN_FLIGHT = Number(process.env.WAL_SYNCS || 2);
+const MAX_IN_FLIGHT = 2;
 
 export class WalSync {
   private readonly fd: number;
   private inFlight = 0;
-  private idle: Array<() => void> = [];
+  /** Wakes the one queued fdatasync when a slot frees. */
+  private slotFree: (() => void) | null = null;
   private queued: Promise<void> | null = null;
 
   /** `dbFile` is open in WAL mode by now, so its -wal file exists (SQLite keeps it while a connection is open). */
@@ -37,7 +38,7 @@ export class WalSync {
   sync(): Promise<void> {
     if (this.inFlight < MAX_IN_FLIGHT) return this.start();
     // All slots busy: one more fdatasync, started when a slot frees, covers every commit until then.
-    this.queued ??= new Promise<void>((resolve) => this.idle.push(resolve)).then(() => {
+    this.queued ??= new Promise<void>((resolve) => (this.slotFree = resolve)).then(() => {
       this.queued = null;
       return this.start();
     });
@@ -49,7 +50,9 @@ export class WalSync {
     return new Promise<void>((resolve, reject) =>
       fs.fdatasync(this.fd, (err) => {
         this.inFlight--;
-        this.idle.shift()?.();
+        const wake = this.slotFree;
+        this.slotFree = null;
+        wake?.();
         if (err) reject(err);
         else resolve();
       }),

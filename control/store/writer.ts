@@ -8,13 +8,13 @@ import { WalSync } from './wal-sync.js';
 /** Work that belongs to the group rather than one write (sums written once per commit). */
 export interface GroupHooks {
   /** A write of the group starts; what it does may yet be undone by writeFailed. */
-  beginWrite(): void;
+  beginWrite?(): void;
   /** The write that began last threw: its savepoint was rolled back. */
-  writeFailed(): void;
+  writeFailed?(): void;
   /** Runs inside the transaction after the group's writes, before the commit. */
-  beforeCommit(): void;
+  beforeCommit?(): void;
   /** The group's transaction rolled back. */
-  afterRollback(): void;
+  afterRollback?(): void;
 }
 
 interface Pending {
@@ -72,21 +72,21 @@ export class GroupWriter {
           for (const p of batch) {
             // A savepoint per write: a failure undoes this write only.
             this.savepoint.run();
-            for (const h of this.hooks) h.beginWrite();
+            for (const h of this.hooks) h.beginWrite?.();
             try {
               results.push({ ok: true, value: p.fn() });
               this.release.run();
             } catch (err) {
               this.rollbackTo.run();
               this.release.run();
-              for (const h of this.hooks) h.writeFailed();
+              for (const h of this.hooks) h.writeFailed?.();
               results.push({ ok: false, value: err });
             }
           }
-          for (const h of this.hooks) h.beforeCommit();
+          for (const h of this.hooks) h.beforeCommit?.();
         })();
       } catch (err) {
-        for (const h of this.hooks) h.afterRollback();
+        for (const h of this.hooks) h.afterRollback?.();
         for (const p of batch) p.reject(err);
         continue;
       }
