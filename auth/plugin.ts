@@ -8,6 +8,7 @@ import { clock } from '../core/clock.js';
 import type { Store } from '../control/store/store.js';
 import type { Access } from '../control/access.js';
 import type { MailPipeline } from '../control/mail/pipeline.js';
+import type { FastLane } from '../control/fast-lane.js';
 import { createAuthContext } from './context.js';
 import { adminRoutes } from './admin.js';
 import { callbackRoutes, keyRoutes } from './routes.js';
@@ -24,13 +25,15 @@ export interface AuthPluginOptions {
   invalidator: Invalidator;
   secret: string;
   adminToken: string;
+  /** Where GET /session answers from memory without Fastify (control/fast-lane.ts); absent, Fastify answers every check. */
+  fastLane?: FastLane;
 }
 
 export const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (app, opts) => {
   const ctx = createAuthContext(opts);
   bindSessions(ctx.sessions);
   await app.register(hostedPlugin(ctx)); // first: its browser-origin hooks reach the key routes
-  await app.register(keyRoutes(ctx));
+  await app.register(keyRoutes(ctx, opts.fastLane));
   await app.register(callbackRoutes(ctx));
   await app.register(adminRoutes(ctx, opts.adminToken));
 

@@ -4,6 +4,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ApiError, invalid } from '../core/errors.js';
 import { Access, type Caller, type KeyRequirement } from '../control/access.js';
+import { sendJson, type FastLane } from '../control/fast-lane.js';
 import { isAddress } from '../control/mail/address.js';
 import type { Origin, SessionRow, UserRow } from '../control/store/auth.js';
 import type { AuthContext } from './context.js';
@@ -18,7 +19,7 @@ const P = '/api/v1/auth';
 const tags = ['auth'];
 const E164 = /^\+[1-9]\d{6,14}$/;
 
-const bearer = (req: FastifyRequest): string | undefined => {
+const bearer = (req: Pick<FastifyRequest, 'headers'>): string | undefined => {
   const h = req.headers.authorization;
   return typeof h === 'string' && h.startsWith('Bearer ') ? h.slice(7).trim() : undefined;
 };
@@ -36,7 +37,7 @@ function phone(input: string): string {
 }
 
 /** Routes that need a project key. */
-export const keyRoutes = (ctx: AuthContext): FastifyPluginAsync => async (app) => {
+export const keyRoutes = (ctx: AuthContext, fastLane?: FastLane): FastifyPluginAsync => async (app) => {
   const { access, projects, sessions, codes, oauth, store } = ctx;
   app.decorateRequest('caller', undefined);
   app.addHook('onRequest', access.hook(AUTH_KEYS));
@@ -165,17 +166,31 @@ export const keyRoutes = (ctx: AuthContext): FastifyPluginAsync => async (app) =
 
   // This route runs on every request of an app: the JSON answer of a cached session is built once per (session, user)
   // pair, with exactly the fields of its response schema, and sent as it is.
-  const answers = new WeakMap<SessionRow, { user: UserRow; json: string }>();
+  const answers = new WeakMap<SessionRow, { user: UserRow; json: string; bytes: number }>();
+  const answerOf = ({ user, session }: { user: UserRow; session: SessionRow }) => {
+    let a = answers.get(session);
+    if (a?.user !== user) {
+      const json = JSON.stringify({ user: sessionUserOut(user, session.provider), session: sessionOut(session) });
+      a = { user, json, bytes: Buffer.byteLength(json) };
+      answers.set(session, a);
+    }
+    return a;
+  };
   app.get(`${P}/session`, {
     schema: { summary: 'The session of a token (call on every protected request): answered from memory, revocation is immediate', tags, security: serviceKeyAndSession, response: { ...schemas.session.response, ...errors } },
   }, async (req, reply) => {
-    const { user, session } = await sessions.check(req.caller!, bearer(req));
-    let a = answers.get(session);
-    if (a?.user !== user) {
-      a = { user, json: JSON.stringify({ user: sessionUserOut(user, session.provider), session: sessionOut(session) }) };
-      answers.set(session, a);
-    }
+    const a = answerOf(await sessions.check(req.caller!, bearer(req)));
     return reply.type('application/json; charset=utf-8').send(a.json);
+  });
+  // The same check when the key, session and user are all in memory, before Fastify. Browsers (an Origin header) take
+  // the ordinary path, where their CORS headers and origin check are.
+  fastLane?.get(`${P}/session`, (req, res) => {
+    if (req.headers.origin !== undefined) return false;
+    const caller = access.allowedFromCache(Access.keyOf(req), AUTH_KEYS);
+    const info = caller && sessions.cached(caller, bearer(req));
+    if (!info) return false;
+    const a = answerOf(info);
+    return sendJson(res, a.json, a.bytes);
   });
 
   app.post(`${P}/sign-out`, {

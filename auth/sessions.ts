@@ -99,9 +99,8 @@ export class Sessions {
       if (!session) throw invalidSession();
       if (gen === this.generation) this.remember(this.byHash, hash, session);
     }
-    if (session.projectId !== caller.project.id || session.env !== envOf(caller)) throw invalidSession();
-    if (session.expiresAt <= clock.now()) {
-      this.byHash.delete(hash);
+    if (!this.validFor(caller, session)) {
+      if (session.expiresAt <= clock.now()) this.byHash.delete(hash);
       throw invalidSession();
     }
     let user = this.users.get(session.userId);
@@ -112,6 +111,23 @@ export class Sessions {
       if (gen === this.generation) this.remember(this.users, user.id, user);
     }
     return { user, session };
+  }
+
+  /**
+   * The session of a token when it, its user and a yes are all in memory; undefined when
+   * check() has to decide (the store must be asked, or the answer is a refusal).
+   */
+  cached(caller: Caller, token: string | undefined): SessionInfo | undefined {
+    if (!token || token.length > 200) return undefined;
+    const session = this.byHash.get(sha256(token));
+    if (!session || !this.validFor(caller, session)) return undefined;
+    const user = this.users.get(session.userId);
+    return user && { user, session };
+  }
+
+  /** A token works only for its own project and key kind, until it expires. */
+  private validFor(caller: Caller, session: SessionRow): boolean {
+    return session.projectId === caller.project.id && session.env === envOf(caller) && session.expiresAt > clock.now();
   }
 
   async signOut(caller: Caller, token: string | undefined): Promise<void> {

@@ -20,6 +20,8 @@ export const MAIL_KEYS: KeyRequirement = { kinds: ['live'], scopes: ['all'] };
 
 const CACHE_MAX = 50_000;
 
+const fits = (key: ApiKeyRow, need: KeyRequirement) => need.kinds.includes(key.kind) && need.scopes.includes(key.scope);
+
 export class Access {
   private readonly keys = new Map<string, ApiKeyRow | null>();
   private readonly projects = new Map<string, Project>();
@@ -67,9 +69,17 @@ export class Access {
     return project && { key, project };
   }
 
+  /** The caller when its key is cached and may make this call, else undefined (never throws: the ordinary path then answers). */
+  allowedFromCache(plain: string | undefined, need: KeyRequirement): Caller | undefined {
+    const key = plain ? this.keys.get(hashKey(plain)) : undefined;
+    if (!key || key.revokedAt !== null || !fits(key, need)) return undefined;
+    const project = this.projects.get(key.projectId);
+    return project && { key, project };
+  }
+
   private check(key: ApiKeyRow | null, need: KeyRequirement): ApiKeyRow {
     if (!key || key.revokedAt !== null) throw new ApiError('INVALID_API_KEY', 'Invalid API key');
-    if (!need.kinds.includes(key.kind) || !need.scopes.includes(key.scope)) {
+    if (!fits(key, need)) {
       throw new ApiError('INVALID_API_KEY', `This ${key.kind} key${key.scope === 'auth' ? ' (auth scope)' : ''} cannot call this API`);
     }
     return key;

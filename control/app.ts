@@ -19,6 +19,7 @@ import { authPlugin } from '../auth/plugin.js';
 import type { PacingService } from './pacing/service.js';
 import { pacingAdminRoutes } from './pacing/admin.js';
 import type { Tokens } from './unsubscribe/tokens.js';
+import { FastLane } from './fast-lane.js';
 import { unsubscribeRoutes } from './unsubscribe/routes.js';
 
 export interface AppDeps {
@@ -56,7 +57,9 @@ function toApiError(err: FastifyError | Error): ApiError {
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, log, metrics } = deps;
+  const fastLane = new FastLane(metrics);
   const app = Fastify({
+    serverFactory: (handler) => fastLane.server(handler),
     loggerInstance: log as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     // One logger for every request: a pino child per request costs more than the request.
@@ -108,7 +111,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(mailRoutes, { config, store: deps.store, access: deps.access, pipeline: deps.pipeline, counters: deps.counters, secret: deps.secret, resolver: deps.resolver, pacing: deps.deliverability?.pacing });
-  await app.register(authPlugin, { config, log, store: deps.store, access: deps.access, pipeline: deps.pipeline, invalidator: deps.invalidator, secret: deps.secret, adminToken: deps.adminToken });
+  await app.register(authPlugin, { config, log, fastLane, store: deps.store, access: deps.access, pipeline: deps.pipeline, invalidator: deps.invalidator, secret: deps.secret, adminToken: deps.adminToken });
   await app.register(adminRoutes, { config, store: deps.store, token: deps.adminToken, invalidator: deps.invalidator, secret: deps.secret });
   if (deps.deliverability) {
     await app.register(pacingAdminRoutes, { config, store: deps.store, pacing: deps.deliverability.pacing, token: deps.adminToken });

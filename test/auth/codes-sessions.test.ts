@@ -267,6 +267,37 @@ describe('GET /session and POST /sign-out', () => {
     expect((await api.signOut(token)).body.code).toBe('SESSION_INVALID');
   });
 
+  it('answers a cached check from memory exactly as the ordinary path does; browsers and refusals take the ordinary path', async () => {
+    const p = await stack.createProject('sess-fast');
+    const { token } = await signIn(p, 'fast@example.com');
+    const fromMemory = async () => Number(/^postgate_fast_lane_answers_total (\d+)$/m.exec(await (await fetch(`${stack.url}/metrics`)).text())?.[1] ?? 0);
+    const check = async (headers: Record<string, string> = {}) => {
+      const res = await fetch(`${stack.url}/api/v1/auth/session`, { headers: { 'x-service-key': p.keys.test, authorization: `Bearer ${token}`, ...headers } });
+      return { status: res.status, type: res.headers.get('content-type'), length: res.headers.get('content-length'), cors: res.headers.get('access-control-allow-origin'), text: await res.text() };
+    };
+    // The first check finds the session only in the store: Fastify answers, and the cache fills.
+    const before = await fromMemory();
+    const ordinary = await check();
+    expect(ordinary.status).toBe(200);
+    const cached = await check();
+    expect(cached).toEqual(ordinary);
+    expect(JSON.parse(cached.text).user.email).toBe('fast@example.com');
+    expect(await fromMemory()).toBe(before + 1);
+    // A browser request carries an Origin: Fastify answers, with its CORS headers (and its origin check refuses this one).
+    const counted = await fromMemory();
+    const browser = await check({ origin: 'https://elsewhere.example' });
+    expect(browser.cors).toBe('https://elsewhere.example');
+    expect(JSON.parse(browser.text).code).toBe('REDIRECT_NOT_ALLOWED');
+    // The other kind's key and a query string are the ordinary path's to answer; so is a signed-out token.
+    expect((await client(stack, p.keys.live).session(token)).body.code).toBe('SESSION_INVALID');
+    const withQuery = await fetch(`${stack.url}/api/v1/auth/session?x=1`, { headers: { 'x-service-key': p.keys.test, authorization: `Bearer ${token}` } });
+    expect(withQuery.status).toBe(200);
+    expect(await fromMemory()).toBe(counted);
+    await client(stack, p.keys.test).signOut(token);
+    expect((await check()).status).toBe(401);
+    expect(await fromMemory()).toBe(counted);
+  });
+
   it('each sign-in is a new session; signing one out leaves the others', async () => {
     const p = await stack.createProject('sess-multi');
     const api = client(stack, p.keys.test);
