@@ -1,6 +1,7 @@
 // The control process: storage, the HTTP API, dispatch to gateways and the
 // delivery-event stream back. Started by the supervisor (control/supervisor.ts).
-import { loadConfig, adminToken, masterSecret } from '../core/config.js';
+import { loadConfig } from '../core/config.js';
+import { adminToken, masterSecret } from '../core/secrets.js';
 import { createLogger } from '../core/log.js';
 import { localInvalidator } from '../core/invalidation.js';
 import { Store } from './store/store.js';

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../core/config.js';
-import { createLogger } from '../core/log.js';
+import { createLineLogger } from '../core/log-line.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // Run from dist/ (`npm start`, compiled by deploy/build.ts) the children are JavaScript too;
@@ -16,7 +16,7 @@ const loader = ext === '.ts' ? ['--import', 'tsx'] : [];
 /** The package's directory: relative settings (./data) mean the same from either tree. */
 const packageDir = ext === '.ts' ? root : path.dirname(root);
 const config = loadConfig();
-const log = createLogger('supervisor', config.logLevel);
+const log = createLineLogger('supervisor', config.logLevel);
 const runDir = path.join(config.dataDir, 'run');
 fs.mkdirSync(runDir, { recursive: true });
 
@@ -57,7 +57,7 @@ function start(c: Child): void {
   const proc = spawn(cmd!, args, { cwd: packageDir, env: process.env, stdio: 'inherit', detached: true });
   c.proc = proc;
   fs.writeFileSync(path.join(runDir, `${c.name}.pid`), String(proc.pid));
-  log.info({ child: c.name, pid: proc.pid }, 'started');
+  log.info({ child: c.name, childPid: proc.pid }, 'started');
   proc.on('exit', (code, signal) => {
     c.proc = undefined;
     if (stopping) return;

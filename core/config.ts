@@ -2,7 +2,6 @@
 // read from the environment, plus POSTGATE_CONFIG (a JSON file) for numbers.
 import fs from 'node:fs';
 import path from 'node:path';
-import crypto from 'node:crypto';
 
 export interface HostPort { host: string; port: number }
 
@@ -235,33 +234,4 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     pacing: pacingSettings(file.pacing),
     testClock: env.POSTGATE_TEST_CLOCK === '1',
   };
-}
-
-/** A secret kept in the data dir (mode 0600) when the environment gives none. */
-export function dataDirSecret(config: Config, file: string, fromEnv: string | undefined): string {
-  if (fromEnv) return fromEnv;
-  const p = path.join(config.dataDir, file);
-  try {
-    return fs.readFileSync(p, 'utf8').trim();
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  fs.mkdirSync(config.dataDir, { recursive: true });
-  const value = crypto.randomBytes(32).toString('base64url');
-  try {
-    fs.writeFileSync(p, value + '\n', { mode: 0o600, flag: 'wx' });
-    return value;
-  } catch (err) {
-    // Another process created it first: use theirs.
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return fs.readFileSync(p, 'utf8').trim();
-    throw err;
-  }
-}
-
-export function adminToken(config: Config): string {
-  return dataDirSecret(config, 'admin-token', config.adminToken);
-}
-
-export function masterSecret(config: Config): string {
-  return dataDirSecret(config, 'secret', config.secret);
 }

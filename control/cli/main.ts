@@ -1,7 +1,8 @@
 // `postgate <command>`: the operator's CLI. It talks to the running control over
 // the admin API (token from POSTGATE_ADMIN_TOKEN or the data dir), so every
 // change is validated in one place and takes effect at once.
-import { loadConfig, adminToken } from '../../core/config.js';
+import { loadConfig } from '../../core/config.js';
+import { adminToken } from '../../core/secrets.js';
 import { CliError, type CliContext, type Commands } from './context.js';
 import { coreCommands } from './core-commands.js';
 import { authCommands } from '../../auth/cli.js';
