@@ -21,7 +21,7 @@ import { Stack, sleep } from '../test/helpers/stack.js';
 import { startDnsServer } from '../test/helpers/dns-server.js';
 import { startCountingSink } from './lib/sink.js';
 import { smtpLoad } from './lib/smtp-load.js';
-import { treeRss } from './lib/rss.js';
+import { memoryOf, peakMemory, tree, type Memory } from './lib/rss.js';
 import { build } from '../deploy/build.js';
 
 // Postgate runs as `npm start` runs it, from the compiled tree: built now, so it matches the sources.
@@ -105,12 +105,11 @@ async function main(): Promise<void> {
     // BENCH_CONFIG (JSON) adds POSTGATE_CONFIG settings for experiments, e.g. {"storage":{"synchronous":"NORMAL"}}.
     config: { smtpRate: 1_000_000, ...(JSON.parse(process.env.BENCH_CONFIG || '{}') as Record<string, unknown>) },
   });
-  let peakRss = 0;
-  let rss = { idleMb: 0, peakMb: 0 };
+  const peak = peakMemory(() => stack.proc!.pid!);
+  let rss = { idleMb: 0, peakMb: 0, idleRssSumMb: 0, peakRssSumMb: 0 };
   /** Set when mail was not delivered in time: the stack's log is kept for a look. */
   let keepLog = false;
   let planNote = 'plan scale';
-  const sampler = setInterval(() => (peakRss = Math.max(peakRss, treeRss(stack.proc!.pid!))), 500);
   try {
     const project = await stack.createProject('bench', 'Benchmark');
     try {
@@ -129,7 +128,7 @@ async function main(): Promise<void> {
       planNote += ', throttle set unavailable';
       log(`throttle set failed, delivery keeps the default pacing: ${(err as Error).message.split('\n')[0]}`);
     }
-    const idleRss = treeRss(stack.proc!.pid!);
+    const idle: Memory = memoryOf(tree(stack.proc!.pid!));
     const auth = { authorization: `Bearer ${project.keys.live}`, 'content-type': 'application/json' };
     const one = { from: 'Bench <bench@bench.test>', to: 'r@ok.test', subject: 'Benchmark', text: 'Hello from the benchmark. This is a short transactional message body.' };
     const batchBody = JSON.stringify(Array.from({ length: 100 }, () => one));
@@ -200,10 +199,11 @@ async function main(): Promise<void> {
       return { perSecond: queued / result.duration, p50: result.latency.p50, p99: result.latency.p99, note: `${round(result.requests.average, 0)} requests/s${result.non2xx ? `, ${result.non2xx} non-2xx` : ''}` };
     });
 
-    clearInterval(sampler);
-    rss = { idleMb: round(idleRss / 2 ** 20, 0), peakMb: round(peakRss / 2 ** 20, 0) };
+    const top = peak.stop();
+    const mb = (n: number) => round(n / 2 ** 20, 0);
+    rss = { idleMb: mb(idle.stack), peakMb: mb(top.stack), idleRssSumMb: mb(idle.rssSum), peakRssSumMb: mb(top.rssSum) };
   } finally {
-    clearInterval(sampler);
+    peak.stop();
     await stack.stop();
     await sink.close();
     await dns.close();
@@ -228,7 +228,7 @@ async function main(): Promise<void> {
   print(rows, rss, planNote);
 }
 
-function print(rows: Row[], rss: { idleMb: number; peakMb: number }, planNote: string): void {
+function print(rows: Row[], rss: { idleMb: number; peakMb: number; idleRssSumMb: number; peakRssSumMb: number }, planNote: string): void {
   const header = ['measurement', 'per second', 'p50 ms', 'p99 ms', '× hello', 'notes'];
   const cells = rows.map((r) => [r.name, round(r.perSecond, 0).toLocaleString('en'), r.p50 === undefined ? '' : String(r.p50), r.p99 === undefined ? '' : String(r.p99), round(r.ratio ?? 0, 2).toFixed(2), r.note ?? '']);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
@@ -238,7 +238,7 @@ function print(rows: Row[], rss: { idleMb: number; peakMb: number }, planNote: s
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const c of cells) console.log(line(c));
   const extra = process.env.BENCH_CONFIG ? `; BENCH_CONFIG ${process.env.BENCH_CONFIG}` : '';
-  console.log(`\nmemory (RSS, supervisor + control + gateway): ${rss.idleMb} MB idle, ${rss.peakMb} MB peak; ${planNote}; ${SECONDS} s per measurement${extra}`);
+  console.log(`\nmemory (supervisor + control + gateway, shared files counted once): ${rss.idleMb} MB idle, ${rss.peakMb} MB peak (RSS sum ${rss.idleRssSumMb} / ${rss.peakRssSumMb} MB); ${planNote}; ${SECONDS} s per measurement${extra}`);
   const json = {
     bench: 'send',
     seconds: SECONDS,

@@ -6,11 +6,11 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import { tree } from '../lib/rss.js';
+import { peakMemory, tree } from '../lib/rss.js';
 
 // The counting sink and the process tree are the other benchmarks' own.
 export { startCountingSink, type CountingSink } from '../lib/sink.js';
-export { tree };
+export { peakMemory, tree };
 
 const TICK_MS = 1000 / 100; // USER_HZ is 100 on Linux
 
@@ -23,32 +23,6 @@ export function cpuMs(pid: number): number {
   } catch {
     return 0;
   }
-}
-
-export function rssBytes(pids: number[]): number {
-  let total = 0;
-  for (const pid of pids) {
-    try {
-      const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-      if (m) total += Number(m[1]) * 1024;
-    } catch {
-      /* gone */
-    }
-  }
-  return total;
-}
-
-/** Samples the peak resident memory of a process tree (or of the process alone) until stopped. */
-export function peakRss(root: () => number, withChildren = true): { stop(): number } {
-  let peak = 0;
-  const measure = () => rssBytes(withChildren ? tree(root()) : [root()]);
-  const timer = setInterval(() => (peak = Math.max(peak, measure())), 200);
-  return {
-    stop() {
-      clearInterval(timer);
-      return Math.max(peak, measure());
-    },
-  };
 }
 
 export interface VanillaHaraka {

@@ -4,7 +4,6 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { generate } from 'selfsigned';
 import type { Config } from '../../core/config.js';
 
 export interface TlsPair {
@@ -35,6 +34,8 @@ export async function loadTls(config: Config): Promise<TlsPair> {
   ];
   const notBeforeDate = new Date(Date.now() - 60_000);
   const notAfterDate = new Date(Date.now() + 10 * 365 * 24 * 3600_000);
+  // Loaded only here: selfsigned brings a whole X.509/ASN.1 stack that a running control never needs again.
+  const { generate } = await import('selfsigned');
   const pair = await generate([{ name: 'commonName', value: names[0]! }], {
     keySize: 2048,
     algorithm: 'sha256',
