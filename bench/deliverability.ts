@@ -17,6 +17,7 @@
 //
 // Both wait until the receiver has every message; rounds alternate (BENCH_ROUNDS), and the
 // best round of each is reported. Logs at warn level for both.
+// dkim.ts first: it tunes mailauth's key parsing before anything else loads mailauth.
 import { signMessage } from '../gateway/dkim.js';
 import { performance } from 'node:perf_hooks';
 import path from 'node:path';

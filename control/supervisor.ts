@@ -55,7 +55,7 @@ function start(c: Child): void {
   // POSTGATE_NODE_ARGS: extra Node flags for the children (e.g. --cpu-prof, --max-old-space-size=…).
   const extra = (process.env.POSTGATE_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const argv = [process.execPath, ...c.v8, ...extra, ...loader, path.join(root, c.entry)];
-  // Through nice(1), so every thread of the child (the thread pool that makes DKIM signatures, GC) runs at its priority; it execs in place (same pid).
+  // Through nice(1), so every thread of the child (thread pool, DKIM worker, GC) runs at its priority; it execs in place (same pid).
   const [cmd, ...args] = c.nice ? ['nice', '-n', String(c.nice), ...argv] : argv;
   const proc = spawn(cmd!, args, { cwd: packageDir, env: childEnv, stdio: 'inherit', detached: true });
   c.proc = proc;

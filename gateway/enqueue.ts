@@ -7,7 +7,7 @@
 // Ids here are keys: the email id, or email_id/n for one recipient's copy of a bulk email.
 import type { Outbox } from '../control/store/outbox.js';
 import type { Logger } from '../core/log.js';
-import { signMessage, type DkimKey } from './dkim.js';
+import { Signer, type DkimKey } from './dkim.js';
 import { buildMime } from './mime.js';
 import type { NormalizedRequest } from '../control/mail/pipeline.js';
 
@@ -107,6 +107,7 @@ export class Enqueuer {
   /** Enqueues under way, so a concurrent retry of the same id waits for the first. */
   private readonly inflight = new Map<string, Promise<EnqueueOutcome>>();
   private readonly turns = new Turns();
+  private readonly signer = new Signer();
 
   constructor(
     private readonly outbox: Outbox,
@@ -149,7 +150,7 @@ export class Enqueuer {
     try {
       await this.turns.next();
       const built = msg.raw.length ? Buffer.from(msg.raw) : await compose(msg.emailId, msg.compose!);
-      const raw = msg.dkim?.privateKeyPem ? await signMessage(built, msg.dkim) : built;
+      const raw = msg.dkim?.privateKeyPem ? await this.signer.sign(built, msg.dkim) : built;
       await this.queue({ ...msg, raw, key });
     } catch (err) {
       // Not signed, or Haraka refused it (and removed what it had written): forget the key so a retry sends it.
