@@ -36,58 +36,79 @@ export function tree(root: number): number[] {
   return out;
 }
 
-/** Resident bytes of one process: anonymous, and per mapped file. */
-function residentOf(pid: number): { anon: number; files: Map<string, number> } {
-  const files = new Map<string, number>();
-  let anon = 0;
-  let file: string | undefined;
-  let text: string;
+const kB = (status: string, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
+
+/** Resident bytes of one process from /proc/<pid>/status (cheap enough to sample often). */
+function residentOf(pid: number): { own: number; file: number } {
   try {
-    text = fs.readFileSync(`/proc/${pid}/smaps`, 'utf8');
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    return { own: kB(status, 'RssAnon') + kB(status, 'RssShmem'), file: kB(status, 'RssFile') };
   } catch {
-    return { anon, files };
+    return { own: 0, file: 0 }; // exited meanwhile
   }
-  for (const line of text.split('\n')) {
-    if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) {
-      const name = line.split(/\s+/)[5];
-      file = name?.startsWith('/') ? name : undefined;
-    } else if (line.startsWith('Rss:')) {
-      const bytes = Number(line.slice(4).trim().split(' ')[0]) * 1024;
-      if (file) files.set(file, (files.get(file) ?? 0) + bytes);
-      else anon += bytes;
+}
+
+/**
+ * Resident file pages of the processes with each file counted once (the most any one of
+ * them has of it), from /proc/<pid>/smaps. Reading smaps walks the page tables and holds
+ * the process's memory map lock, so it is read seldom: file pages barely change once a
+ * process has started.
+ */
+function uniqueFilePages(pids: number[]): number {
+  const files = new Map<string, number>();
+  for (const pid of pids) {
+    let text: string;
+    try {
+      text = fs.readFileSync(`/proc/${pid}/smaps`, 'utf8');
+    } catch {
+      continue;
     }
+    const mine = new Map<string, number>();
+    let file: string | undefined;
+    for (const line of text.split('\n')) {
+      if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) {
+        const name = line.split(/\s+/)[5];
+        file = name?.startsWith('/') ? name : undefined;
+      } else if (file && line.startsWith('Rss:')) {
+        mine.set(file, (mine.get(file) ?? 0) + Number(line.slice(4).trim().split(' ')[0]) * 1024);
+      }
+    }
+    for (const [f, bytes] of mine) files.set(f, Math.max(files.get(f) ?? 0, bytes));
   }
-  return { anon, files };
+  return [...files.values()].reduce((a, b) => a + b, 0);
 }
 
 export interface Memory {
   /** Every process's RSS added up. */
   rssSum: number;
-  /** Anonymous memory of each process plus each file's resident pages once. */
+  /** Every process's own (anonymous) memory plus each file's resident pages once. */
   stack: number;
 }
 
-export function memoryOf(pids: number[]): Memory {
-  const files = new Map<string, number>();
-  let anon = 0;
-  let rssSum = 0;
+export function memoryOf(pids: number[], filePages = uniqueFilePages(pids)): Memory {
+  let own = 0;
+  let file = 0;
   for (const pid of pids) {
     const r = residentOf(pid);
-    anon += r.anon;
-    rssSum += r.anon;
-    for (const [f, bytes] of r.files) {
-      rssSum += bytes;
-      files.set(f, Math.max(files.get(f) ?? 0, bytes));
-    }
+    own += r.own;
+    file += r.file;
   }
-  return { rssSum, stack: anon + [...files.values()].reduce((a, b) => a + b, 0) };
+  return { rssSum: own + file, stack: own + Math.min(file, filePages) };
 }
 
 /** Samples the peak memory of a process tree (or of the process alone) every 200 ms until stopped. */
 export function peakMemory(root: () => number, withChildren = true): { stop(): Memory } {
   const peak: Memory = { rssSum: 0, stack: 0 };
+  const pids = () => (withChildren ? tree(root()) : [root()]);
+  let filePages = uniqueFilePages(pids());
+  let sampled = Date.now();
   const measure = () => {
-    const m = memoryOf(withChildren ? tree(root()) : [root()]);
+    const now = pids();
+    if (Date.now() - sampled > 5000) {
+      filePages = uniqueFilePages(now);
+      sampled = Date.now();
+    }
+    const m = memoryOf(now, filePages);
     peak.rssSum = Math.max(peak.rssSum, m.rssSum);
     peak.stack = Math.max(peak.stack, m.stack);
   };
@@ -95,6 +116,8 @@ export function peakMemory(root: () => number, withChildren = true): { stop(): M
   return {
     stop() {
       clearInterval(timer);
+      filePages = uniqueFilePages(pids());
+      sampled = Date.now();
       measure();
       return peak;
     },
