@@ -114,8 +114,8 @@ export class Sessions {
   }
 
   /**
-   * The session of a token when it, its user and a yes are all in memory; undefined when
-   * check() has to decide (the store must be asked, or the answer is a refusal).
+   * The session of a token when it and its user are in memory and it is valid for this
+   * caller; otherwise undefined, and check() decides (it asks the store, or refuses).
    */
   cached(caller: Caller, token: string | undefined): SessionInfo | undefined {
     if (!token || token.length > 200) return undefined;
