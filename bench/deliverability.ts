@@ -29,7 +29,8 @@ import { freePort } from '../test/helpers/ports.js';
 import { publishDomain } from '../test/deliverability/helpers.js';
 import { buildMime } from '../gateway/mime.js';
 import { newDkimKey } from '../control/domains/records.js';
-import { cpuMs, peakMemory, startCountingSink, startVanillaHaraka } from './deliverability/lib.js';
+import { cpuMs, startCountingSink, startVanillaHaraka } from './deliverability/lib.js';
+import { peakMemory, type Memory } from './lib/rss.js';
 import { build } from '../deploy/build.js';
 
 // Postgate runs as `npm start` runs it, from the compiled tree: built now, so it matches the sources.
@@ -57,6 +58,8 @@ interface Run {
   /** Peak of the processes' RSS added up. */
   peakRssSumMb: number;
 }
+
+const peaks = (m: Memory): Pick<Run, 'peakMb' | 'peakRssSumMb'> => ({ peakMb: m.stack / 2 ** 20, peakRssSumMb: m.rssSum / 2 ** 20 });
 
 async function waitDelivered(count: () => number, target: number, t0: number): Promise<number> {
   while (count() < target) {
@@ -103,7 +106,6 @@ async function main(): Promise<void> {
       const pids = { control: stack.pid('control'), gateway: stack.pid('gateway') };
       const cpu0 = { control: cpuMs(pids.control), gateway: cpuMs(pids.gateway) };
       const mem = peakMemory(() => stack.proc!.pid!);
-      const each = { supervisor: peakMemory(() => stack.proc!.pid!, false), control: peakMemory(() => pids.control), gateway: peakMemory(() => pids.gateway) };
       const before = sink.count();
       const t0 = performance.now();
       let next = 0;
@@ -120,11 +122,12 @@ async function main(): Promise<void> {
       await Promise.all(Array.from({ length: CONNECTIONS }, client));
       const accepted = performance.now();
       const t1 = await waitDelivered(sink.count, before + n, t0);
-      log(`postgate: accepted ${n} in ${round((accepted - t0) / 1000)} s, delivered in ${round((t1 - t0) / 1000)} s; peak RSS MB ${Object.entries(each).map(([k, v]) => `${k} ${round(v.stop().rssSum / 2 ** 20)}`).join(', ')}`);
       await sleep(300); // the last events reach control
       const cpu = { control: (cpuMs(pids.control) - cpu0.control) / n, gateway: (cpuMs(pids.gateway) - cpu0.gateway) / n };
       const m = mem.stop();
-      return { perSecond: n / ((t1 - t0) / 1000), seconds: (t1 - t0) / 1000, cpu, peakMb: m.stack / 2 ** 20, peakRssSumMb: m.rssSum / 2 ** 20 };
+      const each = { supervisor: stack.proc!.pid!, ...pids };
+      log(`postgate: accepted ${n} in ${round((accepted - t0) / 1000)} s, delivered in ${round((t1 - t0) / 1000)} s; peak RSS MB ${Object.entries(each).map(([k, pid]) => `${k} ${round((m.rssOf.get(pid) ?? 0) / 2 ** 20)}`).join(', ')}`);
+      return { perSecond: n / ((t1 - t0) / 1000), seconds: (t1 - t0) / 1000, cpu, ...peaks(m) };
     };
 
     const smtp = nodemailer.createTransport({ pool: true, maxConnections: CONNECTIONS, maxMessages: Infinity, host: '127.0.0.1', port: vanilla.port, secure: false, ignoreTLS: true });
@@ -136,7 +139,7 @@ async function main(): Promise<void> {
       const t0 = performance.now();
       await Promise.all(Array.from({ length: n }, () => smtp.sendMail({ ...request(), from: 'Acme <hello@acme.test>' })));
       const t1 = await waitDelivered(sink.count, before + n, t0);
-      return { perSecond: n / ((t1 - t0) / 1000), seconds: (t1 - t0) / 1000, cpu: { haraka: (cpuMs(pid) - cpu0) / n }, ...(({ stack, rssSum }) => ({ peakMb: stack / 2 ** 20, peakRssSumMb: rssSum / 2 ** 20 }))(mem.stop()) };
+      return { perSecond: n / ((t1 - t0) / 1000), seconds: (t1 - t0) / 1000, cpu: { haraka: (cpuMs(pid) - cpu0) / n }, ...peaks(mem.stop()) };
     };
 
     // Warm both up (JIT, connections, first-day pacing state), then alternate.

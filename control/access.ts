@@ -62,17 +62,17 @@ export class Access {
   /** The caller when both its key and project are in the cache (the usual case); throws for a bad key. */
   cached(plain: string | undefined, need: KeyRequirement): Caller | undefined {
     if (!plain) throw new ApiError('INVALID_API_KEY', 'Missing API key');
-    const cachedKey = this.keys.get(hashKey(plain));
-    if (cachedKey === undefined) return undefined;
-    const key = this.check(cachedKey, need);
-    const project = this.projects.get(key.projectId);
-    return project && { key, project };
+    const key = this.keys.get(hashKey(plain));
+    return key === undefined ? undefined : this.cachedCaller(this.check(key, need));
   }
 
   /** The caller when its key is cached and may make this call, else undefined (never throws: the ordinary path then answers). */
   allowedFromCache(plain: string | undefined, need: KeyRequirement): Caller | undefined {
     const key = plain ? this.keys.get(hashKey(plain)) : undefined;
-    if (!key || key.revokedAt !== null || !fits(key, need)) return undefined;
+    return key && key.revokedAt === null && fits(key, need) ? this.cachedCaller(key) : undefined;
+  }
+
+  private cachedCaller(key: ApiKeyRow): Caller | undefined {
     const project = this.projects.get(key.projectId);
     return project && { key, project };
   }

@@ -31,21 +31,22 @@ interface Child {
   timer?: NodeJS.Timeout;
   /** Scheduling priority (nice value) of the child. */
   nice: number;
-  /** V8 flags: how the child's heap grows. */
-  v8: string[];
 }
+
+// V8 flags of both children. V8 lets garbage pile up to several times the live heap before a
+// full collection; a small growth step keeps each process near its live size (measured in
+// bench/deliverability.ts: gateway peak 245 → 160 MB, no loss of throughput). One V8 helper
+// thread (default 4) is enough for heaps this small and spares the others' memory and CPU: peak
+// 271 → 262 MB, batch sends 0.71 → 0.78x hello-world. Tried and left out: a smaller young
+// generation (control at 2×8 MB saved ~15 MB but cost ~20% of single sends in bench/send.ts) and
+// MALLOC_ARENA_MAX=2 (~8 MB, but SMTP submission halved).
+const V8_FLAGS = ['--heap-growing-percent=10', '--v8-pool-size=1'];
 
 const children: Child[] = [
   // Accepting mail is what callers wait on; delivery is background work that catches up. On a busy
   // machine the gateway gets what CPU control leaves (a higher nice value), not an equal share.
-  // V8 lets garbage pile up to several times the live heap before a full collection; a small growth
-  // step keeps each process near its live size (measured in bench/deliverability.ts: gateway peak
-  // 245 → 160 MB, no loss of throughput). Tried and left out: a smaller young generation (control at 2×8 MB
-  // saved ~15 MB but cost ~20% of single sends in bench/send.ts) and MALLOC_ARENA_MAX=2 (~8 MB, but SMTP
-  // submission halved). One V8 helper thread (--v8-pool-size=1, default 4) is enough for heaps this small and
-  // spares the memory and CPU of the others: peak 271 -> 262 MB, batch sends 0.71 -> 0.78x hello-world.
-  { name: 'gateway', entry: `gateway/main${ext}`, stopSignal: 'SIGINT', startedAt: 0, backoffMs: 250, nice: 10, v8: ['--heap-growing-percent=10', '--v8-pool-size=1'] },
-  { name: 'control', entry: `control/main${ext}`, stopSignal: 'SIGTERM', startedAt: 0, backoffMs: 250, nice: 0, v8: ['--heap-growing-percent=10', '--v8-pool-size=1'] },
+  { name: 'gateway', entry: `gateway/main${ext}`, stopSignal: 'SIGINT', startedAt: 0, backoffMs: 250, nice: 10 },
+  { name: 'control', entry: `control/main${ext}`, stopSignal: 'SIGTERM', startedAt: 0, backoffMs: 250, nice: 0 },
 ];
 let stopping = false;
 
@@ -54,7 +55,7 @@ function start(c: Child): void {
   // detached: a Ctrl-C in the terminal reaches the supervisor only, which then stops the children in order.
   // POSTGATE_NODE_ARGS: extra Node flags for the children (e.g. --cpu-prof, --max-old-space-size=…).
   const extra = (process.env.POSTGATE_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const argv = [process.execPath, ...c.v8, ...extra, ...loader, path.join(root, c.entry)];
+  const argv = [process.execPath, ...V8_FLAGS, ...extra, ...loader, path.join(root, c.entry)];
   // Through nice(1), so every thread of the child (thread pool, DKIM worker, GC) runs at its priority; it execs in place (same pid).
   const [cmd, ...args] = c.nice ? ['nice', '-n', String(c.nice), ...argv] : argv;
   const proc = spawn(cmd!, args, { cwd: packageDir, env: process.env, stdio: 'inherit', detached: true });

@@ -6,7 +6,7 @@ type Level = keyof typeof LEVELS;
 
 export type LineLogger = Record<Level, (fieldsOrMsg: Record<string, unknown> | string, msg?: string) => void>;
 
-export function createLineLogger(name: string, level: string = process.env.POSTGATE_LOG_LEVEL || 'info'): LineLogger {
+export function createLineLogger(name: string, level: string): LineLogger {
   const min = LEVELS[level as Level] ?? LEVELS.info;
   const write = (lvl: Level) => (fieldsOrMsg: Record<string, unknown> | string, msg?: string) => {
     if (LEVELS[lvl] < min) return;

@@ -72,14 +72,14 @@ function invalid(msg: OutgoingMessage): string {
   return '';
 }
 
-/**
- * Hands out turns of the event loop one at a time. Signing and Haraka's parsing of a
- * message are CPU work; a batch of Enqueue would otherwise do all of it in one stretch
- * and stall every SMTP session under way meanwhile.
- */
 /** Messages handed to Haraka per turn: a few are cheap (signing runs on its own thread). */
 const PER_TURN = 4;
 
+/**
+ * Hands out turns of the event loop, PER_TURN at a time. Signing and Haraka's parsing of a
+ * message are CPU work; a batch of Enqueue would otherwise do all of it in one stretch
+ * and stall every SMTP session under way meanwhile.
+ */
 class Turns {
   private readonly waiting: Array<() => void> = [];
   private scheduled = false;

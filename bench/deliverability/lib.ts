@@ -6,11 +6,9 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import { peakMemory, tree } from '../lib/rss.js';
 
-// The counting sink and the process tree are the other benchmarks' own.
+// The counting sink is the other benchmarks' own.
 export { startCountingSink, type CountingSink } from '../lib/sink.js';
-export { peakMemory, tree };
 
 const TICK_MS = 1000 / 100; // USER_HZ is 100 on Linux
 

@@ -85,21 +85,27 @@ export interface Memory {
   stack: number;
 }
 
-export function memoryOf(pids: number[], filePages = uniqueFilePages(pids)): Memory {
+export function memoryOf(pids: number[], filePages = uniqueFilePages(pids), each?: (pid: number, rss: number) => void): Memory {
   let own = 0;
   let file = 0;
   for (const pid of pids) {
     const r = residentOf(pid);
     own += r.own;
     file += r.file;
+    each?.(pid, r.own + r.file);
   }
   return { rssSum: own + file, stack: own + Math.min(file, filePages) };
 }
 
-/** Samples the peak memory of a process tree (or of the process alone) every 200 ms until stopped. */
-export function peakMemory(root: () => number, withChildren = true): { stop(): Memory } {
-  const peak: Memory = { rssSum: 0, stack: 0 };
-  const pids = () => (withChildren ? tree(root()) : [root()]);
+export interface PeakMemory extends Memory {
+  /** Each process's own peak RSS. */
+  rssOf: Map<number, number>;
+}
+
+/** Samples the peak memory of a process tree every 200 ms until stopped. */
+export function peakMemory(root: () => number): { stop(): PeakMemory } {
+  const peak: PeakMemory = { rssSum: 0, stack: 0, rssOf: new Map() };
+  const pids = () => tree(root());
   let filePages = uniqueFilePages(pids());
   let sampled = Date.now();
   const measure = () => {
@@ -108,7 +114,7 @@ export function peakMemory(root: () => number, withChildren = true): { stop(): M
       filePages = uniqueFilePages(now);
       sampled = Date.now();
     }
-    const m = memoryOf(now, filePages);
+    const m = memoryOf(now, filePages, (pid, rss) => peak.rssOf.set(pid, Math.max(peak.rssOf.get(pid) ?? 0, rss)));
     peak.rssSum = Math.max(peak.rssSum, m.rssSum);
     peak.stack = Math.max(peak.stack, m.stack);
   };

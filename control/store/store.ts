@@ -440,7 +440,7 @@ export class Store {
     if (bulk && e.bulk && e.status === 'queued') this.checkBulk(e, bulk);
     // A new email has reached its first status already: no read-back for reach().
     const row: StatusRow = { reached: e.status, from_addr: e.from, subject: e.subject, request: e.request, created_at: e.createdAt };
-    this.q.insertEmail.run(e.id, e.projectId, e.status, e.from, e.subject, e.bulk ? 1 : 0, e.request, e.error ?? null, e.errorCode ?? null, e.createdAt, e.createdAt, row.reached);
+    this.q.insertEmail.run(e.id, e.projectId, e.status, e.from, e.subject, e.bulk ? 1 : 0, e.request, e.error ?? null, e.errorCode ?? null, e.createdAt, e.createdAt, e.status);
     this.tallies.countStatus(e.projectId, day(e.createdAt), e.status);
 
     for (const r of e.recipients) this.q.insertRecipient.run(e.id, r.address, r.kind, r.status ?? (e.status === 'failed' ? 'failed' : 'queued'), e.createdAt);
