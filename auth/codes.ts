@@ -32,6 +32,8 @@ export interface CodeDeps {
   pipeline: MailPipeline;
   config: Config;
   log: Logger;
+  /** Counts capped sends (postgate_auth_code_sends_capped_total), for the operator's alert. */
+  onCapped?: (projectSlug: string) => void;
 }
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -53,6 +55,13 @@ export class Codes {
       const wait = Math.ceil((issued + settings.codeResendCooldownMs - now) / 1000);
       throw new ApiError('RATE_LIMIT_EXCEEDED', `A code was just sent; ask again in ${wait} s`, {}, { 'retry-after': String(wait) });
     }
+    try {
+      limiter.take(`send-project:${caller.project.id}:${env}`, this.d.config.auth.codeSendsPerProjectHour, durations.HOUR, 'sign-in codes for this project');
+    } catch (err) {
+      this.d.onCapped?.(caller.project.slug);
+      this.d.log.warn({ project: caller.project.slug }, 'sign-in code sends reached the hourly project cap');
+      throw err;
+    }
     const key = `send:${caller.project.id}:${env}:${channel}:${target}`;
     limiter.take(`${key}:h`, settings.codeSendsPerTargetHour, durations.HOUR, `codes for this ${channel === 'email' ? 'address' : 'number'}`);
     limiter.take(`${key}:d`, settings.codeSendsPerTargetDay, durations.DAY, `codes for this ${channel === 'email' ? 'address' : 'number'}`);
@@ -70,6 +79,8 @@ export class Codes {
       await sender.send(target, text);
       return;
     }
+    // A suppressed address gets the same answer as any other (and no email id): a different
+    // answer would let anyone read the project's suppression list through the sign-in form.
     const accepted = await this.d.pipeline.send(caller, {
       from: await this.sender(caller, codeFrom),
       to: target,
@@ -77,8 +88,12 @@ export class Codes {
       text,
       html: `<p>Your ${escapeHtml(caller.project.name)} sign-in code is</p><p style="font-size:28px;letter-spacing:4px"><b>${code}</b></p>`
         + `<p>It expires in ${minutes} minutes. If you did not ask for it, ignore this email.</p>`,
-    }, { system: true });
-    this.d.log.info({ project: caller.project.slug, emailId: accepted.id }, 'sign-in code email queued');
+    }, { system: true }).catch((err: unknown) => {
+      if (err instanceof ApiError && err.code === 'RECIPIENT_IN_SUPPRESSION_LIST') return undefined;
+      throw err;
+    });
+    if (!accepted) this.d.log.info({ project: caller.project.slug }, 'sign-in code not emailed: the address is suppressed');
+    else this.d.log.info({ project: caller.project.slug, emailId: accepted.id }, 'sign-in code email queued');
   }
 
   /** The project's own code sender when its domain is verified; otherwise the platform's system sender (DESIGN.md). */

@@ -25,6 +25,8 @@ export interface AuthPluginOptions {
   invalidator: Invalidator;
   secret: string;
   adminToken: string;
+  /** Called when a project reaches its hourly cap of sign-in code sends (an operator alert metric). */
+  onCodeSendsCapped?: (projectSlug: string) => void;
   /** Where GET /session answers from memory without Fastify (control/fast-lane.ts); absent, Fastify answers every check. */
   fastLane?: FastLane;
 }

@@ -1,6 +1,7 @@
 // The HTTP side of control: one Fastify instance, one error shape ({error, code}),
 // plugins registered per area (mail, admin; auth later).
-import Fastify, { LogController, type FastifyInstance, type FastifyError, type FastifyBaseLogger } from 'fastify';
+import type { Duplex } from 'node:stream';
+import Fastify, { LogController, type FastifyInstance, type FastifyError, type FastifyBaseLogger, type FastifyReply } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { ApiError } from '../core/errors.js';
@@ -13,6 +14,7 @@ import type { MailPipeline } from './mail/pipeline.js';
 import type { Metrics } from './metrics.js';
 import type { Counters } from './limits/counters.js';
 import type { Resolver } from '../core/dns.js';
+import type { WebhookTargets } from './webhooks/target.js';
 import { mailRoutes } from './mail/routes.js';
 import { adminRoutes } from './admin/routes.js';
 import { authPlugin } from '../auth/plugin.js';
@@ -34,8 +36,23 @@ export interface AppDeps {
   secret: string;
   counters: Counters;
   resolver: Resolver;
+  webhookTargets: WebhookTargets;
   /** Pacing and one-click unsubscribe (control/pacing, control/unsubscribe). */
   deliverability?: { pacing: PacingService; tokens: Tokens };
+}
+
+/**
+ * Requests Node's parser refuses never reach Fastify (bad method or framing, NUL in a header,
+ * headers over the limit, a request that timed out): they get the one error shape too.
+ */
+function clientErrorAnswer(err: NodeJS.ErrnoException, socket: Duplex): void {
+  const [status, reason, code, message] =
+    err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large', 'HEADERS_TOO_LARGE', 'Request headers are too large']
+    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT' ? [408, 'Request Timeout', 'REQUEST_TIMEOUT', 'The request did not arrive in time']
+    : [400, 'Bad Request', 'INVALID_REQUEST', 'Malformed HTTP request'];
+  if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+  const body = JSON.stringify({ error: message, code });
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
 
 /** Maps whatever was thrown to the one error shape; never leaks internals. */
@@ -57,14 +74,19 @@ function toApiError(err: FastifyError | Error): ApiError {
 
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, log, metrics } = deps;
-  const fastLane = new FastLane(metrics);
+  const fastLane = new FastLane(metrics, config.http);
   const app = Fastify({
     serverFactory: (handler) => fastLane.server(handler),
     loggerInstance: log as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     // One logger for every request: a pino child per request costs more than the request.
     childLoggerFactory: (logger) => logger,
-    bodyLimit: 2 * config.limits.maxBodyBytes + 1024 * 1024,
+    // Small by default; the send routes take the large one (control/mail/routes.ts).
+    bodyLimit: config.http.bodyLimitBytes,
+    clientErrorHandler: clientErrorAnswer,
+    frameworkErrors: (err, _req, reply) => {
+      (reply as FastifyReply).code(400).send({ error: err.code === 'FST_ERR_BAD_URL' ? 'Malformed URL' : 'Malformed request', code: 'INVALID_REQUEST' });
+    },
     trustProxy: false,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
   });
@@ -110,8 +132,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  await app.register(mailRoutes, { config, store: deps.store, access: deps.access, pipeline: deps.pipeline, counters: deps.counters, secret: deps.secret, resolver: deps.resolver, pacing: deps.deliverability?.pacing });
-  await app.register(authPlugin, { config, log, fastLane, store: deps.store, access: deps.access, pipeline: deps.pipeline, invalidator: deps.invalidator, secret: deps.secret, adminToken: deps.adminToken });
+  await app.register(mailRoutes, { config, store: deps.store, access: deps.access, pipeline: deps.pipeline, counters: deps.counters, secret: deps.secret, resolver: deps.resolver, webhookTargets: deps.webhookTargets, pacing: deps.deliverability?.pacing });
+  await app.register(authPlugin, { config, log, fastLane, store: deps.store, access: deps.access, pipeline: deps.pipeline, invalidator: deps.invalidator, secret: deps.secret, adminToken: deps.adminToken, onCodeSendsCapped: (slug) => metrics.inc(`postgate_auth_code_sends_capped_total{project="${slug}"}`) });
   await app.register(adminRoutes, { config, store: deps.store, token: deps.adminToken, invalidator: deps.invalidator, secret: deps.secret });
   if (deps.deliverability) {
     await app.register(pacingAdminRoutes, { config, store: deps.store, pacing: deps.deliverability.pacing, token: deps.adminToken });

@@ -15,6 +15,7 @@
 // anything unusual all take the one ordinary path.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Metrics } from './metrics.js';
+import type { HttpSettings } from '../core/config.js';
 
 export type Answerer = (req: IncomingMessage, res: ServerResponse) => boolean;
 
@@ -25,8 +26,6 @@ export function sendJson(res: ServerResponse, body: string, bytes: number): true
   return true;
 }
 
-// Fastify's defaults, which it only applies to servers it creates itself.
-const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 // Counted under the name Fastify's answers are (control/app.ts), so /metrics sees every answer.
 const ANSWERED = 'postgate_http_responses_total{status="200"}';
 const FROM_MEMORY = 'postgate_fast_lane_answers_total';
@@ -34,7 +33,7 @@ const FROM_MEMORY = 'postgate_fast_lane_answers_total';
 export class FastLane {
   private readonly gets = new Map<string, Answerer>();
 
-  constructor(private readonly metrics: Metrics) {
+  constructor(private readonly metrics: Metrics, private readonly http: HttpSettings) {
     metrics.describe(FROM_MEMORY, 'Answers given from memory before Fastify (GET /api/v1/auth/session with cached key, session and user)');
   }
 
@@ -46,7 +45,9 @@ export class FastLane {
 
   /** Fastify's serverFactory: the HTTP server, with the fast lane before Fastify's own handler. */
   server(fastify: (req: IncomingMessage, res: ServerResponse) => void): http.Server {
-    const server = http.createServer((req, res) => {
+    // Node enforces the request and header timeouts when it checks its connections, every 30 s by default.
+    const connectionsCheckingInterval = Math.max(250, Math.min(5000, this.http.requestTimeoutMs / 4));
+    const server = http.createServer({ connectionsCheckingInterval }, (req, res) => {
       const answer = req.method === 'GET' ? this.gets.get(req.url!) : undefined;
       if (answer && answer(req, res)) {
         this.metrics.inc(ANSWERED);
@@ -55,8 +56,11 @@ export class FastLane {
       }
       fastify(req, res);
     });
-    server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-    server.requestTimeout = 0;
+    // Fastify applies these only to servers it creates itself. Without a request timeout a client
+    // that announces a body and never finishes it holds the connection (and its buffers) forever.
+    server.keepAliveTimeout = this.http.keepAliveTimeoutMs;
+    server.requestTimeout = this.http.requestTimeoutMs;
+    server.headersTimeout = Math.min(this.http.headersTimeoutMs, this.http.requestTimeoutMs);
     return server;
   }
 }

@@ -17,6 +17,8 @@ import { memoryCounters } from './limits/counters.js';
 import { makeResolver } from '../core/dns.js';
 import { sealer } from '../core/crypto.js';
 import { WebhookSender } from './webhooks/sender.js';
+import { WebhookTargets } from './webhooks/target.js';
+import { AddressGuard } from '../core/net/address-guard.js';
 import { startSmtpSubmission } from './smtp/server.js';
 import { countersLimiter } from './smtp/limiter.js';
 import { checkSession } from '../auth/sessions.js';
@@ -24,6 +26,7 @@ import { startPublicGrpc } from './grpc/public.js';
 import { Tokens } from './unsubscribe/tokens.js';
 import { PacingService } from './pacing/service.js';
 
+process.umask(0o077); // data-dir files are the service's alone (core/data-dir.ts), also when run without the supervisor
 const config = loadConfig();
 const log = createLogger('control', config.logLevel);
 const store = new Store(config.dataDir, config.storage);
@@ -39,14 +42,16 @@ const pacing = new PacingService(store, gateways, config, log, dispatcher);
 const events = new DeliveryEvents(store, gateways, log, metrics, { tokens, onConnect: (gw) => void pacing.push(gw) });
 const access = new Access(store, invalidator);
 const pipeline = new MailPipeline(store, config, dispatcher);
-const webhooks = new WebhookSender(store, sealer(secret, 'webhooks'), config.webhooks, log);
+const resolver = makeResolver(config.dnsServers);
+const webhookTargets = new WebhookTargets(new AddressGuard(config.webhooks.allowCidrs), resolver);
+const webhooks = new WebhookSender(store, sealer(secret, 'webhooks'), config.webhooks, webhookTargets, log);
 
 metrics.gauge('postgate_store_commits', () => store.writer.commits, 'Grouped SQLite commits since start');
 metrics.gauge('postgate_store_writes', () => store.writer.writes, 'Writes committed since start');
 metrics.gauge('postgate_process_rss_bytes', () => process.memoryUsage().rss);
 
 const counters = memoryCounters();
-const app = await buildApp({ config, log, store, access, pipeline, metrics, invalidator, adminToken: adminToken(config), secret, counters, resolver: makeResolver(config.dnsServers), deliverability: { pacing, tokens } });
+const app = await buildApp({ config, log, store, access, pipeline, metrics, invalidator, adminToken: adminToken(config), secret, counters, resolver, webhookTargets, deliverability: { pacing, tokens } });
 // SMTP and gRPC listen before HTTP, so a healthy /healthz means every door is open.
 const smtp = await startSmtpSubmission({ config, log, access, pipeline, limiter: countersLimiter(counters, config.smtpRate) });
 const grpcApi = await startPublicGrpc({

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../core/config.js';
 import { createLineLogger } from '../core/log-line.js';
+import { securedDataDir } from '../core/data-dir.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // Run from dist/ (`npm start`, compiled by deploy/build.ts) the children are JavaScript too;
@@ -15,8 +16,17 @@ const ext = path.extname(fileURLToPath(import.meta.url));
 const loader = ext === '.ts' ? ['--import', 'tsx'] : [];
 /** The package's directory: relative settings (./data) mean the same from either tree. */
 const packageDir = ext === '.ts' ? root : path.dirname(root);
-const config = loadConfig();
+let config: ReturnType<typeof loadConfig>;
+try {
+  config = loadConfig();
+} catch (err) {
+  // A misconfiguration is one clear line and a non-zero exit, not a stack trace.
+  console.error(`postgate: ${(err as Error).message}`);
+  process.exit(1);
+}
 const log = createLineLogger('supervisor', config.logLevel);
+const tightened = securedDataDir(config.dataDir);
+if (tightened) log.warn({ dataDir: config.dataDir, paths: tightened }, 'data dir was readable by others; removed group and other access');
 const runDir = path.join(config.dataDir, 'run');
 fs.mkdirSync(runDir, { recursive: true });
 

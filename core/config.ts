@@ -2,6 +2,8 @@
 // read from the environment, plus POSTGATE_CONFIG (a JSON file) for numbers.
 import fs from 'node:fs';
 import path from 'node:path';
+import { isIP } from 'node:net';
+import { AddressGuard } from './net/address-guard.js';
 
 export interface HostPort { host: string; port: number }
 
@@ -82,6 +84,31 @@ export interface WebhookSettings {
   retryDelays: number[];
   maxAgeSeconds: number;
   timeoutMs: number;
+  /**
+   * CIDRs webhooks may reach although they are loopback, private or link-local (refused by
+   * default: core/net/address-guard.ts), e.g. ["10.1.0.0/16"] for an internal receiver.
+   */
+  allowCidrs: string[];
+}
+
+export interface HttpSettings {
+  /** A whole request (headers and body) must arrive within this; a slow or unfinished one gets 408 and is closed. */
+  requestTimeoutMs: number;
+  /** The request headers must arrive within this. */
+  headersTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** Largest body of every route but the two send routes (which take limits.maxBodyBytes); a larger Content-Length is refused (413) before reading. */
+  bodyLimitBytes: number;
+}
+
+export interface AuthSettings {
+  /**
+   * Sign-in code emails (and SMS) one project may send per hour, over every address and client:
+   * a cap on what a script driving the public sign-in form can make us mail. Reaching it answers
+   * 429 and counts postgate_auth_code_sends_capped_total (alert on it).
+   */
+  codeSendsPerProjectHour: number;
 }
 
 export interface Config {
@@ -113,6 +140,8 @@ export interface Config {
   /** Emails per second per project on SMTP submission. */
   smtpRate: number;
   webhooks: WebhookSettings;
+  auth: AuthSettings;
+  http: HttpSettings;
   pacing: PacingSettings;
   /** POSTGATE_TEST_CLOCK=1: the admin API (and the gateways) let tests move the clock. */
   testClock: boolean;
@@ -130,7 +159,9 @@ const defaults = {
     pro: { dailyQuota: 100_000, monthlyQuota: 1_000_000, rateLimit: 300 },
     scale: { dailyQuota: 1_000_000, monthlyQuota: 20_000_000, rateLimit: 1_000 },
   },
-  webhooks: { retryDelays: [5, 300, 1800, 7200, 18000, 36000], maxAgeSeconds: 86400, timeoutMs: 10_000 },
+  webhooks: { retryDelays: [5, 300, 1800, 7200, 18000, 36000], maxAgeSeconds: 86400, timeoutMs: 10_000, allowCidrs: [] as string[] },
+  auth: { codeSendsPerProjectHour: 1000 },
+  http: { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 72_000, bodyLimitBytes: 256 * 1024 },
   pacing: {
     providers: {
       google: warmup(500, 600, 10),
@@ -148,7 +179,7 @@ const defaults = {
     sameSubjectDailyLimit: 10_000,
     volumeSpike: { factor: 4, floor: 1000, days: 7 },
   },
-} satisfies Pick<Config, 'limits' | 'delivery' | 'storage' | 'plans' | 'webhooks' | 'pacing'>;
+} satisfies Pick<Config, 'limits' | 'delivery' | 'storage' | 'plans' | 'webhooks' | 'auth' | 'http' | 'pacing'>;
 
 function pacingSettings(over: unknown): PacingSettings {
   const p = merge(defaults.pacing, over, 'pacing');
@@ -158,6 +189,33 @@ function pacingSettings(over: unknown): PacingSettings {
     providers[name] = merge(providers[name] ?? warmup(1000, 600, 10), t, `pacing.providers.${name}`);
   }
   return { ...p, providers, volumeSpike: merge(defaults.pacing.volumeSpike, (over as any)?.volumeSpike, 'pacing.volumeSpike') };
+}
+
+function webhookSettings(over: unknown): WebhookSettings {
+  const w = merge(defaults.webhooks, over, 'webhooks');
+  if (!Array.isArray(w.allowCidrs)) throw new Error('POSTGATE_CONFIG: webhooks.allowCidrs must be a list of CIDRs');
+  try {
+    new AddressGuard(w.allowCidrs);
+  } catch (err) {
+    throw new Error(`POSTGATE_CONFIG: webhooks.allowCidrs: ${(err as Error).message}`);
+  }
+  return w;
+}
+
+/**
+ * The sender of sign-in codes. Derived from the base URL's host unless set; a host that is an
+ * IP address gives no valid sender, so that is a start-up error rather than a refused code later.
+ */
+function systemFrom(env: NodeJS.ProcessEnv, baseHost: string): string {
+  const set = env.POSTGATE_SYSTEM_FROM;
+  if (set) {
+    if (!/^[^\s@<>"]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/.test(set)) throw new Error(`POSTGATE_SYSTEM_FROM must be a plain address such as no-reply@example.com, got ${JSON.stringify(set)}`);
+    return set;
+  }
+  if (isIP(baseHost.replace(/^\[|\]$/g, ''))) {
+    throw new Error(`POSTGATE_BASE_URL's host ${baseHost} is an IP address, which gives no sender for sign-in codes: set POSTGATE_SYSTEM_FROM (e.g. no-reply@mail.example.com)`);
+  }
+  return `no-reply@${baseHost}`;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -214,7 +272,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dnsServers: list(env.POSTGATE_DNS_SERVERS),
     deliveryPort: int(env, 'POSTGATE_DELIVERY_PORT', 25),
     sendingIps: list(env.POSTGATE_SENDING_IPS),
-    systemFrom: env.POSTGATE_SYSTEM_FROM || `no-reply@${baseHost}`,
+    systemFrom: systemFrom(env, baseHost),
     secret: env.POSTGATE_SECRET || undefined,
     tlsCert: env.POSTGATE_TLS_CERT || undefined,
     tlsKey: env.POSTGATE_TLS_KEY || undefined,
@@ -230,7 +288,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     defaultPlan: (file.defaultPlan as Config['defaultPlan'] | undefined) ?? 'free',
     smtpRate: (file.smtpRate as number | undefined) ?? 300,
-    webhooks: merge(defaults.webhooks, file.webhooks, 'webhooks'),
+    webhooks: webhookSettings(file.webhooks),
+    auth: merge(defaults.auth, file.auth, 'auth'),
+    http: merge(defaults.http, file.http, 'http'),
     pacing: pacingSettings(file.pacing),
     testClock: env.POSTGATE_TEST_CLOCK === '1',
   };

@@ -21,6 +21,17 @@ tools.getPrivateKey = (pem) => {
   }
   return key;
 };
+// Over-signing: From, Subject and To are named once more in h= than they occur. A missing
+// header counts as empty (RFC 6376 §5.4.2), so a header of that name added after signing (a
+// second From that a receiver might display) breaks the signature. mailauth lists only the
+// headers present, so its list is extended here, before its signer takes the function.
+const OVERSIGNED = ['From', 'Subject', 'To'];
+const signingLines = tools.getSigningHeaderLines;
+tools.getSigningHeaderLines = (parsedHeaders, fieldNames, verify) => {
+  const lines = signingLines(parsedHeaders, fieldNames, verify);
+  if (verify) return lines;
+  return { ...lines, keys: [lines.keys, ...OVERSIGNED].filter(Boolean).join(': ') };
+};
 const { dkimSign } = require('mailauth/lib/dkim/sign');
 
 // What the signature covers. mailauth's default list lacks List-Unsubscribe-Post (an RFC 8058

@@ -2,6 +2,7 @@
 // Done by the gateway at Enqueue, long after the 202, and deterministic in what
 // matters: Message-ID and Date come from the stored email, so a rebuild is the same mail.
 import MailComposer from 'nodemailer/lib/mail-composer';
+import { encodeWord } from 'nodemailer/lib/mime-funcs';
 import { domainOf, parseMailbox } from '../control/mail/address.js';
 import type { NormalizedRequest } from '../control/mail/pipeline.js';
 
@@ -10,15 +11,19 @@ import type { NormalizedRequest } from '../control/mail/pipeline.js';
  * given (already valid header values) so what DKIM signs is exactly what was meant.
  */
 export function buildMime(id: string, createdAt: number, r: NormalizedRequest, extra: Record<string, string> = {}): Promise<Buffer> {
-  const from = parseMailbox(r.from)!;
-  const headers: Record<string, string | { prepared: true; value: string }> = { ...r.headers };
+  const from = mailbox(r.from);
+  const headers: Record<string, string | { prepared: true; value: string }> = {};
+  for (const [name, value] of Object.entries(r.headers)) headers[name] = foldable(value);
   for (const [name, value] of Object.entries(extra)) headers[name] = { prepared: true, value };
+  // Addresses go to the composer parsed: it then quotes or encodes each display name itself,
+  // and a stored string can never be read back as more (or other) mailboxes than were checked.
+  const list = (a: string[]) => (a.length ? a.map(mailbox) : undefined);
   const composer = new MailComposer({
-    from: r.from,
-    to: r.to.length ? r.to : undefined,
-    cc: r.cc.length ? r.cc : undefined,
-    replyTo: r.reply_to.length ? r.reply_to : undefined,
-    subject: r.subject,
+    from,
+    to: list(r.to),
+    cc: list(r.cc),
+    replyTo: list(r.reply_to),
+    subject: foldable(r.subject),
     text: r.text,
     html: r.html,
     headers: headers as Record<string, string>,
@@ -28,4 +33,17 @@ export function buildMime(id: string, createdAt: number, r: NormalizedRequest, e
     disableUrlAccess: true,
   });
   return composer.compile().build();
+}
+
+function mailbox(s: string): { name: string; address: string } {
+  const m = parseMailbox(s)!;
+  return { name: m.name ?? '', address: m.address };
+}
+
+/**
+ * RFC 5322 caps a line at 998 octets; the composer folds at spaces, so a run of
+ * non-space text longer than a line can hold is sent as encoded words, which split anywhere.
+ */
+function foldable(value: string): string {
+  return /\S{900}/.test(value) ? encodeWord(value, 'Q', 52) : value;
 }

@@ -43,6 +43,16 @@ export class Hosted {
     return this.ownOrigins.has(origin) || this.ctx.store.hasOrigin(projectId, origin);
   }
 
+  /**
+   * The keyless hosted calls that act (start a sign-in, mail a code, check one) come from the widget
+   * in a browser, which always sends Origin on a POST: without one it is a script, and without a key
+   * a script must not make us mail any address it likes.
+   */
+  async requireRequestOrigin(req: FastifyRequest, projectId: string): Promise<void> {
+    if (typeof req.headers.origin !== 'string') throw new ApiError('REDIRECT_NOT_ALLOWED', 'Hosted sign-in calls must come from a browser page on an allowed origin (no Origin header)');
+    return this.checkRequestOrigin(req, projectId);
+  }
+
   /** Refuses a browser request whose Origin header the project does not allow (servers send none). */
   async checkRequestOrigin(req: FastifyRequest, projectId: string): Promise<void> {
     const origin = req.headers.origin;

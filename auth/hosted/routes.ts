@@ -66,7 +66,7 @@ export const hostedRoutes = (ctx: AuthContext, hosted: Hosted): FastifyPluginAsy
   }, async (req) => {
     const { slug, provider, redirectUri } = req.body;
     const project = await hosted.project(slug);
-    await hosted.checkRequestOrigin(req, project.id);
+    await hosted.requireRequestOrigin(req, project.id);
     const def = providers.get(provider);
     if (!def?.oauth) throw new ApiError('PROVIDER_NOT_ENABLED', `${provider} has no OAuth sign-in`);
     const cfg = await hosted.enabled(req, project.id, provider, 'oauth');
@@ -77,7 +77,7 @@ export const hostedRoutes = (ctx: AuthContext, hosted: Hosted): FastifyPluginAsy
     schema: { summary: 'Hosted widget: email a 6-digit sign-in code (public; the redirect address must be allowed)', tags, body: schemas.send.body, response: { ...schemas.send.response, ...errors } },
   }, async (req) => {
     const project = await hosted.project(req.body.slug);
-    await hosted.checkRequestOrigin(req, project.id);
+    await hosted.requireRequestOrigin(req, project.id);
     await ctx.oauth.checkCallbackUrl(project.id, req.body.redirectUri);
     const to = emailOf(req.body.email);
     const cfg = await hosted.enabled(req, project.id, 'email', 'otp');
@@ -90,7 +90,7 @@ export const hostedRoutes = (ctx: AuthContext, hosted: Hosted): FastifyPluginAsy
     schema: { summary: 'Hosted widget: check an email code (public); answers the redirect address with a single-use svc_code', tags, body: schemas.verify.body, response: { ...schemas.verify.response, ...errors } },
   }, async (req) => {
     const project = await hosted.project(req.body.slug);
-    await hosted.checkRequestOrigin(req, project.id);
+    await hosted.requireRequestOrigin(req, project.id);
     const back = await ctx.oauth.checkCallbackUrl(project.id, req.body.redirectUri);
     const address = emailOf(req.body.email);
     await hosted.enabled(req, project.id, 'email', 'otp');

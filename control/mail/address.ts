@@ -7,6 +7,8 @@ export interface Mailbox {
 }
 
 const LOCAL = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/;
+/** RFC 5322 specials that are structure, not text, outside a quoted display name. */
+const UNQUOTED_SPECIALS = /[,;:@()[\]]/;
 const LABEL = /^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$/;
 
 export function isAddress(s: string): boolean {
@@ -28,9 +30,14 @@ export function parseMailbox(input: string): Mailbox | undefined {
   const s = input.trim();
   const m = /^(.*?)\s*<([^<>]+)>$/.exec(s);
   if (m) {
-    const name = m[1]!.trim().replace(/^"(.*)"$/, '$1');
+    let name = m[1]!.trim();
+    const quoted = /^"(.*)"$/.exec(name);
+    if (quoted) name = quoted[1]!;
     const address = m[2]!.trim();
-    if (!isAddress(address) || name.length > 200 || /[<>"\\]/.test(name)) return undefined;
+    if (!isAddress(address) || name.length > 200 || /["\\<>]/.test(name)) return undefined;
+    // Unquoted, these make the value an address list or a group ("ceo@bank.test, <me@ours>",
+    // "undisclosed:ceo@bank.test; <me@ours>"), which receivers display as someone else.
+    if (!quoted && UNQUOTED_SPECIALS.test(name)) return undefined;
     return name ? { name, address } : { address };
   }
   return isAddress(s) ? { address: s } : undefined;

@@ -44,9 +44,16 @@ export function toGatewayEvent(e: DeliveryEvent, tokens: Tokens, log?: Logger): 
     if (!t || t.emailId !== e.emailId) {
       log?.warn({ emailId: e.emailId, type: e.type }, 'report with a forged or foreign return address ignored');
       ev.emailId = '';
-    } else if (t.kind === 'unsubscribe') {
+    } else if (t.index !== undefined) {
+      // The return path names the recipient; a report's own Final-Recipient (or none) does not.
       ev.recipientIndex = t.index;
       ev.recipient = '';
+    } else {
+      // A return path from before they named a recipient (b+<id>.<mac>): believed only for an
+      // email with one recipient, the only case where it cannot be turned against another.
+      ev.recipientIndex = 0;
+      ev.recipient = '';
+      ev.soleRecipient = true;
     }
   }
   return ev;

@@ -90,7 +90,7 @@ export class Dispatcher {
     return start;
   }
 
-  /** The gateway messages of one email: one for all its recipients, or one per recipient when bulk. */
+  /** The gateway messages of one email: one per recipient (its own return path; bulk: its own unsubscribe links). */
   private async messagesOf(r: EmailRow & { recipients: RecipientRow[] }): Promise<Message[]> {
     const { tokens, baseUrl } = this.deliverability;
     const req = JSON.parse(r.request) as NormalizedRequest;
@@ -100,7 +100,6 @@ export class Dispatcher {
     const common = {
       emailId: r.id,
       projectId: r.projectId,
-      mailFrom: tokens.verpAddress(r.id, senderDomain),
       bulk: r.bulk,
       senderDomain,
       warmupStartMs: BigInt(warmupStartMs),
@@ -108,19 +107,19 @@ export class Dispatcher {
     };
     // Receivers aggregate complaints by it (Gmail's Feedback Loop): <project>:<stream>:<sender id>.
     const feedbackId = `${r.projectId}:${r.bulk ? 'bulk' : 'transactional'}:postgate`;
-    if (!r.bulk) {
-      const rcptTo = r.recipients.filter((x) => x.status === 'queued').map((x) => x.address);
-      return [{ ...common, key: r.id, rcptTo, ...this.compose(r, { 'Feedback-ID': feedbackId }) }];
-    }
+    // One copy per recipient, each with its own return path (VERP), so a bounce or complaint
+    // can only ever concern the recipient it came from. Bulk copies also carry their own
+    // unsubscribe links.
     return r.recipients.flatMap((x, index) => {
       if (x.status !== 'queued') return [];
-      const token = tokens.unsubscribeToken(r.id, index);
-      const headers = {
-        'List-Unsubscribe': `<${baseUrl}/unsubscribe/${token}>, <${tokens.unsubscribeMailto(r.id, index, senderDomain)}>`,
-        'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
-        'Feedback-ID': feedbackId,
-      };
-      return [{ ...common, key: `${r.id}/${index}`, rcptTo: [x.address], ...this.compose(r, headers) }];
+      const headers: Record<string, string> = { 'Feedback-ID': feedbackId };
+      if (r.bulk) {
+        const token = tokens.unsubscribeToken(r.id, index);
+        headers['List-Unsubscribe'] = `<${baseUrl}/unsubscribe/${token}>, <${tokens.unsubscribeMailto(r.id, index, senderDomain)}>`;
+        headers['List-Unsubscribe-Post'] = 'List-Unsubscribe=One-Click';
+      }
+      const mailFrom = tokens.verpAddress(r.id, index, senderDomain);
+      return [{ ...common, key: `${r.id}/${index}`, mailFrom, rcptTo: [x.address], ...this.compose(r, headers) }];
     });
   }
 

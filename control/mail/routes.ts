@@ -11,6 +11,7 @@ import { domainRoutes } from '../domains/routes.js';
 import { suppressionRoutes } from '../suppressions/routes.js';
 import { analyticsRoutes } from '../analytics/routes.js';
 import { webhookRoutes } from '../webhooks/routes.js';
+import type { WebhookTargets } from '../webhooks/target.js';
 import { pacingRoutes } from '../pacing/routes.js';
 import type { PacingService } from '../pacing/service.js';
 import { Access, MAIL_KEYS, type Caller } from '../access.js';
@@ -28,6 +29,7 @@ export interface MailRoutesOptions {
   counters: Counters;
   secret: string;
   resolver: Resolver;
+  webhookTargets: WebhookTargets;
   /** GET /v1/pacing and announcements, when control runs pacing (control/pacing). */
   pacing?: PacingService;
 }
@@ -42,7 +44,7 @@ const errors = { 400: errorSchema, 401: errorSchema, 404: errorSchema, 429: erro
 const security: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { serviceKey: [] }];
 
 /** The whole mail API: one key check and one rate limit in front of every route. */
-export const mailRoutes: FastifyPluginAsync<MailRoutesOptions> = async (app, { config, store, access, pipeline, counters, secret, resolver, pacing }) => {
+export const mailRoutes: FastifyPluginAsync<MailRoutesOptions> = async (app, { config, store, access, pipeline, counters, secret, resolver, webhookTargets, pacing }) => {
   app.decorateRequest('caller', undefined);
   app.addHook('onRequest', access.hook(MAIL_KEYS, (req: FastifyRequest, reply: FastifyReply) => {
     const { headers } = checkRate(counters, `api:${req.caller!.project.id}`, limitsOf(req.caller!.project, config).rateLimit);
@@ -53,12 +55,15 @@ export const mailRoutes: FastifyPluginAsync<MailRoutesOptions> = async (app, { c
   await app.register(domainRoutes, { config, store, resolver, dkimSealer: sealer(secret, 'dkim') });
   await app.register(suppressionRoutes, { store });
   await app.register(analyticsRoutes, { store });
-  await app.register(webhookRoutes, { store, sealer: sealer(secret, 'webhooks') });
+  await app.register(webhookRoutes, { store, sealer: sealer(secret, 'webhooks'), targets: webhookTargets });
   if (pacing) await app.register(pacingRoutes, { pacing });
 };
 
 const emailRoutes: FastifyPluginAsync<Pick<MailRoutesOptions, 'config' | 'store' | 'pipeline'>> = async (app, { config, store, pipeline }) => {
+  // html and text may both be maxBodyBytes, as JSON (escapes) and with room for the rest.
+  const sendBodyLimit = 2 * config.limits.maxBodyBytes + 1024 * 1024;
   app.post<{ Body: SendRequest }>('/v1/emails', {
+    bodyLimit: sendBodyLimit,
     schema: {
       summary: 'Send one email',
       tags: ['emails'],
@@ -72,6 +77,7 @@ const emailRoutes: FastifyPluginAsync<Pick<MailRoutesOptions, 'config' | 'store'
   });
 
   app.post<{ Body: unknown[] }>('/v1/emails/batch', {
+    bodyLimit: sendBodyLimit,
     schema: {
       summary: 'Send up to 100 emails; each is judged on its own, answers in request order',
       tags: ['emails'],

@@ -37,8 +37,12 @@ const valueOf = (line: string): string => line.slice(line.indexOf(':') + 1).repl
 
 export function toSendRequest(mail: ParsedMail, envelopeRecipients: string[]): Record<string, unknown> {
   if (mail.attachments.length) throw invalid('attachments are not supported; send html and/or text only');
+  // One From line naming one mailbox: a list or a group in From is shown by receivers as
+  // someone else, and DMARC is undefined for it.
+  const fromLines = mail.headerLines.filter((h) => h.key === 'from').length;
+  const hasGroup = [mail.from ?? []].flat().some((o) => o.value.some((a) => a.group));
   const from = mailboxes(mail.from);
-  if (from.length !== 1) throw invalid('From must name exactly one address');
+  if (fromLines !== 1 || hasGroup || from.length !== 1) throw invalid('From must name exactly one mailbox');
   const to = mailboxes(mail.to);
   if (!to.length) throw invalid('To must name at least one recipient');
   const cc = mailboxes(mail.cc);

@@ -16,6 +16,9 @@ import { loadTls } from './tls.js';
 import { parseMessage, toSendRequest } from './message.js';
 import { badRecipient, smtpError, smtpReply } from './replies.js';
 
+/** MAIL FROM parameters of the extensions we offer (SIZE, 8BITMIME, SMTPUTF8). */
+const MAIL_PARAMETERS = new Set(['SIZE', 'BODY', 'SMTPUTF8']);
+
 export interface SmtpSubmissionDeps {
   config: Config;
   log: Logger;
@@ -60,6 +63,10 @@ export async function startSmtpSubmission({ config, log, access, pipeline, limit
     disableReverseLookup: true,
     logger: false,
     closeTimeout: 3000,
+    // An idle or stalled client is dropped after 30 s (smtp-server's default is 60 s), and the
+    // listener takes at most 1,000 sessions at once: idle connections cannot pile up.
+    socketTimeout: 30_000,
+    maxClients: 1000,
 
     onAuth(auth, session, callback) {
       if (!session.secure && !isLoopback(session.remoteAddress)) {
@@ -79,7 +86,10 @@ export async function startSmtpSubmission({ config, log, access, pipeline, limit
       );
     },
 
-    onMailFrom(_address, session, callback) {
+    onMailFrom(address, session, callback) {
+      // RFC 5321 §4.1.1.11: a parameter we do not offer is refused, not ignored.
+      const unknown = Object.keys(address.args || {}).find((k) => !MAIL_PARAMETERS.has(k.toUpperCase()));
+      if (unknown) return callback(smtpReply(555, '5.5.4', `MAIL FROM parameter ${unknown} not recognized`));
       const conn = conns.get(session);
       if (!conn) return callback(smtpReply(530, '5.7.0', 'Authentication required'));
       access

@@ -162,8 +162,10 @@ export interface GatewayEvent {
   details: Record<string, unknown>;
   /** Tells apart events of one attempt that are not repeats (pacing deferrals to different days). */
   dedupe?: string;
-  /** An unsubscribe mail names its recipient by position in the email (control/unsubscribe/tokens.ts). */
+  /** A report names its recipient by position in the email (control/unsubscribe/tokens.ts). */
   recipientIndex?: number;
+  /** Apply only when the email has exactly one recipient (a report to a pre-VERP-per-recipient return path). */
+  soleRecipient?: boolean;
 }
 
 export interface SuppressionRow {
@@ -554,6 +556,7 @@ export class Store {
         if (!projectId) continue;
         const recipients = this.q.recipients.all(ev.emailId) as Array<{ address: string; status: string }>;
         if (ev.recipientIndex !== undefined && !ev.recipient) {
+          if (ev.soleRecipient && recipients.length !== 1) continue;
           const named = recipients[ev.recipientIndex];
           if (!named) continue;
           ev.recipient = named.address;

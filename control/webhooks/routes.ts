@@ -9,6 +9,7 @@ import type { Store, WebhookRow } from '../store/store.js';
 import { errorSchema } from '../mail/schema.js';
 import { STATUSES } from '../analytics/routes.js';
 import { newWebhookSecret } from './signature.js';
+import type { WebhookTargets } from './target.js';
 
 const security: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { serviceKey: [] }];
 const errors = { 400: errorSchema, 401: errorSchema, 404: errorSchema, 429: errorSchema };
@@ -26,7 +27,7 @@ const webhookSchema = {
 } as const;
 const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 100 } } } as const;
 
-export const webhookRoutes: FastifyPluginAsync<{ store: Store; sealer: Sealer }> = async (app, { store, sealer }) => {
+export const webhookRoutes: FastifyPluginAsync<{ store: Store; sealer: Sealer; targets: WebhookTargets }> = async (app, { store, sealer, targets }) => {
   const view = (w: WebhookRow) => ({ id: w.id, url: w.url, statuses: w.statuses, secret: sealer.open(w.secret), created_at: new Date(w.createdAt).toISOString() });
 
   app.post<{ Body: { url: string; statuses?: string[] } }>('/v1/webhooks', {
@@ -48,6 +49,8 @@ export const webhookRoutes: FastifyPluginAsync<{ store: Store; sealer: Sealer }>
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalid('url must be an absolute http(s) URL');
     if (url.username || url.password) throw invalid('url must not carry credentials');
+    const refusal = await targets.refusal(url);
+    if (refusal) throw invalid(refusal);
     const row: WebhookRow = {
       id: crypto.randomUUID(), projectId: req.caller!.project.id, url: url.toString(), statuses: req.body.statuses ?? [],
       secret: sealer.seal(newWebhookSecret()), createdAt: clock.now(),

@@ -7,6 +7,7 @@ import type { Sealer } from '../../core/crypto.js';
 import type { WebhookSettings } from '../../core/config.js';
 import type { Store, WebhookDelivery } from '../store/store.js';
 import { sign } from './signature.js';
+import { failureOf, type WebhookTargets } from './target.js';
 
 const BATCH = 50;
 const POLL_MS = 500;
@@ -16,7 +17,13 @@ export class WebhookSender {
   private running = false;
   private stopped = false;
 
-  constructor(private readonly store: Store, private readonly sealer: Sealer, private readonly settings: WebhookSettings, private readonly log: Logger) {}
+  constructor(
+    private readonly store: Store,
+    private readonly sealer: Sealer,
+    private readonly settings: WebhookSettings,
+    private readonly targets: WebhookTargets,
+    private readonly log: Logger,
+  ) {}
 
   start(): void {
     this.schedule(0);
@@ -52,31 +59,33 @@ export class WebhookSender {
     if (!hook) return this.store.updateDelivery(d.id, 'failed', d.attempt, now, 'endpoint deleted', null);
     const ts = Math.floor(now / 1000);
     let error: string | null = null;
+    let detail: string | undefined;
     try {
-      const res = await fetch(hook.url, {
-        method: 'POST',
-        headers: {
+      const status = await this.targets.post(
+        hook.url,
+        {
           'content-type': 'application/json',
           'user-agent': 'postgate-webhooks/1',
           'webhook-id': d.id,
           'webhook-timestamp': String(ts),
           'webhook-signature': sign(this.sealer.open(hook.secret), d.id, ts, d.payload),
         },
-        body: d.payload,
-        redirect: 'manual',
-        signal: AbortSignal.timeout(this.settings.timeoutMs),
-      });
-      await res.body?.cancel();
-      if (res.status >= 200 && res.status < 300) return this.store.updateDelivery(d.id, 'delivered', d.attempt + 1, now, null, now);
-      error = `HTTP ${res.status}`;
+        d.payload,
+        this.settings.timeoutMs,
+      );
+      if (status >= 200 && status < 300) return this.store.updateDelivery(d.id, 'delivered', d.attempt + 1, now, null, now);
+      // A redirect is not followed: its target was never checked.
+      error = `HTTP ${status}`;
     } catch (err) {
-      error = (err as Error).name === 'TimeoutError' ? 'timeout' : ((err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message);
+      // The project sees the class only; the operator's log gets the detail.
+      error = failureOf(err);
+      detail = (err as Error).message;
     }
     const attempt = d.attempt + 1;
     const delays = this.settings.retryDelays;
     const next = now + delays[Math.min(attempt - 1, delays.length - 1)]! * 1000;
     const expired = next - d.createdAt > this.settings.maxAgeSeconds * 1000;
-    this.log.warn({ webhook: hook.id, delivery: d.id, attempt, error, giveUp: expired }, 'webhook delivery failed');
+    this.log.warn({ webhook: hook.id, delivery: d.id, attempt, error, detail, giveUp: expired }, 'webhook delivery failed');
     return this.store.updateDelivery(d.id, expired ? 'failed' : 'pending', attempt, next, error, null);
   }
 

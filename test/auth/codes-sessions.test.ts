@@ -351,7 +351,9 @@ describe('isolation', () => {
     const p = await stack.createProject('iso-env');
     await provider(stack, p, 'telegram', { botToken: TEST_BOT });
     // Each payload is usable once: a different auth_date makes a new one for the same account.
-    const tg = (key: string, age: number) => client(stack, key).post('/sign-in/telegram/widget', signedWidget({ id: 5150, first_name: 'Same', auth_date: unixNow() - age }));
+    // One base time: reading the clock per call could land two calls on the same auth_date.
+    const base = unixNow();
+    const tg = (key: string, age: number) => client(stack, key).post('/sign-in/telegram/widget', signedWidget({ id: 5150, first_name: 'Same', auth_date: base - age }));
     const live = await tg(p.keys.live, 1);
     const liveAgain = await tg(p.keys.live, 2);
     const test = await tg(p.keys.test, 3);

@@ -204,7 +204,8 @@ describe('low-level client (Node) against the stack', () => {
     expect(hosted).toMatchObject({ name: 'Acme', codeLength: 6, resendAfterSeconds: 60 });
     expect(hosted.providers.map((p) => p.id)).toEqual(['google', 'email']);
     await allowOrigin(env, 'https://app.example.com');
-    expect((await api.hostedStart({ slug: env.project.slug, provider: 'google', redirectUri: 'https://app.example.com/cb' })).url).toContain('code_challenge=');
+    // Keyless hosted calls must come from a browser page (an Origin header): from Node they are refused.
+    await expect(api.hostedStart({ slug: env.project.slug, provider: 'google', redirectUri: 'https://app.example.com/cb' })).rejects.toMatchObject({ code: 'REDIRECT_NOT_ALLOWED' });
   });
 
   it('gives every API error as PostgateError with the API\'s code and message', async () => {

@@ -44,7 +44,7 @@ beforeAll(async () => {
       // Short schedules so retries happen within a test: 1 s between temporary failures, three tries;
       // rejected mail retried twice, 1 s then 2 s later.
       delivery: { retryDelays: [1], maxTempFailures: 3, connectTimeout: 5, rejectRetryDelays: [1, 2] },
-      webhooks: { retryDelays: [1], maxAgeSeconds: 600, timeoutMs: 2000 },
+      webhooks: { retryDelays: [1], maxAgeSeconds: 600, timeoutMs: 2000, allowCidrs: ['127.0.0.0/8'] },
     },
   });
   inbound = Number(stack.env.POSTGATE_INBOUND_PORT);
@@ -165,6 +165,43 @@ describe('reports at the inbound port', () => {
     expect(await suppressed('angry@inbox.test')).toMatchObject({ reason: 'complained', scope: 'bulk' });
     expect((await stack.api('POST', '/v1/emails', p.keys.live, { from: 'hello@acme.test', to: 'angry@inbox.test', subject: 'more', text: 'x', bulk: true })).status).toBe(422);
     await wait(await send('angry@inbox.test'), (e) => e.status === 'sent');
+  });
+
+  it('each recipient has its own return path: a DSN naming another recipient, or none, touches only its sender', async () => {
+    const id = await send('first@inbox.test', { to: ['first@inbox.test', 'second@inbox.test'], cc: ['third@inbox.test'] });
+    await wait(id, (e) => e.recipients.every((r: any) => r.status === 'sent'));
+    const copies = sentTo(id);
+    const paths = new Map(copies.map((m) => [m.rcptTo[0]!, m.mailFrom]));
+    expect([...paths.keys()].sort()).toEqual(['first@inbox.test', 'second@inbox.test', 'third@inbox.test']);
+    expect(new Set(paths.values()).size).toBe(3);
+    // first's return path, with a DSN that claims second bounced.
+    const first = paths.get('first@inbox.test')!;
+    await sendToInbound(inbound, '', first, dsn(first, [{ recipient: 'second@inbox.test', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 no such user' }]));
+    let email = await wait(id, (e) => e.events.some((x: any) => x.type === 'bounced'));
+    expect(email.recipients.find((r: any) => r.email === 'second@inbox.test').status).toBe('sent');
+    expect(email.recipients.find((r: any) => r.email === 'first@inbox.test').status).toBe('bounced');
+    expect(await suppressed('second@inbox.test')).toBeUndefined();
+    // third's return path, with a DSN that names nobody: only third.
+    const third = paths.get('third@inbox.test')!;
+    await sendToInbound(inbound, '', third, dsn(third, [{ recipient: '', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 gone' }]));
+    email = await wait(id, (e) => e.recipients.find((r: any) => r.email === 'third@inbox.test').status === 'bounced');
+    expect(email.recipients.find((r: any) => r.email === 'second@inbox.test').status).toBe('sent');
+    expect(await suppressed('second@inbox.test')).toBeUndefined();
+    expect(await suppressed('third@inbox.test')).toMatchObject({ reason: 'bounced' });
+  });
+
+  it('one subscriber of a bulk mailing complaining suppresses that subscriber only', async () => {
+    const subscribers = ['sub1@inbox.test', 'sub2@inbox.test', 'sub3@inbox.test'];
+    const id = await send('sub1@inbox.test', { to: subscribers, bulk: true });
+    await wait(id, (e) => e.recipients.every((r: any) => r.status === 'sent'));
+    const path1 = sentTo(id).find((m) => m.rcptTo[0] === 'sub1@inbox.test')!.mailFrom;
+    // sub1 forges a complaint about sub2 to its own return path.
+    await sendToInbound(inbound, 'fbl@inbox.test', path1, arf({ to: path1, recipient: 'sub2@inbox.test', feedbackType: 'abuse' }));
+    const email = await wait(id, (e) => e.status === 'complained');
+    expect(email.recipients.map((r: any) => [r.email, r.status])).toEqual([['sub1@inbox.test', 'complained'], ['sub2@inbox.test', 'sent'], ['sub3@inbox.test', 'sent']]);
+    expect(await suppressed('sub2@inbox.test')).toBeUndefined();
+    expect(await suppressed('sub3@inbox.test')).toBeUndefined();
+    expect(await suppressed('sub1@inbox.test')).toMatchObject({ reason: 'complained', scope: 'bulk' });
   });
 
   it('mail to the List-Unsubscribe mailto address unsubscribes its recipient from bulk', async () => {

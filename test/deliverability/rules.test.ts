@@ -9,6 +9,7 @@ import { classify, providerOfDomain, providerOfMx } from '../../gateway/pacing/p
 import { dayOf, nextDayStart, normFor, warmupDay } from '../../gateway/pacing/warmup.js';
 import { Pacer, type PaceRequest } from '../../gateway/pacing/pacer.js';
 import { parseToken, Tokens } from '../../control/unsubscribe/tokens.js';
+import { deriveKey } from '../../core/crypto.js';
 import { signMessage, Signer } from '../../gateway/dkim.js';
 import { readInbound, parseFieldBlocks } from '../../gateway/inbound/report.js';
 import { rejectRetryDelay } from '../../gateway/retry.js';
@@ -129,11 +130,17 @@ describe('return-path tokens', () => {
   const id = crypto.randomUUID();
 
   it('VERP and unsubscribe addresses fit in 64 characters and verify only untouched', () => {
-    const verp = tokens.verpAddress(id, 'acme.test');
-    expect(verp).toMatch(/^b\+[0-9a-f]{32}\.[0-9a-f]{16}@pg-bounces\.acme\.test$/);
+    const verp = tokens.verpAddress(id, 49, 'acme.test');
+    expect(verp).toMatch(/^b\+[0-9a-f]{32}\.49\.[0-9a-f]{16}@pg-bounces\.acme\.test$/);
     const local = verp.split('@')[0]!;
     expect(local.length).toBeLessThanOrEqual(64);
-    expect(tokens.verify(local)).toEqual({ kind: 'bounce', emailId: id, mac: local.slice(-16) });
+    expect(tokens.verify(local)).toEqual({ kind: 'bounce', emailId: id, index: 49, mac: local.slice(-16) });
+    // Another recipient's index under this MAC is refused: a return path names one recipient.
+    expect(tokens.verify(local.replace('.49.', '.48.'))).toBeUndefined();
+    expect(tokens.verify(local.replace('.49.', '.'))).toBeUndefined();
+    // The return paths of mail queued before per-recipient VERP still verify (without an index).
+    const legacy = `b+${id.replace(/-/g, '')}.${crypto.createHmac('sha256', deriveKey('a master secret', 'mail-tokens')).update(`b:${id.replace(/-/g, '')}`).digest('hex').slice(0, 16)}`;
+    expect(tokens.verify(legacy)).toEqual({ kind: 'bounce', emailId: id, mac: legacy.slice(-16) });
     expect(tokens.verify(local.toUpperCase())).toMatchObject({ emailId: id });
     expect(tokens.verify(local.slice(0, -1) + (local.endsWith('0') ? '1' : '0'))).toBeUndefined();
     expect(new Tokens('another secret').verify(local)).toBeUndefined();

@@ -4,6 +4,7 @@
 // mailauth.authenticate. Then the List-Unsubscribe links are followed as Gmail would.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { simpleParser } from 'mailparser';
+import libmime from 'libmime';
 import { Stack, type Project } from '../helpers/stack.js';
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
 import { startMxSink, type MxSink, type ReceivedMessage } from '../helpers/mx-sink.js';
@@ -48,11 +49,60 @@ async function send(body: Record<string, unknown>) {
   return r.body.id as string;
 }
 
+describe('From is one mailbox, headers fit in a line, and DKIM over-signs', () => {
+  const lines = (raw: Buffer) => raw.toString('latin1').split('\r\n');
+
+  it('refuses a from that hides another mailbox (list or group), in single and batch sends', async () => {
+    const spoofs = ['ceo@bank.test, <hello@acme.test>', 'undisclosed:ceo@bank.test; <hello@acme.test>', 'CEO (bank) <hello@acme.test>', 'a@b.test <hello@acme.test>', 'x:; <hello@acme.test>'];
+    for (const from of spoofs) {
+      const r = await stack.api('POST', '/v1/emails', p.keys.live, { from, to: 'ann@inbox.test', subject: 'Spoof', text: 'x' });
+      expect([from, r.status, r.body.code]).toEqual([from, 400, 'INVALID_REQUEST']);
+      const b = await stack.api('POST', '/v1/emails/batch', p.keys.live, [{ from, to: 'ann@inbox.test', subject: 'Spoof', text: 'x' }]);
+      expect([from, b.body.data[0].code]).toEqual([from, 'INVALID_REQUEST']);
+    }
+    expect(sink.messages.filter((m) => m.raw.toString().includes('Subject: Spoof'))).toEqual([]);
+  });
+
+  it('a display name with commas, quotes and non-ASCII arrives as one safely encoded mailbox', async () => {
+    const id = await send({ from: '"Doe, John (Ünïcode) [CEO]" <hello@acme.test>', to: 'ann@inbox.test' });
+    const parsed = await simpleParser(sentTo(id)[0]!.raw);
+    expect(parsed.from!.value).toEqual([{ name: 'Doe, John (Ünïcode) [CEO]', address: 'hello@acme.test' }]);
+  });
+
+  it('folds long header values: no delivered line passes 998 octets, and they decode back', async () => {
+    const subject = 's'.repeat(998);
+    const solid = 'v'.repeat(990);
+    const spaced = Array.from({ length: 120 }, (_, i) => `word${i}`).join(' ');
+    const id = await send({ to: 'ann@inbox.test', subject, headers: { 'X-Solid': solid, 'X-Spaced': spaced } });
+    const got = sentTo(id)[0]!;
+    expect(Math.max(...lines(got.raw).map((l) => Buffer.byteLength(l, 'latin1')))).toBeLessThanOrEqual(998);
+    const parsed = await simpleParser(got.raw);
+    expect(parsed.subject).toBe(subject);
+    // mailparser leaves X- headers encoded; a reader decodes the encoded words.
+    expect(libmime.decodeWords(parsed.headers.get('x-solid') as string)).toBe(solid);
+    expect(parsed.headers.get('x-spaced')).toBe(spaced);
+    expect((await authResults(got.raw, got.mailFrom, dns)).dkim).toEqual(['pass']);
+  });
+
+  it('over-signs From, Subject and To: a header of that name added after signing breaks DKIM', async () => {
+    const id = await send({ to: 'ann@inbox.test' });
+    const got = sentTo(id)[0]!;
+    expect((await authResults(got.raw, got.mailFrom, dns)).dkim).toEqual(['pass']);
+    const sig = /^DKIM-Signature:[\s\S]*?(?=\r\n\S)/m.exec(got.raw.toString())![0].replace(/\s+/g, '');
+    const h = /;h=([^;]+)/.exec(sig)![1]!.toLowerCase().split(':');
+    for (const name of ['from', 'subject', 'to']) expect(h.filter((x) => x === name).length, name).toBe(2);
+    for (const added of ['From: CEO <ceo@bank.test>', 'Subject: Urgent wire transfer', 'To: victim@inbox.test']) {
+      const forged = Buffer.concat([Buffer.from(added + '\r\n'), got.raw]);
+      expect([added, (await authResults(forged, got.mailFrom, dns)).dkim]).not.toEqual([added, ['pass']]);
+    }
+  });
+});
+
 describe('signing and the return path', () => {
   it('transactional mail passes DKIM, SPF and DMARC at the receiver; VERP envelope; Feedback-ID; no List-Unsubscribe', async () => {
     const id = await send({ to: 'ann@inbox.test' });
     const [got] = sentTo(id);
-    expect(got!.mailFrom).toMatch(/^b\+[0-9a-f]{32}\.[0-9a-f]{16}@pg-bounces\.acme\.test$/);
+    expect(got!.mailFrom).toMatch(/^b\+[0-9a-f]{32}\.0\.[0-9a-f]{16}@pg-bounces\.acme\.test$/);
     expect(got!.mailFrom.slice(2, 34)).toBe(id.replace(/-/g, ''));
     const auth = await authResults(got!.raw, got!.mailFrom, dns);
     expect(auth).toMatchObject({ dkim: ['pass'], dkimDomain: 'acme.test', spf: 'pass', dmarc: 'pass' });

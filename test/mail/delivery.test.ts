@@ -53,9 +53,12 @@ describe('delivery', () => {
     });
     expect(r.status).toBe(202);
     const email = await stack.waitEmail(p.keys.live, r.body.id, (e) => e.status === 'sent');
-    const [got] = sentTo(r.body.id);
+    // One copy per recipient, each with its own return path (VERP per recipient).
+    const copies = sentTo(r.body.id);
+    const [got] = copies;
     expect(got).toBeDefined();
-    expect(got!.rcptTo.sort()).toEqual(['ann@inbox.test', 'bob@inbox.test', 'carl@inbox.test', 'dina@inbox.test']);
+    expect(copies.map((m) => m.rcptTo).every((rcpts) => rcpts.length === 1)).toBe(true);
+    expect(copies.flatMap((m) => m.rcptTo).sort()).toEqual(['ann@inbox.test', 'bob@inbox.test', 'carl@inbox.test', 'dina@inbox.test']);
     expect(got!.mailFrom).toContain('@');
     const parsed = await simpleParser(got!.raw);
     expect(parsed.from?.value).toEqual([{ name: 'Acme', address: 'hello@acme.test' }]);

@@ -31,7 +31,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   url = `http://127.0.0.1:${(server.address() as { port: number }).port}/hooks`;
-  stack = await Stack.start({ config: { webhooks: { retryDelays: [1], maxAgeSeconds: 3600, timeoutMs: 2000 } } });
+  stack = await Stack.start({ config: { webhooks: { retryDelays: [1], maxAgeSeconds: 3600, timeoutMs: 2000, allowCidrs: ['127.0.0.0/8'] } } });
   p = await stack.createProject('hooks');
   await stack.verifyDomain('hooks', 'hooks.test');
 });

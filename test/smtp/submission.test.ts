@@ -83,6 +83,13 @@ describe('authentication and TLS', () => {
     expect(lines.find((l) => l.startsWith('530'))).toBeDefined();
   });
 
+  it('refuses an unknown MAIL FROM parameter with 555 5.5.4, and takes the ones it offers', async () => {
+    const plain = Buffer.from(`\0anything\0${acme.keys.live}`).toString('base64');
+    const lines = await rawSession(['EHLO client.test', `AUTH PLAIN ${plain}`, 'MAIL FROM:<hello@acme.test> FOO=bar', 'MAIL FROM:<hello@acme.test> SIZE=100 BODY=8BITMIME', 'QUIT']);
+    expect(lines.find((l) => l.startsWith('555'))).toMatch(/^555 5\.5\.4 MAIL FROM parameter FOO not recognized/);
+    expect(lines.filter((l) => /^250 /.test(l)).length).toBeGreaterThanOrEqual(2);
+  });
+
   it('AUTH PLAIN over STARTTLS with the self-signed pair generated into <data>/tls (0600)', async () => {
     const t = transport(acme.keys.live, { requireTLS: true, authMethod: 'PLAIN' });
     const info = await t.sendMail(base);
@@ -207,6 +214,25 @@ describe('refusals carry the API code', () => {
       expect(r.responseCode, JSON.stringify(mail)).toBe(550);
       expect(r.response).toMatch(/^550 5\.6\.0 INVALID_REQUEST: /);
     }
+  });
+
+  it('a From that names several mailboxes, a group, or comes twice: 550 5.6.0, nothing sent', async () => {
+    const raw = (fromLines: string) => `${fromLines}\r\nTo: bob@ok.test\r\nSubject: Spoof\r\n\r\nHello\r\n`;
+    const spoofs = [
+      'From: ceo@bank.test, <hello@acme.test>',
+      'From: undisclosed:ceo@bank.test; <hello@acme.test>',
+      'From: undisclosed:; <hello@acme.test>',
+      'From: ceo@bank.test\r\nFrom: hello@acme.test',
+      'From: hello@acme.test\r\nFrom: ceo@bank.test',
+    ];
+    const before = sink.messages.length;
+    for (const from of spoofs) {
+      const r = await refusal(acme.keys.live, { envelope: { from: 'hello@acme.test', to: ['bob@ok.test'] }, raw: raw(from) });
+      expect([from, r.responseCode]).toEqual([from, 550]);
+      expect(r.response).toMatch(/^550 5\.6\.0 INVALID_REQUEST: From must name exactly one mailbox/);
+    }
+    await sleep(300);
+    expect(sink.messages.slice(before).filter((m) => m.raw.toString().includes('Subject: Spoof'))).toEqual([]);
   });
 
   it('a message over the advertised SIZE: 552 5.3.4 PAYLOAD_TOO_LARGE', async () => {

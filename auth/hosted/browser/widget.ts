@@ -200,6 +200,8 @@ codeForm?.addEventListener('submit', async (e) => {
   e.preventDefault();
   const value = codeInput!.value.replace(/\s+/g, '');
   if (!new RegExp(`^\\d{${cfg.codeLength}}$`).test(value)) return fieldError(codeInput, codeError, 'errCodeFormat');
+  // Clear the last answer while checking: a stale one would read as the answer to this code.
+  fieldError(codeInput, codeError, null);
   const btn = button(codeForm);
   btn!.disabled = true;
   say(btn, 'checking');
