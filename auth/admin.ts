@@ -4,7 +4,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { notFound } from '../core/errors.js';
 import { clock } from '../core/clock.js';
-import { requireAdmin } from '../control/admin/routes.js';
 import type { Project } from '../control/store/store.js';
 import type { AuthContext } from './context.js';
 import { normalizeOrigin, type ProviderInput, type SettingsInput } from './project-config.js';
@@ -29,8 +28,7 @@ const providerBody = {
   },
 } as const;
 
-export const adminRoutes = (ctx: AuthContext, adminToken: string): FastifyPluginAsync => async (app) => {
-  app.addHook('onRequest', requireAdmin(adminToken));
+export const adminRoutes = (ctx: AuthContext): FastifyPluginAsync => async (app) => {
   const { projects, store } = ctx;
   const base = '/admin/v1/projects/:slug/auth';
 

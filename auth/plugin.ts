@@ -1,5 +1,5 @@
 // The auth API (spec/auth-api.md) as a Fastify plugin registered by control:
-// the key-protected routes, the OAuth callback, and the auth admin API.
+// the key-protected routes and the OAuth callback; its admin API goes on the admin listener.
 import type { FastifyPluginAsync } from 'fastify';
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
@@ -24,26 +24,30 @@ export interface AuthPluginOptions {
   pipeline: MailPipeline;
   invalidator: Invalidator;
   secret: string;
-  adminToken: string;
   /** Called when a project reaches its hourly cap of sign-in code sends (an operator alert metric). */
   onCodeSendsCapped?: (projectSlug: string) => void;
   /** Where GET /session answers from memory without Fastify (control/fast-lane.ts); absent, Fastify answers every check. */
   fastLane?: FastLane;
 }
 
-export const authPlugin: FastifyPluginAsync<AuthPluginOptions> = async (app, opts) => {
+/**
+ * The auth capability, composed by control: `plugin` goes on the public listener, `admin` on
+ * the admin listener (control/admin/app.ts); both share one context.
+ */
+export function createAuth(opts: AuthPluginOptions): { plugin: FastifyPluginAsync; admin: FastifyPluginAsync } {
   const ctx = createAuthContext(opts);
   bindSessions(ctx.sessions);
-  await app.register(hostedPlugin(ctx)); // first: its browser-origin hooks reach the key routes
-  await app.register(keyRoutes(ctx, opts.fastLane));
-  await app.register(callbackRoutes(ctx));
-  await app.register(adminRoutes(ctx, opts.adminToken));
-
-  const prune = setInterval(() => {
-    ctx.store.prune(clock.now()).catch((err: unknown) => opts.log.warn({ err }, 'auth prune failed'));
-  }, settings.pruneEveryMs);
-  prune.unref();
-  app.addHook('onClose', async () => clearInterval(prune));
-};
+  const plugin: FastifyPluginAsync = async (app) => {
+    await app.register(hostedPlugin(ctx)); // first: its browser-origin hooks reach the key routes
+    await app.register(keyRoutes(ctx, opts.fastLane));
+    await app.register(callbackRoutes(ctx));
+    const prune = setInterval(() => {
+      ctx.store.prune(clock.now()).catch((err: unknown) => opts.log.warn({ err }, 'auth prune failed'));
+    }, settings.pruneEveryMs);
+    prune.unref();
+    app.addHook('onClose', async () => clearInterval(prune));
+  };
+  return { plugin, admin: adminRoutes(ctx) };
+}
 
 export { checkSession, type SessionInfo } from './sessions.js';

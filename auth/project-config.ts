@@ -9,7 +9,7 @@ import type { AuthCrypto } from './crypto.js';
 import { settings } from './settings.js';
 import { parseCidr, type RegionRule } from './region.js';
 import { onByDefault, providers } from './providers/index.js';
-import { endpointNames, type Endpoints, type Field, type Method, type ProviderConfig, type ProviderDef } from './providers/types.js';
+import { endpointNames, settingsOf, type Endpoints, type Field, type Method, type ProviderConfig, type ProviderDef } from './providers/types.js';
 
 export interface ProviderInput extends Endpoints {
   clientId?: string;
@@ -132,6 +132,11 @@ export class ProjectAuthConfig {
    */
   async set(projectId: string, id: string, input: ProviderInput): Promise<ProviderView> {
     const def = defOf(id);
+    const accepted = settingsOf(def);
+    const unused = ([...endpointNames, 'clientId', 'clientSecret', 'botToken'] as const).filter((k) => input[k] !== undefined && !accepted.has(k));
+    if (unused.length) {
+      throw invalid(`${def.name} does not use ${unused.join(', ')}; its settings are ${accepted.size ? [...accepted].join(', ') : 'methods and region rules only'}`);
+    }
     const old = await this.store.provider(projectId, id);
     const endpoints: Record<string, string> = { ...old?.endpoints };
     for (const name of endpointNames) {

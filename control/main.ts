@@ -12,7 +12,9 @@ import { ensureSystemSender } from './domains/system.js';
 import { DeliveryEvents } from './mail/delivery-events.js';
 import { MailPipeline } from './mail/pipeline.js';
 import { Metrics } from './metrics.js';
-import { buildApp } from './app.js';
+import { buildApp, buildAdminApp, type AppDeps } from './app.js';
+import { FastLane } from './fast-lane.js';
+import { createAuth } from '../auth/plugin.js';
 import { memoryCounters } from './limits/counters.js';
 import { makeResolver } from '../core/dns.js';
 import { sealer } from '../core/crypto.js';
@@ -51,7 +53,11 @@ metrics.gauge('postgate_store_writes', () => store.writer.writes, 'Writes commit
 metrics.gauge('postgate_process_rss_bytes', () => process.memoryUsage().rss);
 
 const counters = memoryCounters();
-const app = await buildApp({ config, log, store, access, pipeline, metrics, invalidator, adminToken: adminToken(config), secret, counters, resolver, webhookTargets, deliverability: { pacing, tokens } });
+const fastLane = new FastLane(metrics, config.http);
+const deps: AppDeps = { config, log, store, access, pipeline, metrics, invalidator, adminToken: adminToken(config), secret, counters, resolver, webhookTargets, fastLane, deliverability: { pacing, tokens } };
+const auth = createAuth({ config, log, fastLane, store, access, pipeline, invalidator, secret, onCodeSendsCapped: (slug) => metrics.inc(`postgate_auth_code_sends_capped_total{project="${slug}"}`) });
+const app = await buildApp(deps, auth);
+const adminApp = await buildAdminApp(deps, auth);
 // SMTP and gRPC listen before HTTP, so a healthy /healthz means every door is open.
 const smtp = await startSmtpSubmission({ config, log, access, pipeline, limiter: countersLimiter(counters, config.smtpRate) });
 const grpcApi = await startPublicGrpc({
@@ -61,12 +67,14 @@ const grpcApi = await startPublicGrpc({
     return { valid: true, userId: user.id, email: user.email ?? '', sessionId: session.id, expiresAt: new Date(session.expiresAt).toISOString() };
   },
 });
+// The admin listener first: a healthy public /healthz means the CLI can reach control too.
+await adminApp.listen({ host: config.adminHost, port: config.adminPort });
 await app.listen({ host: config.host, port: config.httpPort });
 deliverability.system = await ensureSystemSender(store, config, deliverability.dkimSealer, log);
 dispatcher.start();
 events.start();
 webhooks.start();
-log.info({ http: `${config.host}:${config.httpPort}`, gateways: gateways.list.map((g) => g.name) }, 'control ready');
+log.info({ http: `${config.host}:${config.httpPort}`, admin: `${config.adminHost}:${config.adminPort}`, gateways: gateways.list.map((g) => g.name) }, 'control ready');
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {
@@ -75,7 +83,7 @@ async function shutdown(signal: string): Promise<void> {
   log.info({ signal }, 'control draining');
   const force = setTimeout(() => process.exit(1), 10_000);
   force.unref();
-  await app.close(); // stops accepting; in-flight requests finish (their writes commit)
+  await Promise.all([app.close(), adminApp.close()]); // stops accepting; in-flight requests finish (their writes commit)
   await Promise.all([smtp.close(), grpcApi.close()]);
   dispatcher.stop();
   webhooks.stop();

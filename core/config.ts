@@ -115,6 +115,9 @@ export interface Config {
   dataDir: string;
   host: string;
   httpPort: number;
+  /** The admin API's listener (the CLI's), loopback unless the operator opens it. */
+  adminHost: string;
+  adminPort: number;
   smtpPort: number;
   grpcPort: number;
   gatewayPort: number;
@@ -252,6 +255,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const host = env.POSTGATE_HOST || '127.0.0.1';
   const httpPort = int(env, 'POSTGATE_HTTP_PORT', 8080);
   const gatewayPort = int(env, 'POSTGATE_GATEWAY_PORT', 50052);
+  const adminPort = int(env, 'POSTGATE_ADMIN_PORT', 8081);
+  if (adminPort === httpPort && adminPort !== 0) throw new Error(`POSTGATE_ADMIN_PORT must differ from POSTGATE_HTTP_PORT (both ${httpPort}): the admin API has its own listener`);
   const baseUrl = (env.POSTGATE_BASE_URL || `http://localhost:${httpPort}`).replace(/\/+$/, '');
   const baseHost = new URL(baseUrl).hostname;
   let file: Record<string, unknown> = {};
@@ -261,6 +266,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir,
     host,
     httpPort,
+    adminHost: env.POSTGATE_ADMIN_HOST || '127.0.0.1',
+    adminPort,
     smtpPort: int(env, 'POSTGATE_SMTP_PORT', 2587),
     grpcPort: int(env, 'POSTGATE_GRPC_PORT', 50051),
     gatewayPort,

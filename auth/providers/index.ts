@@ -10,7 +10,7 @@ import type { ProviderDef } from './types.js';
 
 const email: ProviderDef = { id: 'email', name: 'Email', methods: ['otp'], defaults: {}, requires: {} };
 // SMS: api-url set = the HTTP sender (client secret = its bearer token); unset = the log sender.
-const sms: ProviderDef = { id: 'sms', name: 'SMS', methods: ['otp'], defaults: {}, requires: {} };
+const sms: ProviderDef = { id: 'sms', name: 'SMS', methods: ['otp'], defaults: {}, requires: {}, settings: ['apiUrl', 'clientSecret'] };
 
 export const providers: ReadonlyMap<string, ProviderDef> = new Map([google, vk, yandex, github, telegram, oidc, email, sms].map((p) => [p.id, p]));
 

@@ -58,6 +58,8 @@ export const oidc: ProviderDef = {
   methods: ['oauth', 'oidc'],
   defaults: {},
   requires: { oauth: ['clientId', 'clientSecret', 'issuer'], oidc: ['clientId', 'issuer'] },
+  // Discovery fills what is not set; each endpoint can be pinned.
+  settings: ['authorizationUrl', 'tokenUrl', 'userinfoUrl', 'jwksUrl'],
   oauth: {
     oidc: true,
     scope: 'openid email profile',

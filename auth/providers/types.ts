@@ -30,6 +30,15 @@ export interface ProviderConfig {
 
 export type Profile = Omit<SignInProfile, 'provider'>;
 export type Field = 'clientId' | 'clientSecret' | 'botToken' | 'issuer';
+export type Setting = Field | (typeof endpointNames)[number];
+
+/** The settings a provider reads (see ProviderDef.settings). */
+export function settingsOf(def: ProviderDef): Set<Setting> {
+  const out = new Set<Setting>(def.settings ?? []);
+  for (const k of Object.keys(def.defaults) as Setting[]) out.add(k);
+  for (const fields of Object.values(def.requires)) for (const f of fields ?? []) out.add(f);
+  return out;
+}
 
 export interface OAuthTokens {
   accessToken: string;
@@ -63,6 +72,12 @@ export interface ProviderDef {
   methods: readonly Method[];
   defaults: Endpoints;
   requires: Partial<Record<Method, Field[]>>;
+  /**
+   * Every setting the provider reads, when more than its defaults' endpoints and its
+   * methods' required fields (an SMS gateway's URL and token; a generic issuer's endpoints).
+   * `provider set` refuses the others: a flag that does nothing must not look accepted.
+   */
+  settings?: readonly Setting[];
   oauth?: OAuthAdapter;
   verify?: Partial<Record<Method, Verifier>>;
 }

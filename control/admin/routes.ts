@@ -1,10 +1,9 @@
 // The admin API behind the CLI: every operator change goes through here, so it
 // is validated once and takes effect at once (caches are invalidated).
 import crypto from 'node:crypto';
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import { ApiError, notFound } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
-import { safeEqual } from '../../core/crypto.js';
 import type { Invalidator } from '../../core/invalidation.js';
 import { newApiKey } from '../keys.js';
 import type { KeyKind, KeyScope, Project, Store } from '../store/store.js';
@@ -18,7 +17,6 @@ import { domainView } from '../domains/routes.js';
 export interface AdminOptions {
   config: Config;
   store: Store;
-  token: string;
   invalidator: Invalidator;
   secret: string;
 }
@@ -27,19 +25,9 @@ const slugSchema = { type: 'string', pattern: '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-
 const projectOut = (p: Project) => ({ id: p.id, slug: p.slug, name: p.name, status: p.status, plan: p.plan, created_at: new Date(p.createdAt).toISOString() });
 const slugParams = { type: 'object', required: ['slug'], properties: { slug: slugSchema } } as const;
 
-/** An onRequest hook that admits only the operator's admin token; other admin route plugins use it too. */
-export function requireAdmin(token: string) {
-  return async (req: FastifyRequest): Promise<void> => {
-    const auth = req.headers.authorization;
-    if (typeof auth !== 'string' || !auth.startsWith('Bearer ') || !safeEqual(auth.slice(7), token)) {
-      throw new ApiError('UNAUTHORIZED', 'Admin token required');
-    }
-  };
-}
-
-export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { config, store, token, invalidator, secret }) => {
+// Registered on the admin listener only (control/admin/app.ts), whose guard checks the token.
+export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { config, store, invalidator, secret }) => {
   const dkimSealer = sealer(secret, 'dkim');
-  app.addHook('onRequest', requireAdmin(token));
 
   const project = async (slug: string): Promise<Project> => {
     const p = await store.projectBySlug(slug);

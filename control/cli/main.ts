@@ -42,8 +42,9 @@ try {
 const { opts, positionals } = parsed;
 
 const config = loadConfig();
-const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-const baseUrl = process.env.POSTGATE_ADMIN_URL || `http://${host.includes(':') ? `[${host}]` : host}:${config.httpPort}`;
+// The admin listener (POSTGATE_ADMIN_HOST/PORT); a wildcard bind is reached on loopback.
+const host = config.adminHost === '0.0.0.0' ? '127.0.0.1' : config.adminHost === '::' ? '::1' : config.adminHost;
+const baseUrl = process.env.POSTGATE_ADMIN_URL || `http://${host.includes(':') ? `[${host}]` : host}:${config.adminPort}`;
 
 const ctx: CliContext = {
   opts,

@@ -7,14 +7,12 @@ import { notFound } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import type { Config } from '../../core/config.js';
 import type { Store } from '../store/store.js';
-import { requireAdmin } from '../admin/routes.js';
 import type { PacingService, ThrottleView } from './service.js';
 
 export interface PacingAdminOptions {
   config: Config;
   store: Store;
   pacing: PacingService;
-  token: string;
 }
 
 const hide = { hide: true, tags: ['admin'] };
@@ -26,9 +24,7 @@ const throttleOut = (t: ThrottleView) => ({
   updated_at: t.updatedAt === null ? null : new Date(t.updatedAt).toISOString(),
 });
 
-export const pacingAdminRoutes: FastifyPluginAsync<PacingAdminOptions> = async (app, { config, store, pacing, token }) => {
-  app.addHook('onRequest', requireAdmin(token));
-
+export const pacingAdminRoutes: FastifyPluginAsync<PacingAdminOptions> = async (app, { config, store, pacing }) => {
   app.get('/admin/v1/throttles', { schema: hide }, async () => ({ data: (await pacing.throttles()).map(throttleOut) }));
 
   app.post<{ Params: { provider: string }; Body: { daily_norm?: number; growth?: number; max_daily_norm?: number; rate_per_minute?: number; connections?: number } }>(

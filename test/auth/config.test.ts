@@ -59,6 +59,20 @@ describe('CLI', () => {
     expect(refusals[5]).toMatch(/Nothing to enable/);
   });
 
+  it('refuses a flag the provider does not use, instead of storing it silently', async () => {
+    // Yandex has no API URL; the email provider has no credentials; Google has no bot token.
+    await expect(stack.cli('provider', 'set', '--project', p.slug, '--provider', 'yandex', '--client-id', 'y', '--client-secret', 's', '--api-url', 'https://api.example.net'))
+      .rejects.toThrow(/Yandex ID does not use apiUrl; its settings are .*userinfoUrl/);
+    await expect(admin('PUT', 'providers/email', { clientSecret: 'x' })).rejects.toThrow(/Email does not use clientSecret; its settings are methods and region rules only/);
+    await expect(admin('PUT', 'providers/google', { clientId: 'g', botToken: '1:x' })).rejects.toThrow(/Google does not use botToken/);
+    expect((await admin('GET', 'providers')).data.map((x: any) => x.provider)).not.toContain('yandex');
+    // What a provider does read is taken: SMS's gateway URL and token, a generic issuer's endpoints.
+    expect(await admin('PUT', 'providers/sms', { apiUrl: 'https://sms.example.net/send', clientSecret: 't' })).toMatchObject({ enabled: true });
+    expect(await admin('PUT', 'providers/oidc', { clientId: 'c', issuer: 'https://id.example.net', jwksUrl: 'https://id.example.net/keys', methods: ['oidc'] })).toMatchObject({ enabled: true });
+    await admin('DELETE', 'providers/sms');
+    await admin('DELETE', 'providers/oidc');
+  });
+
   it('keeps provider secrets encrypted at rest', async () => {
     const files = fs.readdirSync(stack.dataDir).filter((f) => f.startsWith('postgate.db'));
     expect(files.length).toBeGreaterThan(0);

@@ -35,11 +35,12 @@ export class Stack {
 
   static async start(opts: StackOptions = {}): Promise<Stack> {
     const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'postgate-test-'));
-    const [http, smtp, grpc, gateway, inbound] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
+    const [http, smtp, grpc, gateway, inbound, admin] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort(), freePort()]);
     const env: Record<string, string> = {
       POSTGATE_DATA_DIR: dataDir,
       POSTGATE_HOST: '127.0.0.1',
       POSTGATE_HTTP_PORT: String(http),
+      POSTGATE_ADMIN_PORT: String(admin),
       POSTGATE_SMTP_PORT: String(smtp),
       POSTGATE_GRPC_PORT: String(grpc),
       POSTGATE_GATEWAY_PORT: String(gateway),
@@ -131,7 +132,7 @@ export class Stack {
   /** The admin API the CLI uses, called directly (starting the CLI costs a Node start per call). */
   async admin(method: string, p: string, body?: unknown): Promise<any> {
     const token = fs.readFileSync(path.join(this.dataDir, 'admin-token'), 'utf8').trim();
-    const r = await this.api(method, p, token, body);
+    const r = await this.adminApi(method, p, token, body);
     if (r.status >= 300) throw new Error(`admin ${method} ${p}: ${r.status} ${JSON.stringify(r.body)}`);
     return r.body;
   }
@@ -150,20 +151,18 @@ export class Stack {
     return this.admin('POST', `/admin/v1/projects/${slug}/domains/verify`, { name, force: true });
   }
 
+  /** The admin listener (POSTGATE_ADMIN_PORT), as the CLI reaches it. */
+  get adminUrl(): string {
+    return `http://127.0.0.1:${this.env.POSTGATE_ADMIN_PORT}`;
+  }
+
   async api(method: string, p: string, key: string | undefined, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
-    const res = await fetch(this.url + p, {
-      method,
-      headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
-    });
-    const text = await res.text();
-    let parsed: unknown = text;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      /* not JSON */
-    }
-    return { status: res.status, body: parsed, headers: res.headers };
+    return request(this.url + p, method, key, body, headers);
+  }
+
+  /** A raw call to the admin listener: any token, any answer (admin() is the checked form). */
+  async adminApi(method: string, p: string, token: string | undefined, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
+    return request(this.adminUrl + p, method, token, body, headers);
   }
 
   /** Polls GET /v1/emails/:id until `done` holds. */
@@ -189,3 +188,19 @@ export class Stack {
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function request(url: string, method: string, key: string | undefined, body: unknown, headers: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }> {
+  const res = await fetch(url, {
+    method,
+    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    /* not JSON */
+  }
+  return { status: res.status, body: parsed, headers: res.headers };
+}

@@ -20,6 +20,7 @@ describe('misconfiguration at start', () => {
     [{ POSTGATE_BASE_URL: 'http://[::1]:8080' }, /is an IP address/],
     [{ POSTGATE_SYSTEM_FROM: 'not an address' }, /POSTGATE_SYSTEM_FROM must be a plain address/],
     [{ POSTGATE_HTTP_PORT: 'eighty' }, /POSTGATE_HTTP_PORT must be a port number/],
+    [{ POSTGATE_HTTP_PORT: '18099', POSTGATE_ADMIN_PORT: '18099' }, /POSTGATE_ADMIN_PORT must differ from POSTGATE_HTTP_PORT/],
   ])('%j: one line, exit 1', (env, line) => {
     const r = start(env);
     expect(r.status).toBe(1);
