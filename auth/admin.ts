@@ -1,12 +1,12 @@
-// The auth area's admin API (behind the CLI): providers, allowed origins and
+// The auth area's admin API (behind the CLI): providers, allowed origins, exact callback URLs and
 // settings of a project, under /admin/v1/projects/:slug/auth/. Hidden from the
 // public OpenAPI document.
 import type { FastifyPluginAsync } from 'fastify';
-import { notFound } from '../core/errors.js';
+import { invalid, notFound } from '../core/errors.js';
 import { clock } from '../core/clock.js';
 import type { Project } from '../control/store/store.js';
 import type { AuthContext } from './context.js';
-import { normalizeOrigin, type ProviderInput, type SettingsInput } from './project-config.js';
+import { normalizeCallbackUrl, normalizeOrigin, type EffectiveSettings, type ProviderInput, type SettingsInput } from './project-config.js';
 import { endpointNames } from './providers/types.js';
 
 const slug = { type: 'string', pattern: '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$' } as const;
@@ -67,8 +67,29 @@ export const adminRoutes = (ctx: AuthContext): FastifyPluginAsync => async (app)
     return { origin, removed: true };
   });
 
-  const settingsOut = (s: { sessionTtlMs: number; codeFrom: string | null; telegramWindowMs: number }) => ({
-    sessionTtlSeconds: s.sessionTtlMs / 1000, codeFrom: s.codeFrom, telegramWindowSeconds: s.telegramWindowMs / 1000,
+  app.get<{ Params: { slug: string } }>(`${base}/callbacks`, { schema: { ...hide, params: slugParams } }, async (req) => ({
+    data: await store.callbackUrls((await project(req.params.slug)).id),
+  }));
+
+  const callbackBody = { type: 'object', additionalProperties: false, required: ['url'], properties: { url: { type: 'string', maxLength: 2048 } } } as const;
+
+  // Exact callback URLs: once a project has one, sign-ins return only to those (their origins must be allowed too).
+  app.post<{ Params: { slug: string }; Body: { url: string } }>(`${base}/callbacks`, { schema: { ...hide, params: slugParams, body: callbackBody } }, async (req, reply) => {
+    const url = normalizeCallbackUrl(req.body.url);
+    const p = await project(req.params.slug);
+    if (!(await store.hasOrigin(p.id, new URL(url).origin))) throw invalid(`Allow its origin first: postgate origin allow ${new URL(url).origin}`);
+    await store.addCallbackUrl(p.id, url, clock.now());
+    return reply.code(201).send({ url });
+  });
+
+  app.delete<{ Params: { slug: string }; Body: { url: string } }>(`${base}/callbacks`, { schema: { ...hide, params: slugParams, body: callbackBody } }, async (req) => {
+    const url = normalizeCallbackUrl(req.body.url);
+    if (!(await store.removeCallbackUrl((await project(req.params.slug)).id, url))) throw notFound(`${url} is not a registered callback URL of this project`);
+    return { url, removed: true };
+  });
+
+  const settingsOut = (s: EffectiveSettings) => ({
+    sessionTtlSeconds: s.sessionTtlMs / 1000, codeFrom: s.codeFrom, telegramWindowSeconds: s.telegramWindowMs / 1000, requireCodeVerifier: s.requireCodeVerifier,
   });
 
   app.get<{ Params: { slug: string } }>(`${base}/settings`, { schema: { ...hide, params: slugParams } }, async (req) =>
@@ -84,6 +105,7 @@ export const adminRoutes = (ctx: AuthContext): FastifyPluginAsync => async (app)
           sessionTtlSeconds: { type: ['integer', 'null'], minimum: 60, maximum: 365 * 86400 },
           codeFrom: { type: ['string', 'null'], maxLength: 320 },
           telegramWindowSeconds: { type: ['integer', 'null'], minimum: 30, maximum: 86400 },
+          requireCodeVerifier: { type: ['boolean', 'null'] },
         },
       },
     },

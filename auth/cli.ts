@@ -19,6 +19,12 @@ function origin(c: CliContext): string {
   return o;
 }
 
+function callbackUrl(c: CliContext): string {
+  const u = c.positionals[0] ?? str(c, 'url');
+  if (!u) throw new CliError('give the callback URL, e.g. https://app.example.com/auth/callback');
+  return u;
+}
+
 const providerRow = (p: any) => ({
   provider: p.provider, enabled: p.enabled, methods: p.methods.join(','), client_id: p.clientId ?? '',
   secret: p.hasClientSecret ? 'set' : '', bot_token: p.hasBotToken ? 'set' : '',
@@ -26,7 +32,7 @@ const providerRow = (p: any) => ({
   region: Object.entries(p.region).map(([k, v]) => `${k}=${(v as string[]).join(',')}`).join(' '),
 });
 
-const settingsText = (d: any) => `session ttl: ${d.sessionTtlSeconds} s\ncode sender: ${d.codeFrom ?? '(system sender)'}\ntelegram auth_date window: ${d.telegramWindowSeconds} s`;
+const settingsText = (d: any) => `session ttl: ${d.sessionTtlSeconds} s\ncode sender: ${d.codeFrom ?? '(system sender)'}\ntelegram auth_date window: ${d.telegramWindowSeconds} s\ncode verifier required: ${d.requireCodeVerifier ? 'on' : 'off'}`;
 
 function int(c: CliContext, name: string): number | null | undefined {
   const v = str(c, name);
@@ -83,6 +89,27 @@ export const authCommands: Commands = {
       return { data: d, text: `removed ${d.origin}` };
     },
   },
+  'callback allow': {
+    usage: 'callback allow <url> --project S       register an exact callback URL; once any is registered, sign-ins return only to those',
+    async run(c) {
+      const d = await c.call('POST', `/admin/v1/projects/${c.slug()}/auth/callbacks`, { url: callbackUrl(c) });
+      return { data: d, text: `registered ${d.url}` };
+    },
+  },
+  'callback list': {
+    usage: 'callback list --project S',
+    async run(c) {
+      const d = await c.call('GET', `/admin/v1/projects/${c.slug()}/auth/callbacks`);
+      return { data: d.data, text: d.data.length ? d.data.join('\n') : '(none: any path on an allowed origin)' };
+    },
+  },
+  'callback remove': {
+    usage: 'callback remove <url> --project S',
+    async run(c) {
+      const d = await c.call('DELETE', `/admin/v1/projects/${c.slug()}/auth/callbacks`, { url: callbackUrl(c) });
+      return { data: d, text: `removed ${d.url}` };
+    },
+  },
   'auth show': {
     usage: 'auth show --project S                  session lifetime, code sender, Telegram window',
     async run(c) {
@@ -91,7 +118,7 @@ export const authCommands: Commands = {
     },
   },
   'auth set': {
-    usage: 'auth set --project S [--session-ttl SECONDS] [--code-from ADDRESS] [--telegram-window SECONDS]   ("default" restores one)',
+    usage: 'auth set --project S [--session-ttl SECONDS] [--code-from ADDRESS] [--telegram-window SECONDS] [--require-code-verifier on|off]   ("default" restores one)',
     async run(c) {
       const body: Record<string, unknown> = {};
       const ttl = int(c, 'session-ttl');
@@ -100,6 +127,11 @@ export const authCommands: Commands = {
       if (tg !== undefined) body.telegramWindowSeconds = tg;
       const from = str(c, 'code-from');
       if (from !== undefined) body.codeFrom = from === '' || from === 'default' ? null : from;
+      const bind = str(c, 'require-code-verifier');
+      if (bind !== undefined) {
+        if (!['on', 'off', 'default'].includes(bind)) throw new CliError('--require-code-verifier takes on or off');
+        body.requireCodeVerifier = bind === 'default' ? null : bind === 'on';
+      }
       const d = await c.call('PATCH', `/admin/v1/projects/${c.slug()}/auth/settings`, body);
       return { data: d, text: settingsText(d) };
     },

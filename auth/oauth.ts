@@ -1,5 +1,6 @@
 // OAuth redirect sign-in: the start (callback address checked against the
-// project's allowed origins, exact origin match; state, PKCE S256 and nonce
+// project's allowed origins, exact origin match, and its exact callback URLs
+// when it registered any; the browser's codeChallenge (auth/binding.ts); state, PKCE S256 and nonce
 // kept server side, the state usable once) and the callback (code exchange and
 // profile through oauth4webapi and the provider's adapter), which hands the
 // app a one-time `svc_code` or `?error=`.
@@ -56,7 +57,21 @@ export class OAuthFlows {
     if ((u.protocol !== 'https:' && u.protocol !== 'http:') || u.username || u.password || !(await this.d.store.hasOrigin(projectId, u.origin))) {
       throw new ApiError('REDIRECT_NOT_ALLOWED', `The origin of callbackURL is not allowed for this project (allow it with: postgate origin allow <origin>)`);
     }
+    // Registered exact URLs narrow the origin rule: no other path or query on the origin (an open redirect there) is reachable.
+    const exact = await this.d.store.callbackUrls(projectId);
+    if (exact.length && (callbackURL.includes('#') || !exact.includes(u.toString()))) {
+      throw new ApiError('REDIRECT_NOT_ALLOWED', 'callbackURL is not one of the callback URLs registered for this project (postgate callback list)');
+    }
     return u;
+  }
+
+  /** The browser binding of a start: a project may require one (auth set --require-code-verifier on). */
+  async checkChallenge(projectId: string, clientChallenge: string | undefined): Promise<string | null> {
+    if (clientChallenge !== undefined) return clientChallenge;
+    if ((await this.d.projects.settings(projectId)).requireCodeVerifier) {
+      throw invalid('This project requires codeChallenge: the S256 hash of a verifier the browser keeps and sends to exchange-code as codeVerifier');
+    }
+    return null;
   }
 
   private async server(def: ProviderDef, cfg: ProviderConfig): Promise<Server> {
@@ -77,8 +92,9 @@ export class OAuthFlows {
     return { as, client, auth, insecure, ...(a.oidc && e.userinfoUrl ? { userinfo: e.userinfoUrl } : {}) };
   }
 
-  async start(caller: Caller, def: ProviderDef, cfg: ProviderConfig, callbackURL: string): Promise<string> {
+  async start(caller: Caller, def: ProviderDef, cfg: ProviderConfig, callbackURL: string, codeChallenge: string | undefined): Promise<string> {
     const callback = await this.checkCallbackUrl(caller.project.id, callbackURL);
+    const clientChallenge = await this.checkChallenge(caller.project.id, codeChallenge);
     const a = def.oauth!;
     const { as } = await this.server(def, cfg);
     const state = randomToken('', 32);
@@ -87,7 +103,7 @@ export class OAuthFlows {
     const now = clock.now();
     await this.d.store.insertState({
       stateHash: sha256(state), projectId: caller.project.id, env: envOf(caller), provider: def.id, callbackUrl: callback.toString(),
-      codeVerifier: this.d.crypto.encrypt(verifier), nonce, createdAt: now, expiresAt: now + settings.oauthStateTtlMs,
+      codeVerifier: this.d.crypto.encrypt(verifier), nonce, clientChallenge, createdAt: now, expiresAt: now + settings.oauthStateTtlMs,
     });
     const url = new URL(as.authorization_endpoint!);
     url.searchParams.set('response_type', 'code');
@@ -125,7 +141,7 @@ export class OAuthFlows {
     if (!def?.oauth || !cfg?.methods.includes('oauth')) return back('error', 'provider_not_enabled');
     try {
       const profile = await this.complete(def, def.oauth, cfg, query, state, st.nonce, this.d.crypto.decrypt(st.codeVerifier));
-      const code = await this.d.sessions.openLater({ projectId: st.projectId, env: st.env }, { provider: def.id, ...profile }, origin);
+      const code = await this.d.sessions.openLater({ projectId: st.projectId, env: st.env }, { provider: def.id, ...profile }, origin, st.clientChallenge);
       return back('svc_code', code);
     } catch (err) {
       if (err instanceof oauth.AuthorizationResponseError) return back('error', safeError(err.error));

@@ -38,12 +38,15 @@ export interface EffectiveSettings {
   sessionTtlMs: number;
   codeFrom: string | null;
   telegramWindowMs: number;
+  requireCodeVerifier: boolean;
 }
 
 export interface SettingsInput {
   sessionTtlSeconds?: number | null;
   codeFrom?: string | null;
   telegramWindowSeconds?: number | null;
+  /** null restores the default (false). */
+  requireCodeVerifier?: boolean | null;
 }
 
 const regionKeys = ['allowCountries', 'denyCountries', 'allowCidrs', 'denyCidrs'] as const;
@@ -66,6 +69,23 @@ export function normalizeOrigin(input: string): string {
     throw invalid(`An origin is scheme://host[:port] (http or https), got ${JSON.stringify(input)}`);
   }
   return u.origin;
+}
+
+/**
+ * An exact callback URL (http or https, no credentials, no fragment), in the form
+ * `new URL()` writes it: sign-ins may return only to a registered one when a project has any.
+ */
+export function normalizeCallbackUrl(input: string): string {
+  let u: URL;
+  try {
+    u = new URL(input.trim());
+  } catch {
+    throw invalid(`Not an absolute URL: ${JSON.stringify(input)}`);
+  }
+  if ((u.protocol !== 'https:' && u.protocol !== 'http:') || u.username || u.password || input.includes('#')) {
+    throw invalid(`A callback URL is http(s)://host[:port]/path[?query], without credentials or fragment; got ${JSON.stringify(input)}`);
+  }
+  return u.toString();
 }
 
 function checkUrl(name: string, value: string): void {
@@ -209,6 +229,7 @@ export class ProjectAuthConfig {
       sessionTtlMs: s.sessionTtlSeconds ? s.sessionTtlSeconds * 1000 : settings.sessionTtlMs,
       codeFrom: s.codeFrom,
       telegramWindowMs: s.telegramWindowSeconds ? s.telegramWindowSeconds * 1000 : settings.telegramWindowMs,
+      requireCodeVerifier: s.requireCodeVerifier,
     };
   }
 
@@ -221,6 +242,7 @@ export class ProjectAuthConfig {
       sessionTtlSeconds: pick('sessionTtlSeconds') as number | null,
       codeFrom: pick('codeFrom') as string | null,
       telegramWindowSeconds: pick('telegramWindowSeconds') as number | null,
+      requireCodeVerifier: input.requireCodeVerifier === undefined ? cur.requireCodeVerifier : input.requireCodeVerifier === true,
     }, clock.now());
     return this.settings(projectId);
   }

@@ -80,21 +80,22 @@ export const keyRoutes = (ctx: AuthContext, fastLane?: FastLane): FastifyPluginA
     return { providers: list.map((c) => ({ id: c.id, name: providers.get(c.id)!.name, methods: c.methods })) };
   });
 
-  app.post<{ Body: { provider: string; method?: string; callbackURL: string } }>(`${P}/sign-in/social`, {
+  app.post<{ Body: { provider: string; method?: string; callbackURL: string; codeChallenge?: string } }>(`${P}/sign-in/social`, {
     schema: { summary: 'Start an OAuth sign-in: answers the provider address to send the user to', tags, security: serviceKey, headers: clientIpHeader, body: schemas.social.body, response: { ...schemas.social.response, ...errors } },
   }, async (req) => {
     const { provider, callbackURL } = req.body;
     const def = providers.get(provider);
     if (!def?.oauth) throw new ApiError('PROVIDER_NOT_ENABLED', `${provider} has no OAuth sign-in`);
     const cfg = await enabled(req, provider, 'oauth');
-    return { url: await oauth.start(req.caller!, def, cfg, callbackURL) };
+    return { url: await oauth.start(req.caller!, def, cfg, callbackURL, req.body.codeChallenge) };
   });
 
-  app.post<{ Body: { code: string } }>(`${P}/exchange-code`, {
+  app.post<{ Body: { code: string; codeVerifier?: string } }>(`${P}/exchange-code`, {
     schema: { summary: 'Exchange the one-time svc_code from the OAuth callback for a session token (once)', tags, security: serviceKey, body: schemas.exchange.body, response: { ...schemas.exchange.response, ...errors } },
   }, async (req) => {
-    const { sessionTtlMs } = await projects.settings(req.caller!.project.id);
-    const s = await sessions.exchange(req.caller!, req.body.code, sessionTtlMs);
+    const { sessionTtlMs, requireCodeVerifier } = await projects.settings(req.caller!.project.id);
+    const { code, codeVerifier } = req.body;
+    const s = await sessions.exchange(req.caller!, code, sessionTtlMs, { ...(codeVerifier !== undefined ? { verifier: codeVerifier } : {}), required: requireCodeVerifier });
     return { token: s.token, user: userOut(s.user, s.session.provider) };
   });
 

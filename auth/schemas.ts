@@ -55,6 +55,16 @@ export const providerSchema = {
   properties: { id: s, name: s, methods: { type: 'array', items: s } },
 } as const;
 
+/** Login CSRF binding (auth/binding.ts): S256 of a verifier the starting browser keeps. */
+export const codeChallenge = {
+  type: 'string', pattern: '^[A-Za-z0-9_-]{43}$',
+  description: "base64url(SHA-256(codeVerifier)). Binds the sign-in to the browser that started it: exchange-code must then send codeVerifier. The SDK and the embed script do it for you",
+} as const;
+export const codeVerifier = {
+  type: 'string', pattern: '^[A-Za-z0-9._~-]{43,128}$',
+  description: 'The verifier (RFC 7636 characters, 43-128) whose hash was sent as codeChallenge when the sign-in started',
+} as const;
+
 export const schemas = {
   providers: { response: { 200: { type: 'object', required: ['providers'], properties: { providers: { type: 'array', items: providerSchema } } } } },
   social: {
@@ -63,7 +73,8 @@ export const schemas = {
       properties: {
         provider: { ...s, maxLength: 32 },
         method: { type: 'string', enum: ['oauth'], description: 'Default oauth' },
-        callbackURL: { ...s, maxLength: 2048, description: "The app's return address; its origin must be allowed for the project" },
+        callbackURL: { ...s, maxLength: 2048, description: "The app's return address; its origin must be allowed for the project (and the URL registered, if the project registered any)" },
+        codeChallenge,
       },
     },
     response: { 200: { type: 'object', required: ['url'], properties: { url: { ...s, description: 'Where to send the user (the provider)' } } } },
@@ -78,7 +89,7 @@ export const schemas = {
     response: { 302: { description: "Redirect to the app's callbackURL with svc_code, or with error", type: 'null' } },
   },
   exchange: {
-    body: { type: 'object', additionalProperties: false, required: ['code'], properties: { code: { ...s, minLength: 1, maxLength: 200, description: 'The svc_code' } } },
+    body: { type: 'object', additionalProperties: false, required: ['code'], properties: { code: { ...s, minLength: 1, maxLength: 200, description: 'The svc_code' }, codeVerifier } },
     response: { 200: signedIn(userSchema) },
   },
   verifyToken: {

@@ -9,6 +9,7 @@ import type { Invalidator } from '../core/invalidation.js';
 import type { Caller } from '../control/access.js';
 import type { AuthStore, Env, NewSession, Origin, SessionRow, SignInProfile, UserRow } from '../control/store/auth.js';
 import { randomToken, sha256 } from './crypto.js';
+import { bindingCheck } from './binding.js';
 import { settings } from './settings.js';
 
 export interface SessionInfo {
@@ -56,20 +57,20 @@ export class Sessions {
   }
 
   /** OAuth: resolves the user now and returns the `svc_code` whose exchange opens the session. */
-  async openLater(project: { projectId: string; env: Env }, profile: SignInProfile, origin: Origin): Promise<string> {
+  async openLater(project: { projectId: string; env: Env }, profile: SignInProfile, origin: Origin, clientChallenge: string | null): Promise<string> {
     const code = randomToken();
     const now = clock.now();
     const { user } = await this.store.signIn(project.projectId, project.env, profile, clip(origin), now, {
-      exchange: { codeHash: sha256(code), expiresAt: now + settings.exchangeCodeTtlMs },
+      exchange: { codeHash: sha256(code), expiresAt: now + settings.exchangeCodeTtlMs, clientChallenge },
     });
     this.userChanged(user.id);
     return code;
   }
 
   /** Exchanges a one-time code for a session; a second use revokes that session. */
-  async exchange(caller: Caller, code: string, ttlMs: number): Promise<OpenedSession> {
+  async exchange(caller: Caller, code: string, ttlMs: number, binding: { verifier?: string; required: boolean }): Promise<OpenedSession> {
     const { token, row } = this.newSession(ttlMs);
-    const r = await this.store.useExchangeCode(sha256(code), caller.project.id, envOf(caller), row);
+    const r = await this.store.useExchangeCode(sha256(code), caller.project.id, envOf(caller), row, bindingCheck(binding.verifier, binding.required));
     switch (r.status) {
       case 'ok':
         return { token, user: r.user, session: r.session };
@@ -78,6 +79,10 @@ export class Sessions {
         throw new ApiError('INVALID_CODE', 'This code was already used; its session has been revoked');
       case 'expired':
         throw new ApiError('CODE_EXPIRED', 'This code has expired');
+      case 'unbound':
+        throw new ApiError('INVALID_CODE', binding.verifier === undefined
+          ? 'This sign-in must be finished with the codeVerifier of the browser that started it'
+          : 'codeVerifier does not match this sign-in: it was started in another browser');
       default:
         throw new ApiError('INVALID_CODE', 'Unknown code');
     }

@@ -61,7 +61,7 @@ export const hostedRoutes = (ctx: AuthContext, hosted: Hosted): FastifyPluginAsy
     };
   });
 
-  app.post<{ Body: { slug: string; provider: string; method?: 'oauth'; redirectUri: string } }>(`${P}/hosted-start`, {
+  app.post<{ Body: { slug: string; provider: string; method?: 'oauth'; redirectUri: string; codeChallenge?: string } }>(`${P}/hosted-start`, {
     schema: { summary: 'Hosted widget: start an OAuth sign-in for a project (public); answers the provider address for the top window', tags, body: schemas.start.body, response: { ...schemas.start.response, ...errors } },
   }, async (req) => {
     const { slug, provider, redirectUri } = req.body;
@@ -70,7 +70,7 @@ export const hostedRoutes = (ctx: AuthContext, hosted: Hosted): FastifyPluginAsy
     const def = providers.get(provider);
     if (!def?.oauth) throw new ApiError('PROVIDER_NOT_ENABLED', `${provider} has no OAuth sign-in`);
     const cfg = await hosted.enabled(req, project.id, provider, 'oauth');
-    return { url: await ctx.oauth.start(hosted.caller(project), def, cfg, redirectUri) };
+    return { url: await ctx.oauth.start(hosted.caller(project), def, cfg, redirectUri, req.body.codeChallenge) };
   });
 
   app.post<{ Body: { slug: string; email: string; redirectUri: string } }>(`${P}/hosted/email-otp/send`, {
@@ -86,12 +86,13 @@ export const hostedRoutes = (ctx: AuthContext, hosted: Hosted): FastifyPluginAsy
     return { success: true, message: 'If the address can receive it, a sign-in code is on its way', resendAfterSeconds };
   });
 
-  app.post<{ Body: { slug: string; email: string; code: string; redirectUri: string } }>(`${P}/hosted/email-otp/verify`, {
+  app.post<{ Body: { slug: string; email: string; code: string; redirectUri: string; codeChallenge?: string } }>(`${P}/hosted/email-otp/verify`, {
     schema: { summary: 'Hosted widget: check an email code (public); answers the redirect address with a single-use svc_code', tags, body: schemas.verify.body, response: { ...schemas.verify.response, ...errors } },
   }, async (req) => {
     const project = await hosted.project(req.body.slug);
     await hosted.requireRequestOrigin(req, project.id);
     const back = await ctx.oauth.checkCallbackUrl(project.id, req.body.redirectUri);
+    const clientChallenge = await ctx.oauth.checkChallenge(project.id, req.body.codeChallenge);
     const address = emailOf(req.body.email);
     await hosted.enabled(req, project.id, 'email', 'otp');
     const ip = connectionIp(req);
@@ -100,11 +101,12 @@ export const hostedRoutes = (ctx: AuthContext, hosted: Hosted): FastifyPluginAsy
       { projectId: project.id, env: 'live' },
       { provider: 'email', subject: address, email: address, emailVerified: true, name: null, avatarUrl: null, phone: null, username: null },
       { ip, userAgent: req.headers['user-agent'] ?? null },
+      clientChallenge,
     );
     return { redirectUrl: withCode(back, code) };
   });
 
-  app.get<{ Querystring: { slug: string; redirect_uri: string; origin?: string; lang?: 'en' | 'ru' } }>(`${P}/hosted/widget`, {
+  app.get<{ Querystring: { slug: string; redirect_uri: string; origin?: string; lang?: 'en' | 'ru'; code_challenge?: string } }>(`${P}/hosted/widget`, {
     schema: { summary: 'Hosted widget: the sign-in form the embed script frames (HTML; CSP frame-ancestors = the project\'s allowed origins)', tags, querystring: schemas.widget.querystring, response: schemas.widget.response },
   }, async (req, reply) => {
     const q = req.query;
@@ -123,7 +125,7 @@ export const hostedRoutes = (ctx: AuthContext, hosted: Hosted): FastifyPluginAsy
       }
     }
     const config: WidgetConfig = {
-      slug: q.slug, name: project?.name ?? 'postgate', lang, redirectUri: q.redirect_uri, parentOrigin: error ? null : q.origin ?? null,
+      slug: q.slug, name: project?.name ?? 'postgate', lang, redirectUri: q.redirect_uri, codeChallenge: q.code_challenge ?? null, parentOrigin: error ? null : q.origin ?? null,
       providers: project && !error ? await widgetProviders(ctx, req, project.id) : [], email: false, codeLength: CODE_LENGTH, resendAfterSeconds,
     };
     config.email = config.providers.some((p) => p.methods.includes('otp'));

@@ -1,6 +1,7 @@
 // JSON schemas of the hosted (public, keyless) endpoints: they validate
 // requests and describe the endpoints in /openapi.json (tags ['auth']).
 import { errorSchema } from '../../control/mail/schema.js';
+import { codeChallenge } from '../schemas.js';
 
 const s = { type: 'string' } as const;
 const slug = { ...s, minLength: 1, maxLength: 64, description: 'The project slug' } as const;
@@ -43,7 +44,7 @@ export const schemas = {
   start: {
     body: {
       type: 'object', additionalProperties: false, required: ['slug', 'provider', 'redirectUri'],
-      properties: { slug, provider: { ...s, maxLength: 32 }, method: { type: 'string', enum: ['oauth'], description: 'Default oauth' }, redirectUri },
+      properties: { slug, provider: { ...s, maxLength: 32 }, method: { type: 'string', enum: ['oauth'], description: 'Default oauth' }, redirectUri, codeChallenge },
     },
     response: { 200: { type: 'object', required: ['url'], properties: { url: { ...s, description: 'The provider address to send the top window to' } } } },
   },
@@ -59,7 +60,7 @@ export const schemas = {
   verify: {
     body: {
       type: 'object', additionalProperties: false, required: ['slug', 'email', 'code', 'redirectUri'],
-      properties: { slug, email, code: { ...s, maxLength: 16, description: '6 digits' }, redirectUri },
+      properties: { slug, email, code: { ...s, maxLength: 16, description: '6 digits' }, redirectUri, codeChallenge },
     },
     response: {
       200: {
@@ -76,6 +77,7 @@ export const schemas = {
         redirect_uri: redirectUri,
         origin: { ...s, maxLength: 300, description: "The embedding page's origin (set by the embed script); messages go to it only" },
         lang: { type: 'string', enum: ['en', 'ru'], description: 'Default: from Accept-Language' },
+        code_challenge: { ...codeChallenge, description: 'Set by the embed script: the widget binds its sign-ins to the embedding browser with it' },
       },
     },
     // A refusal (unknown project, callback or origin not allowed) is an HTML page too, with status 404 or 400; a malformed query is {error, code}.

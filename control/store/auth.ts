@@ -125,6 +125,22 @@ export const authMigrations: Migration[] = [
       );
     `,
   },
+  {
+    // Login CSRF (RFC 9700 §4.7): a sign-in is bound to the browser that started it by the hash of a
+    // verifier that browser keeps; exact callback URLs narrow the allowed origins when registered.
+    id: 'auth_0002_browser_binding',
+    sql: `
+      ALTER TABLE auth_oauth_states ADD COLUMN client_challenge TEXT;
+      ALTER TABLE auth_exchange_codes ADD COLUMN client_challenge TEXT;
+      ALTER TABLE auth_settings ADD COLUMN require_code_verifier INTEGER;
+      CREATE TABLE auth_callback_urls (
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        url TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (project_id, url)
+      );
+    `,
+  },
 ];
 
 export type Env = 'live' | 'test';
@@ -133,6 +149,8 @@ export interface AuthSettingsRow {
   sessionTtlSeconds: number | null;
   codeFrom: string | null;
   telegramWindowSeconds: number | null;
+  /** Every exchange-code must carry the verifier of a challenge given at the start. */
+  requireCodeVerifier: boolean;
 }
 
 export interface ProviderRow {
@@ -184,6 +202,8 @@ export interface OAuthStateRow {
   /** Encrypted (auth/crypto.ts). */
   codeVerifier: string;
   nonce: string | null;
+  /** The S256 hash of a verifier the starting browser keeps (login CSRF binding); null when none was given. */
+  clientChallenge: string | null;
   expiresAt: number;
 }
 
@@ -216,7 +236,7 @@ export interface Origin {
 export type OtpCheck = 'ok' | 'missing' | 'expired' | 'locked' | 'wrong';
 export type ExchangeResult =
   | { status: 'ok'; session: SessionRow; user: UserRow }
-  | { status: 'missing' | 'expired' }
+  | { status: 'missing' | 'expired' | 'unbound' }
   | { status: 'reused'; revokedTokenHash: string | null };
 
 const toUser = (r: any): UserRow => ({
@@ -239,10 +259,10 @@ export class AuthStore {
     const p = (sql: string) => db.prepare(sql);
     this.q = {
       settings: p('SELECT * FROM auth_settings WHERE project_id = ?'),
-      putSettings: p(`INSERT INTO auth_settings (project_id, session_ttl_seconds, code_from, telegram_window_seconds, updated_at)
-        VALUES (@projectId, @sessionTtlSeconds, @codeFrom, @telegramWindowSeconds, @at)
+      putSettings: p(`INSERT INTO auth_settings (project_id, session_ttl_seconds, code_from, telegram_window_seconds, require_code_verifier, updated_at)
+        VALUES (@projectId, @sessionTtlSeconds, @codeFrom, @telegramWindowSeconds, @requireCodeVerifier, @at)
         ON CONFLICT(project_id) DO UPDATE SET session_ttl_seconds = excluded.session_ttl_seconds, code_from = excluded.code_from,
-          telegram_window_seconds = excluded.telegram_window_seconds, updated_at = excluded.updated_at`),
+          telegram_window_seconds = excluded.telegram_window_seconds, require_code_verifier = excluded.require_code_verifier, updated_at = excluded.updated_at`),
       providers: p('SELECT * FROM auth_providers WHERE project_id = ? ORDER BY provider'),
       provider: p('SELECT * FROM auth_providers WHERE project_id = ? AND provider = ?'),
       putProvider: p(`INSERT INTO auth_providers (project_id, provider, enabled, methods, client_id, client_secret, bot_token, endpoints, region, updated_at)
@@ -254,9 +274,12 @@ export class AuthStore {
       hasOrigin: p('SELECT 1 FROM auth_origins WHERE project_id = ? AND origin = ?').pluck(),
       addOrigin: p('INSERT INTO auth_origins (project_id, origin, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING'),
       removeOrigin: p('DELETE FROM auth_origins WHERE project_id = ? AND origin = ?'),
+      callbackUrls: p('SELECT url FROM auth_callback_urls WHERE project_id = ? ORDER BY url').pluck(),
+      addCallbackUrl: p('INSERT INTO auth_callback_urls (project_id, url, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING'),
+      removeCallbackUrl: p('DELETE FROM auth_callback_urls WHERE project_id = ? AND url = ?'),
 
-      insertState: p(`INSERT INTO auth_oauth_states (state_hash, project_id, env, provider, callback_url, code_verifier, nonce, created_at, expires_at)
-        VALUES (@stateHash, @projectId, @env, @provider, @callbackUrl, @codeVerifier, @nonce, @createdAt, @expiresAt)`),
+      insertState: p(`INSERT INTO auth_oauth_states (state_hash, project_id, env, provider, callback_url, code_verifier, nonce, client_challenge, created_at, expires_at)
+        VALUES (@stateHash, @projectId, @env, @provider, @callbackUrl, @codeVerifier, @nonce, @clientChallenge, @createdAt, @expiresAt)`),
       takeState: p('DELETE FROM auth_oauth_states WHERE state_hash = ? RETURNING *'),
 
       identity: p('SELECT user_id FROM auth_identities WHERE project_id = ? AND env = ? AND provider = ? AND subject = ?').pluck(),
@@ -276,8 +299,8 @@ export class AuthStore {
       revokeByHash: p('UPDATE auth_sessions SET revoked_at = ? WHERE token_hash = ? AND revoked_at IS NULL'),
       revokeById: p('UPDATE auth_sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL RETURNING token_hash').pluck(),
 
-      insertExchange: p(`INSERT INTO auth_exchange_codes (code_hash, project_id, env, user_id, provider, ip, user_agent, expires_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
+      insertExchange: p(`INSERT INTO auth_exchange_codes (code_hash, project_id, env, user_id, provider, ip, user_agent, expires_at, client_challenge)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       exchange: p('SELECT * FROM auth_exchange_codes WHERE code_hash = ?'),
       useExchange: p('UPDATE auth_exchange_codes SET used_at = ?, session_id = ? WHERE code_hash = ?'),
 
@@ -303,11 +326,14 @@ export class AuthStore {
 
   async settings(projectId: string): Promise<AuthSettingsRow> {
     const r = this.q.settings.get(projectId) as any;
-    return { sessionTtlSeconds: r?.session_ttl_seconds ?? null, codeFrom: r?.code_from ?? null, telegramWindowSeconds: r?.telegram_window_seconds ?? null };
+    return {
+      sessionTtlSeconds: r?.session_ttl_seconds ?? null, codeFrom: r?.code_from ?? null, telegramWindowSeconds: r?.telegram_window_seconds ?? null,
+      requireCodeVerifier: r?.require_code_verifier === 1,
+    };
   }
 
   putSettings(projectId: string, s: AuthSettingsRow, at: number): Promise<void> {
-    return this.writer.run(() => void this.q.putSettings.run({ projectId, ...s, at }));
+    return this.writer.run(() => void this.q.putSettings.run({ projectId, ...s, requireCodeVerifier: s.requireCodeVerifier ? 1 : 0, at }));
   }
 
   async providers(projectId: string): Promise<ProviderRow[]> {
@@ -344,6 +370,19 @@ export class AuthStore {
     return this.writer.run(() => this.q.removeOrigin.run(projectId, origin).changes > 0);
   }
 
+  async callbackUrls(projectId: string): Promise<string[]> {
+    return this.q.callbackUrls.all(projectId) as string[];
+  }
+
+  addCallbackUrl(projectId: string, url: string, at: number): Promise<void> {
+    return this.writer.run(() => void this.q.addCallbackUrl.run(projectId, url, at));
+  }
+
+  /** False when the URL was not on the list. */
+  removeCallbackUrl(projectId: string, url: string): Promise<boolean> {
+    return this.writer.run(() => this.q.removeCallbackUrl.run(projectId, url).changes > 0);
+  }
+
   // OAuth transactions
 
   insertState(s: OAuthStateRow & { stateHash: string; createdAt: number }): Promise<void> {
@@ -355,7 +394,10 @@ export class AuthStore {
     return this.writer.run(() => {
       const r = this.q.takeState.get(stateHash) as any;
       if (!r) return undefined;
-      return { projectId: r.project_id, env: r.env, provider: r.provider, callbackUrl: r.callback_url, codeVerifier: r.code_verifier, nonce: r.nonce, expiresAt: r.expires_at };
+      return {
+        projectId: r.project_id, env: r.env, provider: r.provider, callbackUrl: r.callback_url, codeVerifier: r.code_verifier, nonce: r.nonce,
+        clientChallenge: r.client_challenge ?? null, expiresAt: r.expires_at,
+      };
     });
   }
 
@@ -368,12 +410,13 @@ export class AuthStore {
    */
   signIn(
     projectId: string, env: Env, profile: SignInProfile, origin: Origin, at: number,
-    then: { session: NewSession } | { exchange: { codeHash: string; expiresAt: number } },
+    then: { session: NewSession } | { exchange: { codeHash: string; expiresAt: number; clientChallenge: string | null } },
   ): Promise<{ user: UserRow; session?: SessionRow }> {
     return this.writer.run(() => {
       const userId = this.resolveUser(projectId, env, profile, at);
       if ('exchange' in then) {
-        this.q.insertExchange.run(then.exchange.codeHash, projectId, env, userId, profile.provider, origin.ip, origin.userAgent, then.exchange.expiresAt);
+        const x = then.exchange;
+        this.q.insertExchange.run(x.codeHash, projectId, env, userId, profile.provider, origin.ip, origin.userAgent, x.expiresAt, x.clientChallenge);
         return { user: toUser(this.q.userById.get(userId)) };
       }
       const session = this.insertSession(projectId, env, userId, profile.provider, origin, then.session);
@@ -435,10 +478,12 @@ export class AuthStore {
    * environment opens its session; any later use revokes that session (the
    * code leaked) and returns the revoked token's hash for cache invalidation.
    */
-  useExchangeCode(codeHash: string, projectId: string, env: Env, session: NewSession): Promise<ExchangeResult> {
+  useExchangeCode(codeHash: string, projectId: string, env: Env, session: NewSession, bound: (clientChallenge: string | null) => boolean): Promise<ExchangeResult> {
     return this.writer.run((): ExchangeResult => {
       const c = this.q.exchange.get(codeHash) as any;
       if (!c || c.project_id !== projectId || c.env !== env) return { status: 'missing' };
+      // Another browser's code (login CSRF) is refused without being used up: it stays its owner's.
+      if (c.used_at === null && !bound(c.client_challenge ?? null)) return { status: 'unbound' };
       if (c.used_at !== null) {
         const revoked = c.session_id ? (this.q.revokeById.get(session.createdAt, c.session_id) as string | undefined) : undefined;
         return { status: 'reused', revokedTokenHash: revoked ?? null };

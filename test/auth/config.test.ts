@@ -94,10 +94,11 @@ describe('CLI', () => {
   });
 
   it('auth set / show: session lifetime, code sender, Telegram window', async () => {
-    expect(await cli('auth', 'show')).toEqual({ sessionTtlSeconds: 2592000, codeFrom: null, telegramWindowSeconds: 600 });
-    expect(await cli('auth', 'set', '--session-ttl', '86400', '--code-from', 'Acme <login@acme.test>')).toEqual({ sessionTtlSeconds: 86400, codeFrom: 'Acme <login@acme.test>', telegramWindowSeconds: 600 });
+    expect(await cli('auth', 'show')).toEqual({ sessionTtlSeconds: 2592000, codeFrom: null, telegramWindowSeconds: 600, requireCodeVerifier: false });
+    expect(await cli('auth', 'set', '--session-ttl', '86400', '--code-from', 'Acme <login@acme.test>')).toEqual({ sessionTtlSeconds: 86400, codeFrom: 'Acme <login@acme.test>', telegramWindowSeconds: 600, requireCodeVerifier: false });
     expect(await admin('PATCH', 'settings', { sessionTtlSeconds: null, codeFrom: null })).toMatchObject({ sessionTtlSeconds: 2592000, codeFrom: null });
     await expect(admin('PATCH', 'settings', { sessionTtlSeconds: 5 })).rejects.toThrow(/>= 60/);
+    await expect(stack.cli('auth', 'set', '--project', p.slug, '--require-code-verifier', 'maybe')).rejects.toThrow(/takes on or off/);
   });
 });
 

@@ -117,8 +117,8 @@ export function reactBundle(): Promise<string> {
 }
 
 /**
- * An app on its own loopback origin: `/` embeds the widget, `/callback`
- * exchanges svc_code on the server with the live key and shows the user,
+ * An app on its own loopback origin: `/` embeds the widget, `/callback` sends svc_code and the
+ * tab's verifier to its server, which exchanges them with the live key and shows the user,
  * `/signout` ends the session, `/react` is the React SDK demo (`?key=` overrides its key).
  */
 export async function startDemoApp(env: Env, opts: { redirectOrigin?: string } = {}): Promise<DemoApp> {
@@ -143,16 +143,30 @@ export async function startDemoApp(env: Env, opts: { redirectOrigin?: string } =
       return html(200, page('Demo app', `<h1>Demo app</h1><div id="signin"></div>
 <script src="${env.id}/embed/v1.js" data-slug="${env.project.slug}" data-redirect-uri="${opts.redirectOrigin ?? origin}/callback?from=widget" data-id-host="${env.id}" data-target="#signin"${lang ? ` data-lang="${lang}"` : ''}></script>`));
     }
+    // The callback page is the browser's: it holds the verifier the embed script kept in sessionStorage
+    // (login CSRF binding) and hands it with svc_code to the app's server, which exchanges both.
     if (url.pathname === '/callback') {
-      const code = url.searchParams.get('svc_code');
-      if (!code) return html(400, page('Callback', `<p id="result">no code: ${esc(url.searchParams.get('error') ?? '')}</p>`));
-      const r = await api('/exchange-code', { code });
-      if (r.status !== 200) return html(400, page('Callback', `<p id="result">${esc(r.body.code)}</p>`));
+      return html(200, page('Callback', `<div id="out"></div><script>(async () => {
+  const q = new URL(location.href).searchParams;
+  const out = document.getElementById('out');
+  const code = q.get('svc_code');
+  if (!code) { const p = document.createElement('p'); p.id = 'result'; p.textContent = 'no code: ' + (q.get('error') || ''); out.append(p); return; }
+  const codeVerifier = sessionStorage.getItem('postgate.code-verifier');
+  const r = await fetch('/callback/exchange', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code, codeVerifier }) });
+  out.innerHTML = await r.text();
+})();</script>`));
+    }
+    if (url.pathname === '/callback/exchange' && req.method === 'POST') {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const { code, codeVerifier } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { code: string; codeVerifier: string | null };
+      const r = await api('/exchange-code', { code, ...(codeVerifier ? { codeVerifier } : {}) });
+      if (r.status !== 200) return html(400, `<p id="result">${esc(r.body.code)}</p>`);
       tokens.push(r.body.token);
       const sid = crypto.randomUUID();
       sessions.set(sid, r.body.token);
-      return html(200, page('Signed in', `<p id="result">Signed in as <b id="who">${esc(r.body.user.email ?? r.body.user.name)}</b> via <span id="via">${esc(r.body.user.provider)}</span></p>
-<form method="post" action="/signout"><button id="signout">Sign out</button></form>`), { 'set-cookie': `app_sid=${sid}; Path=/; HttpOnly; SameSite=Lax` });
+      return html(200, `<p id="result">Signed in as <b id="who">${esc(r.body.user.email ?? r.body.user.name)}</b> via <span id="via">${esc(r.body.user.provider)}</span></p>
+<form method="post" action="/signout"><button id="signout">Sign out</button></form>`, { 'set-cookie': `app_sid=${sid}; Path=/; HttpOnly; SameSite=Lax` });
     }
     if (url.pathname === '/signout' && req.method === 'POST') {
       const sid = /app_sid=([\w-]+)/.exec(req.headers.cookie ?? '')?.[1];

@@ -104,6 +104,53 @@ describe('React SDK in the browser', () => {
     await context.close();
   });
 
+  it('exchanges only a svc_code its own tab started (login CSRF): a lured victim sees an error and nobody is signed in', async () => {
+    // The attacker signs in with Google in their own browser; the SDK's exchange is held back, the URL kept.
+    env.idp.loginAs({ sub: 'g-mallory-sdk', email: 'mallory.sdk@gmail.com', email_verified: true, name: 'Mallory' });
+    const attacker = await open();
+    const attackerContext = context;
+    const verifier = await attacker.evaluate(() => sessionStorage.getItem('postgate.code-verifier'));
+    expect(verifier).toBeNull();
+    await attacker.route('**/api/v1/auth/exchange-code', (route) => route.abort());
+    const landed: string[] = [];
+    attacker.on('framenavigated', (f) => {
+      if (f === attacker.mainFrame()) landed.push(f.url());
+    });
+    await attacker.locator('button[data-provider="google"]').click();
+    // The SDK takes svc_code out of the address bar at once: the URL as it landed is the lure.
+    await expect.poll(() => landed.find((u) => u.includes('svc_code='))).toBeTruthy();
+    const lure = landed.find((u) => u.includes('svc_code='))!;
+    // The start stored this tab's verifier; its hash went to postgate.
+    expect(await attacker.evaluate(() => sessionStorage.getItem('postgate.code-verifier'))).toMatch(/^[\w-]{43}$/);
+
+    const exchanges: string[] = [];
+    const victim = await open();
+    victim.on('request', (r) => {
+      if (r.url().endsWith('/exchange-code')) exchanges.push(r.url());
+    });
+    await victim.goto(lure);
+    await victim.locator('#error').waitFor();
+    expect(await victim.locator('#error').getAttribute('data-code')).toBe('SIGN_IN_NOT_STARTED');
+    expect(await state(victim)).toBe('signed-out');
+    expect(exchanges).toEqual([]);
+    expect(new URL(victim.url()).searchParams.has('svc_code')).toBe(false);
+    await context.close();
+
+    // Even a client that skips that check cannot finish it: the server wants the starting tab's verifier.
+    const code = new URL(lure).searchParams.get('svc_code')!;
+    const bare = await env.stack.api('POST', '/api/v1/auth/exchange-code', undefined, { code }, { 'x-service-key': env.authKey });
+    expect(bare.body.code).toBe('INVALID_CODE');
+    const other = await env.stack.api('POST', '/api/v1/auth/exchange-code', undefined, { code, codeVerifier: 'v'.repeat(43) }, { 'x-service-key': env.authKey });
+    expect(other.body.code).toBe('INVALID_CODE');
+    // The starting tab finishes it.
+    await attacker.unroute('**/api/v1/auth/exchange-code');
+    await attacker.goto(lure);
+    await expect.poll(() => state(attacker)).toBe('signed-in');
+    expect(await attacker.locator('#who').textContent()).toBe('mallory.sdk@gmail.com');
+    expect(await attacker.evaluate(() => sessionStorage.getItem('postgate.code-verifier'))).toBeNull();
+    await attackerContext.close();
+  });
+
   it('surfaces API errors as `error`: wrong code, provider not enabled, bad key, origin not allowed, OAuth error', async () => {
     const errorOf = async (page: Page) => {
       await page.locator('#error').waitFor();

@@ -79,6 +79,36 @@ describe('embedded widget', () => {
     await done();
   });
 
+  it('binds each sign-in to the browser that started it: a callback URL sent to another browser signs nobody in (login CSRF)', async () => {
+    // The attacker completes Google in their own browser and stops at the app's callback, keeping the URL.
+    env.idp.loginAs({ sub: 'g-mallory', email: 'mallory@gmail.com', email_verified: true, name: 'Mallory' });
+    const attacker = await open();
+    const attackerContext = context;
+    // The attacker's own tab reaches the app's callback page; its exchange is held back, the URL kept.
+    const exchange = `${app.origin}/callback/exchange`;
+    await attacker.page.route(exchange, (route) => route.abort());
+    await attacker.widget.getByRole('button', { name: 'Continue with Google' }).click();
+    await attacker.page.waitForURL(`${app.origin}/callback**`);
+    const lure = attacker.page.url();
+    expect(lure).toContain('svc_code=');
+
+    // The victim opens it: their browser holds no verifier, so the app's exchange is refused.
+    const before = app.tokens.length;
+    const victim = await open();
+    await victim.page.goto(lure);
+    expect(await victim.page.locator('#result').textContent()).toBe('INVALID_CODE');
+    // Also when the victim's tab has a sign-in of its own under way (another verifier): it loaded the widget above.
+    expect(await victim.page.evaluate(() => sessionStorage.getItem('postgate.code-verifier'))).toMatch(/^[\w-]{43}$/);
+    expect(app.tokens.length).toBe(before);
+    await done();
+
+    // The code was not used up: the attacker's own tab can still finish it, as itself.
+    await attacker.page.unroute(exchange);
+    await attacker.page.goto(lure);
+    expect(await attacker.page.locator('#who').textContent()).toBe('mallory@gmail.com');
+    await attackerContext.close();
+  });
+
   it('signs in through OAuth (oidc-provider as Google): the top window goes to the provider and back to the app', async () => {
     env.idp.loginAs({ sub: 'g-100', email: 'gina@gmail.com', email_verified: true, name: 'Gina G' });
     const { page, widget } = await open();

@@ -2,9 +2,11 @@
 //   <script src="{id_url}/embed/v1.js" data-slug="…" data-redirect-uri="…" data-id-host="{id_url}"></script>
 // where the form should be. It frames the sign-in form from {id_url} and does
 // what a cross-origin frame may not: size the frame and navigate the top
-// window (to the provider, or to the callback with svc_code). Optional:
-// data-lang (en|ru), data-target (a CSS selector of the container).
+// window (to the provider, or to the callback with svc_code); it keeps the verifier that
+// binds the sign-in to this tab (sdk/src/binding.ts). Optional:
+// data-lang (en|ru), data-target (a CSS selector of the container), data-code-binding="off".
 import { isOurs, SOURCE, type ToWidget } from './messages.js';
+import { pendingChallenge } from '../../sdk/src/binding.js';
 
 interface Instance {
   frame: HTMLIFrameElement;
@@ -19,7 +21,7 @@ declare global {
 
 const script = document.currentScript as HTMLScriptElement | null;
 
-function mount(el: HTMLScriptElement): void {
+async function mount(el: HTMLScriptElement): Promise<void> {
   const d = el.dataset;
   const idHost = (d.idHost || new URL(el.src).origin).replace(/\/+$/, '');
   const idOrigin = new URL(idHost).origin;
@@ -35,6 +37,16 @@ function mount(el: HTMLScriptElement): void {
   src.searchParams.set('redirect_uri', d.redirectUri ?? '');
   src.searchParams.set('origin', location.origin);
   if (d.lang) src.searchParams.set('lang', d.lang);
+  // Binds the form's sign-ins to this tab: the callback page exchanges svc_code with the verifier
+  // kept here (sessionStorage 'postgate.code-verifier'; the SDK sends it). Needs a secure context.
+  // data-code-binding="off" is for callbacks that cannot read sessionStorage (a server-only exchange); it gives up the defence.
+  if (d.codeBinding !== 'off') {
+    try {
+      src.searchParams.set('code_challenge', await pendingChallenge());
+    } catch {
+      /* no WebCrypto (plain http on a non-local host): unbound, as before */
+    }
+  }
 
   const frame = document.createElement('iframe');
   frame.src = src.toString();
@@ -88,4 +100,4 @@ function setLanguage(lang: string): void {
   }
 }
 
-if (script) mount(script);
+if (script) void mount(script);

@@ -57,6 +57,9 @@ function applyLang(next: Lang): void {
 
 // ------------------------------------------------------------------ API
 
+/** The embedding browser's challenge: the sign-ins this form ends are exchanged only with its verifier. */
+const binding = cfg.codeChallenge ? { codeChallenge: cfg.codeChallenge } : {};
+
 class ApiFailure extends Error {
   constructor(readonly code: string, message: string, readonly retryAfter: number | null) {
     super(message);
@@ -101,7 +104,7 @@ for (const b of document.querySelectorAll<HTMLButtonElement>('.provider')) {
     busy(true);
     say(status, 'redirecting');
     try {
-      const { url } = await call<{ url: string }>('/api/v1/auth/hosted-start', { provider: b.dataset.provider, method: 'oauth' });
+      const { url } = await call<{ url: string }>('/api/v1/auth/hosted-start', { provider: b.dataset.provider, method: 'oauth', ...binding });
       navigate(url);
     } catch (err) {
       busy(false);
@@ -206,7 +209,7 @@ codeForm?.addEventListener('submit', async (e) => {
   btn!.disabled = true;
   say(btn, 'checking');
   try {
-    const { redirectUrl } = await call<{ redirectUrl: string }>('/api/v1/auth/hosted/email-otp/verify', { email, code: value });
+    const { redirectUrl } = await call<{ redirectUrl: string }>('/api/v1/auth/hosted/email-otp/verify', { email, code: value, ...binding });
     fieldError(codeInput, codeError, null);
     say(status, 'redirecting');
     navigate(redirectUrl);

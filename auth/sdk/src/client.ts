@@ -2,6 +2,7 @@
 // SDK, low-level client), no React. Works in browsers (with an auth-scope
 // key) and in Node 18+ (fetch).
 import { PostgateError } from './errors.js';
+import { clearVerifier, pendingChallenge, readVerifier } from './binding.js';
 import type { HostedConfig, Method, Provider, Session, SignedIn, TelegramWidgetData, User } from './types.js';
 
 export interface ClientOptions {
@@ -14,6 +15,7 @@ export interface ClientOptions {
 }
 
 const API = '/api/v1/auth';
+const inBrowser = () => typeof window !== 'undefined' && typeof document !== 'undefined';
 
 export class PostgateClient {
   readonly baseURL: string;
@@ -58,14 +60,23 @@ export class PostgateClient {
     return data as T;
   }
 
-  /** OAuth: the provider address to send the user to; they come back to `callbackURL` with `svc_code`. */
-  signIn(provider: string, opts: { callbackURL: string; method?: 'oauth' }): Promise<{ url: string }> {
-    return this.request('POST', '/sign-in/social', { provider, method: opts.method ?? 'oauth', callbackURL: opts.callbackURL });
+  /**
+   * OAuth: the provider address to send the user to; they come back to `callbackURL` with `svc_code`.
+   * In a browser the sign-in is bound to this tab (binding.ts); on a server, pass the challenge of a
+   * verifier you keep in the user's session, and that verifier to exchangeCode.
+   */
+  async signIn(provider: string, opts: { callbackURL: string; method?: 'oauth'; codeChallenge?: string }): Promise<{ url: string }> {
+    const codeChallenge = opts.codeChallenge ?? (inBrowser() ? await pendingChallenge() : undefined);
+    return this.request('POST', '/sign-in/social', { provider, method: opts.method ?? 'oauth', callbackURL: opts.callbackURL, ...(codeChallenge ? { codeChallenge } : {}) });
   }
 
-  /** The one-time `svc_code` from the callback address → a session token (once). */
-  exchangeCode(code: string): Promise<SignedIn> {
-    return this.request('POST', '/exchange-code', { code });
+  /** The one-time `svc_code` from the callback address → a session token (once). In a browser, this tab's verifier goes with it. */
+  async exchangeCode(code: string, opts: { codeVerifier?: string } = {}): Promise<SignedIn> {
+    const stored = opts.codeVerifier === undefined && inBrowser() ? readVerifier() : null;
+    const codeVerifier = opts.codeVerifier ?? stored ?? undefined;
+    const signed = await this.request<SignedIn>('POST', '/exchange-code', { code, ...(codeVerifier ? { codeVerifier } : {}) });
+    if (stored) clearVerifier();
+    return signed;
   }
 
   /** A credential from a provider's own SDK (id_token, silent token, instant token, OpenID id_token, Mini App initData). */
@@ -112,9 +123,10 @@ export class PostgateClient {
     return this.request('GET', `/hosted-config/${encodeURIComponent(slug)}`, undefined, undefined, true);
   }
 
-  /** Starts an OAuth sign-in the way the hosted widget does (public: no key is sent). */
-  hostedStart(opts: { slug: string; provider: string; redirectUri: string }): Promise<{ url: string }> {
-    return this.request('POST', '/hosted-start', { ...opts, method: 'oauth' }, undefined, true);
+  /** Starts an OAuth sign-in the way the hosted widget does (public: no key is sent); bound to this tab in a browser. */
+  async hostedStart(opts: { slug: string; provider: string; redirectUri: string; codeChallenge?: string }): Promise<{ url: string }> {
+    const codeChallenge = opts.codeChallenge ?? (inBrowser() ? await pendingChallenge() : undefined);
+    return this.request('POST', '/hosted-start', { ...opts, method: 'oauth', ...(codeChallenge ? { codeChallenge } : {}) }, undefined, true);
   }
 }
 
@@ -123,4 +135,5 @@ export function createClient(opts: ClientOptions): PostgateClient {
 }
 
 export { PostgateError } from './errors.js';
+export { createCodeVerifier, codeChallengeOf } from './binding.js';
 export type * from './types.js';

@@ -3,5 +3,6 @@ export { PostgateProvider, usePostgate, type PostgateConfig, type PostgateContex
 export { Button, SignInButton, ProviderMark, type ButtonProps, type ButtonProvider } from './button.js';
 export { PostgateClient, createClient, type ClientOptions } from './client.js';
 export { PostgateError } from './errors.js';
+export { createCodeVerifier, codeChallengeOf, VERIFIER_KEY } from './binding.js';
 export { marks, markOf, type Mark, type MarkShape } from './marks.js';
 export type { User, Session, Provider, ProviderId, Method, SignedIn, TelegramWidgetData, HostedConfig } from './types.js';

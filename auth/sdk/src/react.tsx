@@ -5,6 +5,7 @@
 import { createContext, useCallback, useContext, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import { PostgateClient } from './client.js';
 import { PostgateError, toPostgateError } from './errors.js';
+import { readVerifier } from './binding.js';
 import { tokenStore, type StorageKind } from './storage.js';
 import type { Session, SignedIn, TelegramWidgetData, User } from './types.js';
 
@@ -132,6 +133,11 @@ export function PostgateProvider({ config, children }: { config: PostgateConfig;
       const back = takeReturnParams();
       try {
         if (back.code) {
+          // A code this tab did not ask for is someone else's sign-in (login CSRF): never exchanged.
+          if (!readVerifier() && !exchanges.has(back.code)) {
+            fail(new PostgateError('SIGN_IN_NOT_STARTED', 'This sign-in was not started in this browser. Sign in again.', 0));
+            return;
+          }
           await adopt(await exchangeOnce(client, back.code));
           return;
         }
