@@ -45,7 +45,7 @@ export interface AppDeps {
 /** The public listener: the mail API, the auth API, the hosted widget and one-click unsubscribe. */
 export async function buildApp(deps: AppDeps, auth: { plugin: FastifyPluginAsync }): Promise<FastifyInstance> {
   const { config } = deps;
-  const app = newFastify({ config, log: deps.log, metrics: deps.metrics, serverFactory: (handler) => deps.fastLane.server(handler) });
+  const app = newFastify({ config, log: deps.log, metrics: deps.metrics, serverFactory: (handler) => deps.fastLane.server(handler), budgetBodies: true });
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

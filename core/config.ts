@@ -100,6 +100,12 @@ export interface HttpSettings {
   keepAliveTimeoutMs: number;
   /** Largest body of every route but the two send routes (which take limits.maxBodyBytes); a larger Content-Length is refused (413) before reading. */
   bodyLimitBytes: number;
+  /**
+   * Request bodies control may hold at once, over every connection (each counted at its
+   * Content-Length, or its route's limit when chunked). A request past it gets 503 SERVER_BUSY
+   * with Retry-After before its body is read, so slow uploads cannot pile up memory.
+   */
+  inFlightBodyBytes: number;
 }
 
 export interface AuthSettings {
@@ -164,7 +170,7 @@ const defaults = {
   },
   webhooks: { retryDelays: [5, 300, 1800, 7200, 18000, 36000], maxAgeSeconds: 86400, timeoutMs: 10_000, allowCidrs: [] as string[] },
   auth: { codeSendsPerProjectHour: 1000 },
-  http: { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 72_000, bodyLimitBytes: 256 * 1024 },
+  http: { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 72_000, bodyLimitBytes: 256 * 1024, inFlightBodyBytes: 64 * 1024 * 1024 },
   pacing: {
     providers: {
       google: warmup(500, 600, 10),

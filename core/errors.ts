@@ -23,6 +23,7 @@ export type ErrorCode =
   | 'UNAUTHORIZED'
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'SERVER_BUSY'
   | 'INTERNAL';
 
 export const statusOf: Record<ErrorCode, number> = {
@@ -48,6 +49,7 @@ export const statusOf: Record<ErrorCode, number> = {
   UNAUTHORIZED: 401,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
+  SERVER_BUSY: 503,
   INTERNAL: 500,
 };
 

@@ -8,6 +8,7 @@ import { ApiError } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Config } from '../../core/config.js';
 import type { Metrics } from '../metrics.js';
+import { bodyBudget } from './body-budget.js';
 
 /**
  * Requests Node's parser refuses never reach Fastify (bad method or framing, NUL in a header,
@@ -46,9 +47,11 @@ export interface FastifyOptions {
   metrics: Metrics;
   /** The public listener's server (control/fast-lane.ts); the admin listener uses Node's. */
   serverFactory?: FastifyServerFactory;
+  /** Hold request bodies to http.inFlightBodyBytes in total (control/http/body-budget.ts): the public listener. */
+  budgetBodies?: boolean;
 }
 
-export function newFastify({ config, log, metrics, serverFactory }: FastifyOptions): FastifyInstance<Server> {
+export function newFastify({ config, log, metrics, serverFactory, budgetBodies = false }: FastifyOptions): FastifyInstance<Server> {
   const app = Fastify({
     ...(serverFactory ? { serverFactory } : { requestTimeout: config.http.requestTimeoutMs, keepAliveTimeout: config.http.keepAliveTimeoutMs }),
     loggerInstance: log as FastifyBaseLogger,
@@ -81,6 +84,13 @@ export function newFastify({ config, log, metrics, serverFactory }: FastifyOptio
     metrics.inc(key);
     done(null, payload);
   });
+  if (budgetBodies) {
+    const budget = bodyBudget(config.http.inFlightBodyBytes, config.http.bodyLimitBytes);
+    app.addHook('onRequest', budget.hook);
+    metrics.gauge('postgate_http_body_bytes_in_flight', () => budget.inFlight, 'Request body bytes reserved by requests under way (http.inFlightBodyBytes caps it)');
+    metrics.gauge('postgate_http_body_budget_refused', () => budget.refused, 'Requests answered 503 because the in-flight body budget was full');
+  }
+
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
     reply.type('text/plain; version=0.0.4');

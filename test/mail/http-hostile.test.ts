@@ -10,7 +10,8 @@ let p: Project;
 let port: number;
 
 beforeAll(async () => {
-  stack = await Stack.start({ config: { http: { requestTimeoutMs: 1500, headersTimeoutMs: 1000 } } });
+  // A 12 MB body budget: two unfinished 5 MB sends fit, a third does not.
+  stack = await Stack.start({ config: { http: { requestTimeoutMs: 1500, headersTimeoutMs: 1000, inFlightBodyBytes: 12 * 1024 * 1024 } } });
   port = Number(stack.env.POSTGATE_HTTP_PORT);
   p = await stack.createProject('hostile');
 });
@@ -73,5 +74,30 @@ describe('hostile HTTP', () => {
     const r = await raw(`POST /api/v1/auth/sign-in/email-otp/send HTTP/1.1\r\nHost: x\r\nX-Service-Key: ${p.keys.live}\r\nContent-Type: application/json\r\nContent-Length: 50000000\r\n\r\n{`, 3000);
     expect(r.ms).toBeLessThan(1000);
     expect(parse(r.text)).toMatchObject({ status: 413, json: { code: 'PAYLOAD_TOO_LARGE' } });
+  });
+
+  it('holds request bodies to one budget over all connections: past it, 503 SERVER_BUSY at once, before reading', async () => {
+    const rss = async () => Number(/postgate_process_rss_bytes (\d+)/.exec(await (await fetch(`${stack.url}/metrics`)).text())?.[1]);
+    const before = await rss();
+    const big = 5 * 1024 * 1024 - 1024;
+    const head = `POST /v1/emails HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${p.keys.live}\r\nContent-Type: application/json\r\nContent-Length: ${big}\r\n\r\n`;
+    // Twenty unfinished 5 MB bodies, each 1 MB in: the budget takes two; the others are refused at once.
+    const attempts = Array.from({ length: 20 }, () => raw(head + '{"x":"' + 'a'.repeat(1024 * 1024), 6000));
+    const results = await Promise.all(attempts);
+    const refused = results.filter((r) => parse(r.text).status === 503);
+    const timedOut = results.filter((r) => parse(r.text).status === 408);
+    expect(refused.length).toBe(18);
+    expect(timedOut.length).toBe(2);
+    for (const r of refused) {
+      expect(parse(r.text).json).toEqual({ error: 'Too many request bodies in flight; try again shortly', code: 'SERVER_BUSY' });
+      expect(r.text).toMatch(/\r\nretry-after: 1\r\n/i);
+    }
+    const after = await rss();
+    console.log(`control RSS before ${(before / 2 ** 20).toFixed(1)} MB, after 20 unfinished 5 MB bodies ${(after / 2 ** 20).toFixed(1)} MB`);
+    // Given back: once they are answered, a send goes through again.
+    const m = /postgate_http_body_bytes_in_flight (\d+)/.exec(await (await fetch(`${stack.url}/metrics`)).text());
+    expect(Number(m?.[1])).toBe(0);
+    const ok = await stack.api('POST', '/v1/emails', p.keys.live, { from: 'a@unverified.test', to: 'b@example.com', subject: 's', text: 't' });
+    expect(ok.status).not.toBe(503);
   });
 });
