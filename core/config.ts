@@ -148,6 +148,8 @@ export interface Config {
   defaultPlan: 'free' | 'pro' | 'scale';
   /** Emails per second per project on SMTP submission. */
   smtpRate: number;
+  /** SMTP submission sessions one client address may hold at once (421 past it). */
+  smtpConnectionsPerIp: number;
   webhooks: WebhookSettings;
   auth: AuthSettings;
   http: HttpSettings;
@@ -301,6 +303,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     defaultPlan: (file.defaultPlan as Config['defaultPlan'] | undefined) ?? 'free',
     smtpRate: (file.smtpRate as number | undefined) ?? 300,
+    smtpConnectionsPerIp: (file.smtpConnectionsPerIp as number | undefined) ?? 100,
     webhooks: webhookSettings(file.webhooks),
     auth: merge(defaults.auth, file.auth, 'auth'),
     http: merge(defaults.http, file.http, 'http'),

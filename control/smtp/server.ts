@@ -47,6 +47,9 @@ export async function startSmtpSubmission({ config, log, access, pipeline, limit
   const maxMessageBytes = Math.ceil((config.limits.maxBodyBytes * 2 * 4) / 3) + 1024 * 1024;
   const tls = await loadTls(config);
   const conns = new WeakMap<SMTPServerSession, Conn>();
+  // Sessions per client address: one address cannot take the listener's 1,000 for itself.
+  const perIp = new Map<string, number>();
+  const counted = new WeakSet<SMTPServerSession>();
 
   const server = new SMTPServer({
     name: config.mxHost,
@@ -67,6 +70,26 @@ export async function startSmtpSubmission({ config, log, access, pipeline, limit
     // listener takes at most 1,000 sessions at once: idle connections cannot pile up.
     socketTimeout: 30_000,
     maxClients: 1000,
+
+    onConnect(session, callback) {
+      const ip = session.remoteAddress ?? '';
+      const n = perIp.get(ip) ?? 0;
+      if (n >= config.smtpConnectionsPerIp) {
+        log.warn({ remote: ip, sessions: n }, 'smtp: too many sessions from one address');
+        return callback(smtpReply(421, '4.7.0', `Too many connections from your address (at most ${config.smtpConnectionsPerIp})`));
+      }
+      perIp.set(ip, n + 1);
+      counted.add(session);
+      callback();
+    },
+
+    onClose(session) {
+      if (!counted.delete(session)) return;
+      const ip = session.remoteAddress ?? '';
+      const n = (perIp.get(ip) ?? 1) - 1;
+      if (n > 0) perIp.set(ip, n);
+      else perIp.delete(ip);
+    },
 
     onAuth(auth, session, callback) {
       if (!session.secure && !isLoopback(session.remoteAddress)) {

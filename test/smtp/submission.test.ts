@@ -15,6 +15,7 @@ import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
 import { startMxSink, type MxSink } from '../helpers/mx-sink.js';
 
 const RATE = 20; // smtpRate for this stack: low enough to exceed in a test
+const PER_IP = 8; // smtpConnectionsPerIp: above the largest pool below
 
 let stack: Stack;
 let dns: DnsServer;
@@ -63,7 +64,7 @@ beforeAll(async () => {
   stack = await Stack.start({
     env: { POSTGATE_DNS_SERVERS: dns.address, POSTGATE_DELIVERY_PORT: String(sink.port) },
     // A small body limit makes the message size limit (derived from it) testable: 1,315,243 bytes.
-    config: { smtpRate: RATE, limits: { maxBodyBytes: 100_000 } },
+    config: { smtpRate: RATE, smtpConnectionsPerIp: PER_IP, limits: { maxBodyBytes: 100_000 } },
   });
   smtpPort = Number(stack.env.POSTGATE_SMTP_PORT);
   acme = await stack.createProject('acme');
@@ -73,6 +74,30 @@ afterAll(async () => {
   await stack?.stop();
   await sink?.close();
   await dns?.close();
+});
+
+describe('sessions per client address', () => {
+  /** Connects and resolves the greeting line, leaving the session open. */
+  const greet = () => new Promise<{ sock: net.Socket; line: string }>((resolve, reject) => {
+    const sock = net.connect(smtpPort, '127.0.0.1');
+    sock.once('data', (d) => resolve({ sock, line: d.toString().split('\r\n')[0]! }));
+    sock.on('error', reject);
+  });
+
+  it(`holds one address to ${PER_IP} sessions at once: the next is 421 4.7.0, and a freed place is taken again`, async () => {
+    const open = [];
+    for (let i = 0; i < PER_IP; i++) open.push(await greet());
+    expect(open.every((o) => o.line.startsWith('220 '))).toBe(true);
+    const refused = await greet();
+    expect(refused.line).toMatch(/^421 4\.7\.0 Too many connections from your address/);
+    refused.sock.destroy();
+    open.pop()!.sock.destroy();
+    await sleep(200);
+    const again = await greet();
+    expect(again.line).toMatch(/^220 /);
+    for (const o of [...open, again]) o.sock.destroy();
+    await sleep(200);
+  });
 });
 
 describe('authentication and TLS', () => {
