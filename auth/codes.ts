@@ -20,6 +20,7 @@ import { durations, settings } from './settings.js';
 import { envOf } from './sessions.js';
 import { HttpSmsSender, LogSmsSender } from './sms.js';
 import type { ProviderConfig } from './providers/types.js';
+import { escapeHtml } from '../core/html.js';
 
 export type Channel = 'email' | 'sms';
 
@@ -36,7 +37,6 @@ export interface CodeDeps {
   onCapped?: (projectSlug: string) => void;
 }
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 export class Codes {
   constructor(private readonly d: CodeDeps) {}

@@ -47,7 +47,7 @@ export const keyRoutes = (ctx: AuthContext, fastLane?: FastLane): FastifyPluginA
   /** The provider's settings if `method` is enabled for the project and the user's region may use it. */
   async function enabled(req: FastifyRequest, providerId: string, method: Method): Promise<ProviderConfig> {
     const cfg = await projects.provider(req.caller!.project.id, providerId);
-    if (!cfg || !cfg.methods.includes(method)) throw new ApiError('PROVIDER_NOT_ENABLED', `${providerId} with method ${method} is not enabled for this project`);
+    if (!cfg?.methods.includes(method)) throw new ApiError('PROVIDER_NOT_ENABLED', `${providerId} with method ${method} is not enabled for this project`);
     if (!regionAllows(cfg.region, clientIp(req, req.caller!))) throw new ApiError('REGION_NOT_ALLOWED', `${providerId} is not available in your region`);
     return cfg;
   }

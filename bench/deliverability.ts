@@ -114,7 +114,7 @@ async function main(): Promise<void> {
           const size = Math.min(100, n - next);
           next += size;
           const body = JSON.stringify(Array.from({ length: size }, request));
-          const r = await fetch(stack.url + '/v1/emails/batch', { method: 'POST', headers: auth, body });
+          const r = await fetch(`${stack.url}/v1/emails/batch`, { method: 'POST', headers: auth, body });
           const text = await r.text();
           if (r.status !== 202 || text.includes('"code"')) throw new Error(`batch refused: ${r.status} ${text.slice(0, 300)}`);
         }
@@ -203,7 +203,7 @@ async function main(): Promise<void> {
       '',
     ];
     process.stdout.write(lines.join('\n'));
-    process.stdout.write(JSON.stringify({ bench: 'deliverability', messages: N, rounds: ROUNDS, vanilla: results.vanilla, postgate: results.postgate, ratio: round(ratio, 3), stages, peakStackMb: round(peakStack), peakRssSumMb: round(peakRssSum) }) + '\n');
+    process.stdout.write(`${JSON.stringify({ bench: 'deliverability', messages: N, rounds: ROUNDS, vanilla: results.vanilla, postgate: results.postgate, ratio: round(ratio, 3), stages, peakStackMb: round(peakStack), peakRssSumMb: round(peakRssSum) })}\n`);
   } finally {
     await stack.stop();
     await vanilla.close();

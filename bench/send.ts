@@ -79,7 +79,7 @@ const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : 0);
 
 async function dispatched(stack: Stack): Promise<number> {
-  const text = await (await fetch(stack.url + '/metrics')).text();
+  const text = await (await fetch(`${stack.url}/metrics`)).text();
   return Number(/^postgate_emails_dispatched_total (\d+)/m.exec(text)?.[1] ?? 0);
 }
 
@@ -140,7 +140,7 @@ async function main(): Promise<void> {
       let queued = 0;
       for (let i = 0; i < E2E_EMAILS / 100; i += 5) {
         const answers = await Promise.all(
-          Array.from({ length: Math.min(5, E2E_EMAILS / 100 - i) }, () => fetch(stack.url + '/v1/emails/batch', { method: 'POST', headers: auth, body: batchBody }).then((r) => r.text())),
+          Array.from({ length: Math.min(5, E2E_EMAILS / 100 - i) }, () => fetch(`${stack.url}/v1/emails/batch`, { method: 'POST', headers: auth, body: batchBody }).then((r) => r.text())),
         );
         for (const a of answers) queued += a.split('"status":"queued"').length - 1;
       }

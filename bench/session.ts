@@ -21,7 +21,7 @@ import { build } from '../deploy/build.js';
 // Postgate runs as `npm start` runs it, from the compiled tree: built now, so it matches the sources.
 build();
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const _root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
 const ROUNDS = 5;
 const WARMUP = 2;

@@ -49,7 +49,7 @@ export class FastLane {
     const connectionsCheckingInterval = Math.max(250, Math.min(5000, this.http.requestTimeoutMs / 4));
     const server = http.createServer({ connectionsCheckingInterval }, (req, res) => {
       const answer = req.method === 'GET' ? this.gets.get(req.url!) : undefined;
-      if (answer && answer(req, res)) {
+      if (answer?.(req, res)) {
         this.metrics.inc(ANSWERED);
         this.metrics.inc(FROM_MEMORY);
         return;

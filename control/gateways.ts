@@ -14,7 +14,7 @@ import type { HostPort } from '../core/config.js';
 
 export interface Gateway {
   name: string;
-  client: grpc.Client & Record<string, Function>;
+  client: grpc.Client & Record<string, (...args: any[]) => any>;
 }
 
 export class Gateways {

@@ -7,7 +7,7 @@ import type { KeyKind, KeyScope, ApiKeyRow } from './store/store.js';
 const alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
 function base62(bytes: Buffer): string {
-  let n = BigInt('0x' + bytes.toString('hex'));
+  let n = BigInt(`0x${bytes.toString('hex')}`);
   let out = '';
   while (n > 0n) {
     out = alphabet[Number(n % 62n)] + out;

@@ -36,6 +36,6 @@ export class Metrics {
       head(k, 'gauge');
       lines.push(`${k} ${read()}`);
     }
-    return lines.join('\n') + '\n';
+    return `${lines.join('\n')}\n`;
   }
 }

@@ -12,7 +12,7 @@ export function createLineLogger(name: string, level: string): LineLogger {
     if (LEVELS[lvl] < min) return;
     const fields = typeof fieldsOrMsg === 'string' ? {} : fieldsOrMsg;
     const text = typeof fieldsOrMsg === 'string' ? fieldsOrMsg : msg;
-    process.stdout.write(JSON.stringify({ level: LEVELS[lvl], time: Date.now(), proc: name, pid: process.pid, name, ...fields, msg: text }) + '\n');
+    process.stdout.write(`${JSON.stringify({ level: LEVELS[lvl], time: Date.now(), proc: name, pid: process.pid, name, ...fields, msg: text })}\n`);
   };
   return { debug: write('debug'), info: write('info'), warn: write('warn'), error: write('error') };
 }

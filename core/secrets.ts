@@ -18,7 +18,7 @@ function dataDirSecret(config: Config, file: string, fromEnv: string | undefined
   fs.mkdirSync(config.dataDir, { recursive: true });
   const value = crypto.randomBytes(32).toString('base64url');
   try {
-    fs.writeFileSync(p, value + '\n', { mode: 0o600, flag: 'wx' });
+    fs.writeFileSync(p, `${value}\n`, { mode: 0o600, flag: 'wx' });
     return value;
   } catch (err) {
     // Another process created it first: use theirs.

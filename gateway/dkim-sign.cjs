@@ -58,7 +58,7 @@ async function sign(raw, key) {
     signatureData: [{ signingDomain: key.domain, selector: key.selector, privateKey: key.privateKeyPem }],
   });
   // Never echo the key: only which domain and selector failed, and why.
-  if (errors.length) return { error: `DKIM signing for ${key.domain} (${key.selector}) failed: ${String((errors[0] && errors[0].err && errors[0].err.message) || errors[0])}` };
+  if (errors.length) return { error: `DKIM signing for ${key.domain} (${key.selector}) failed: ${String((errors[0]?.err?.message) || errors[0])}` };
   return { signatures };
 }
 
@@ -69,7 +69,7 @@ if (!isMainThread && workerData && workerData.postgateDkim) {
     if (key) keys.set(keyId, key);
     sign(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength), keys.get(keyId)).then(
       (res) => parentPort.postMessage({ id, ...res }),
-      (err) => parentPort.postMessage({ id, error: `DKIM signing failed: ${String(err && err.message)}` }),
+      (err) => parentPort.postMessage({ id, error: `DKIM signing failed: ${String(err?.message)}` }),
     );
   });
 }

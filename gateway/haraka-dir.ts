@@ -40,7 +40,7 @@ export function tempFailIntervals(retryDelays: number[], maxTempFailures: number
 }
 
 function write(file: string, lines: string[]): void {
-  fs.writeFileSync(file, lines.join('\n') + '\n');
+  fs.writeFileSync(file, `${lines.join('\n')}\n`);
 }
 
 /** `listen` is the inbound listener (host:port) for bounces, complaints and unsubscribe mails. */

@@ -30,7 +30,7 @@ export interface GatewayServiceHandle {
 
 export async function startGatewayService(opts: GatewayServiceOptions): Promise<GatewayServiceHandle> {
   const rt = await gatewayRuntime();
-  const { outbox, log, paths, config } = rt;
+  const { outbox, log, paths } = rt;
   const findQueued = (ids: ReadonlySet<string>) => queuedEmailIds(paths.queueDir, ids);
 
   // Haraka has not loaded its queue yet, so the files seen here are exactly what it will send.

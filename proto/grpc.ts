@@ -22,13 +22,16 @@ export function grpcDefinition(svc: DescService): grpc.ServiceDefinition {
 }
 
 /** A grpc-js client for a protobuf-es service; methods are named by their localName (camelCase). */
-export function grpcClient(svc: DescService, address: string, options: grpc.ChannelOptions = {}): grpc.Client & Record<string, Function> {
+/** A method of a generic gRPC client (their shapes are known only at run time). */
+type AnyMethod = (...args: any[]) => any;
+
+export function grpcClient(svc: DescService, address: string, options: grpc.ChannelOptions = {}): grpc.Client & Record<string, AnyMethod> {
   const Ctor = grpc.makeGenericClientConstructor(grpcDefinition(svc), svc.name);
-  return new Ctor(address, grpc.credentials.createInsecure(), options) as grpc.Client & Record<string, Function>;
+  return new Ctor(address, grpc.credentials.createInsecure(), options) as grpc.Client & Record<string, AnyMethod>;
 }
 
 /** Calls a unary method and returns a promise. */
-export function unary<Res>(client: grpc.Client & Record<string, Function>, method: string, req: unknown, metadata = new grpc.Metadata(), deadlineMs = 30_000): Promise<Res> {
+export function unary<Res>(client: grpc.Client & Record<string, AnyMethod>, method: string, req: unknown, metadata = new grpc.Metadata(), deadlineMs = 30_000): Promise<Res> {
   return new Promise<Res>((resolve, reject) => {
     client[method]!(req, metadata, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, res: Res) => (err ? reject(err) : resolve(res)));
   });

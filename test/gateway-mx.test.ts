@@ -56,7 +56,7 @@ describe('MX lookup', () => {
   }, 20_000);
 
   it('serves TXT values longer than 255 bytes as several strings', async () => {
-    const long = 'v=DKIM1; k=rsa; p=' + 'A'.repeat(400);
+    const long = `v=DKIM1; k=rsa; p=${'A'.repeat(400)}`;
     dns.add({ type: 'TXT', name: 'sel._domainkey.two.test', value: long });
     const txt = await resolver.resolveTxt('sel._domainkey.two.test');
     expect(txt[0]!.length).toBe(2);

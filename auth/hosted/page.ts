@@ -3,6 +3,7 @@
 // behaviour and the language switch from the same words (i18n.ts).
 import { markOf, type MarkShape } from '../sdk/src/marks.js';
 import { langs, t, type Key, type Lang } from './i18n.js';
+import { escapeHtml } from '../../core/html.js';
 
 export interface WidgetProvider {
   id: string;
@@ -35,10 +36,9 @@ export interface PageInput {
   assets: { css: string; js: string };
 }
 
-const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const kebab = (k: string) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
-const shape = (s: MarkShape) => `<${s.tag} ${Object.entries(s.attrs).map(([k, v]) => `${kebab(k)}="${esc(String(v))}"`).join(' ')}/>`;
+const shape = (s: MarkShape) => `<${s.tag} ${Object.entries(s.attrs).map(([k, v]) => `${kebab(k)}="${escapeHtml(String(v))}"`).join(' ')}/>`;
 
 export const markSvg = (provider: string) =>
   `<svg class="mark" viewBox="0 0 24 24" width="20" height="20" aria-hidden="true" focusable="false">${markOf(provider).shapes.map(shape).join('')}</svg>`;
@@ -49,25 +49,25 @@ export const providerName = (p: Pick<WidgetProvider, 'name' | 'nameRu'>, lang: L
 const jsonBlock = (v: unknown) => JSON.stringify(v).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
 
 function logo(name: string, url: string | null): string {
-  if (url) return `<img class="logo" src="${esc(url)}" alt="" width="40" height="40">`;
-  return `<span class="logo monogram" aria-hidden="true">${esc((name.trim()[0] ?? '?').toUpperCase())}</span>`;
+  if (url) return `<img class="logo" src="${escapeHtml(url)}" alt="" width="40" height="40">`;
+  return `<span class="logo monogram" aria-hidden="true">${escapeHtml((name.trim()[0] ?? '?').toUpperCase())}</span>`;
 }
 
 function langSwitch(lang: Lang): string {
   const buttons = langs.map((l) => `<button type="button" class="lang-btn" data-lang="${l}" lang="${l}" aria-pressed="${l === lang}">${l.toUpperCase()}</button>`).join('');
-  return `<div class="langs" role="group" aria-label="${esc(t(lang, 'language'))}" data-i18n-label="language">${buttons}</div>`;
+  return `<div class="langs" role="group" aria-label="${escapeHtml(t(lang, 'language'))}" data-i18n-label="language">${buttons}</div>`;
 }
 
 function providerButtons(c: WidgetConfig): string {
   const oauth = c.providers.filter((p) => p.methods.includes('oauth'));
   if (!oauth.length) return '';
-  const items = oauth.map((p) => `<li><button type="button" class="provider" data-provider="${esc(p.id)}">${markSvg(p.id)}`
-    + `<span class="provider-label">${esc(t(c.lang, 'continueWith', { provider: providerName(p, c.lang) }))}</span></button></li>`);
+  const items = oauth.map((p) => `<li><button type="button" class="provider" data-provider="${escapeHtml(p.id)}">${markSvg(p.id)}`
+    + `<span class="provider-label">${escapeHtml(t(c.lang, 'continueWith', { provider: providerName(p, c.lang) }))}</span></button></li>`);
   return `<ul class="providers" role="list">${items.join('')}</ul>`;
 }
 
 function emailForms(c: WidgetConfig): string {
-  const L = (k: Key, vars?: Record<string, string | number>) => esc(t(c.lang, k, vars));
+  const L = (k: Key, vars?: Record<string, string | number>) => escapeHtml(t(c.lang, k, vars));
   return `
 <form id="pg-email-form" class="step" novalidate>
   <label for="pg-email" data-i18n="emailLabel">${L('emailLabel')}</label>
@@ -94,12 +94,12 @@ export function renderPage(p: PageInput): string {
   const title = t(c.lang, 'title', { name: c.name });
   let body: string;
   if (p.error) {
-    body = `<p class="page-error" role="alert">${esc(t(c.lang, p.error, { name: c.name }))}</p>`;
+    body = `<p class="page-error" role="alert">${escapeHtml(t(c.lang, p.error, { name: c.name }))}</p>`;
   } else if (!c.providers.length) {
-    body = `<p class="page-error" role="alert" data-i18n="noMethods">${esc(t(c.lang, 'noMethods'))}</p>`;
+    body = `<p class="page-error" role="alert" data-i18n="noMethods">${escapeHtml(t(c.lang, 'noMethods'))}</p>`;
   } else {
     const buttons = providerButtons(c);
-    const divider = buttons && c.email ? `<div class="divider" role="separator"><span data-i18n="or">${esc(t(c.lang, 'or'))}</span></div>` : '';
+    const divider = buttons && c.email ? `<div class="divider" role="separator"><span data-i18n="or">${escapeHtml(t(c.lang, 'or'))}</span></div>` : '';
     body = buttons + divider + (c.email ? emailForms(c) : '');
   }
   return `<!doctype html>
@@ -108,7 +108,7 @@ export function renderPage(p: PageInput): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
-<title>${esc(title)}</title>
+<title>${escapeHtml(title)}</title>
 <link rel="stylesheet" href="/api/v1/auth/hosted/widget.css?v=${p.assets.css}">
 <script type="application/json" id="pg-config">${jsonBlock(c)}</script>
 <script src="/api/v1/auth/hosted/widget.js?v=${p.assets.js}" defer></script>
@@ -117,7 +117,7 @@ export function renderPage(p: PageInput): string {
 <main id="pg-root" class="card" aria-labelledby="pg-title">
 <header class="head">
 ${logo(c.name, p.logoUrl)}
-<h1 id="pg-title" data-i18n="title">${esc(title)}</h1>
+<h1 id="pg-title" data-i18n="title">${escapeHtml(title)}</h1>
 ${langSwitch(c.lang)}
 </header>
 <p id="pg-status" class="status" role="status" aria-live="polite"></p>

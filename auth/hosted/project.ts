@@ -63,7 +63,7 @@ export class Hosted {
   /** The provider's settings when `method` is enabled and the user's region may use it (as the key routes check). */
   async enabled(req: FastifyRequest, projectId: string, providerId: string, method: Method): Promise<ProviderConfig> {
     const cfg = await this.ctx.projects.provider(projectId, providerId);
-    if (!cfg || !cfg.methods.includes(method)) throw new ApiError('PROVIDER_NOT_ENABLED', `${providerId} with method ${method} is not enabled for this project`);
+    if (!cfg?.methods.includes(method)) throw new ApiError('PROVIDER_NOT_ENABLED', `${providerId} with method ${method} is not enabled for this project`);
     if (!regionAllows(cfg.region, connectionIp(req))) throw new ApiError('REGION_NOT_ALLOWED', `${providerId} is not available in your region`);
     return cfg;
   }

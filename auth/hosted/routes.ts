@@ -14,7 +14,7 @@ import { providers } from '../providers/index.js';
 import { assets, type Asset } from './assets.js';
 import { pickLang, type Key } from './i18n.js';
 import { renderPage, type WidgetConfig, type WidgetProvider } from './page.js';
-import { Hosted, withCode } from './project.js';
+import { type Hosted, withCode } from './project.js';
 import { errors, schemas, tags } from './schemas.js';
 
 const P = '/api/v1/auth';

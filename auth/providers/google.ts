@@ -8,7 +8,7 @@ const ISSUER = 'https://accounts.google.com';
 /** Google is authoritative for Gmail addresses and for Workspace (`hd`) accounts, nothing else. */
 function authoritative(claims: Record<string, unknown>): boolean {
   const email = typeof claims.email === 'string' ? claims.email.toLowerCase() : '';
-  return claims.email_verified === true && (email.endsWith('@gmail.com') || (typeof claims.hd === 'string' && email.endsWith('@' + claims.hd.toLowerCase())));
+  return claims.email_verified === true && (email.endsWith('@gmail.com') || (typeof claims.hd === 'string' && email.endsWith(`@${claims.hd.toLowerCase()}`)));
 }
 
 // Google's tokens name their issuer either way; an overridden issuer is taken exactly.

@@ -39,7 +39,7 @@ export async function startVanillaHaraka(root: string, listenPort: number, domai
   const cfg = path.join(dir, 'config');
   // What `haraka -i` installs: the shipped defaults, then our few settings on top.
   fs.cpSync(path.join(root, 'node_modules/Haraka/config'), cfg, { recursive: true });
-  const w = (name: string, lines: string[]) => fs.writeFileSync(path.join(cfg, name), lines.join('\n') + '\n');
+  const w = (name: string, lines: string[]) => fs.writeFileSync(path.join(cfg, name), `${lines.join('\n')}\n`);
   w('smtp.ini', [`listen=127.0.0.1:${listenPort}`, 'nodes=0']);
   w('plugins', ['relay']);
   w('relay.ini', ['[relay]', 'acl=true', 'force_routing=true', 'dest_domains=false']);
@@ -63,8 +63,14 @@ export async function startVanillaHaraka(root: string, listenPort: number, domai
     if (proc.exitCode !== null) throw new Error(`vanilla Haraka exited (${proc.exitCode}):\n${lines.slice(-20).join('\n')}`);
     const open = await new Promise<boolean>((resolve) => {
       const s = net.connect(listenPort, '127.0.0.1');
-      s.once('connect', () => (s.destroy(), resolve(true)));
-      s.once('error', () => (s.destroy(), resolve(false)));
+      s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => {
+        s.destroy();
+        resolve(false);
+      });
     });
     if (open) break;
     if (Date.now() > until) throw new Error(`vanilla Haraka did not listen:\n${lines.slice(-20).join('\n')}`);

@@ -35,7 +35,7 @@ class Session {
     sock.setNoDelay(true);
     sock.on('data', (chunk: string) => {
       this.buf += chunk;
-      let i;
+      let i: number;
       while ((i = this.buf.indexOf('\r\n')) >= 0) {
         const line = this.buf.slice(0, i);
         this.buf = this.buf.slice(i + 2);
@@ -60,7 +60,7 @@ class Session {
   }
 
   async command(line: string, expect: string): Promise<string> {
-    this.sock.write(line + '\r\n');
+    this.sock.write(`${line}\r\n`);
     const r = await this.reply();
     if (!r.startsWith(expect)) throw new Error(`${line.split(' ')[0]}: ${r}`);
     return r;
@@ -89,7 +89,7 @@ async function open(port: number, key: string): Promise<Session> {
   const greeting = await s.reply();
   if (!greeting.startsWith('220')) throw new Error(greeting);
   await s.command('EHLO bench.local', '250');
-  await s.command('AUTH PLAIN ' + Buffer.from(`\0bench\0${key}`).toString('base64'), '235');
+  await s.command(`AUTH PLAIN ${Buffer.from(`\0bench\0${key}`).toString('base64')}`, '235');
   return s;
 }
 

@@ -9,7 +9,7 @@ import { authCommands } from '../../auth/cli.js';
 import { pacingCommands } from '../pacing/cli.js';
 
 const commands: Commands = { ...coreCommands, ...authCommands, ...pacingCommands };
-const usage = `usage: postgate <command> [options]   (every command takes --json)\n\n${Object.values(commands).map((c) => '  ' + c.usage).join('\n')}\n`;
+const usage = `usage: postgate <command> [options]   (every command takes --json)\n\n${Object.values(commands).map((c) => `  ${c.usage}`).join('\n')}\n`;
 
 const FLAGS = new Set(['json', 'help', 'force']);
 
@@ -88,7 +88,7 @@ if (opts.help || !command) {
 } else {
   try {
     const out = await command.run(ctx);
-    process.stdout.write((opts.json ? JSON.stringify(out.data, null, 2) : out.text) + '\n');
+    process.stdout.write(`${opts.json ? JSON.stringify(out.data, null, 2) : out.text}\n`);
   } catch (err) {
     if (!(err instanceof CliError)) throw err;
     process.stderr.write(`postgate: ${err.message}\n`);

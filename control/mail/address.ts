@@ -48,5 +48,5 @@ export const domainOf = (address: string): string => address.slice(address.lastI
 /** Canonical form used to compare recipients and in the suppression list. */
 export const canonical = (address: string): string => {
   const at = address.lastIndexOf('@');
-  return address.slice(0, at) + '@' + address.slice(at + 1).toLowerCase();
+  return `${address.slice(0, at)}@${address.slice(at + 1).toLowerCase()}`;
 };

@@ -14,7 +14,7 @@ import { webhookRoutes } from '../webhooks/routes.js';
 import type { WebhookTargets } from '../webhooks/target.js';
 import { pacingRoutes } from '../pacing/routes.js';
 import type { PacingService } from '../pacing/service.js';
-import { Access, MAIL_KEYS, type Caller } from '../access.js';
+import { type Access, MAIL_KEYS, type Caller } from '../access.js';
 import type { Store } from '../store/store.js';
 import type { MailPipeline, SendRequest } from './pipeline.js';
 import { emailSchema, errorSchema, sendRequestSchema, sendResponseSchema } from './schema.js';

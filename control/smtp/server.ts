@@ -2,7 +2,7 @@
 // LOGIN (any user name, password = a live API key) and submit messages that
 // go through the same pipeline as POST /v1/emails. The reply to DATA carries
 // the email id: `250 2.0.0 Ok: queued as <id>`.
-import net from 'node:net';
+import type net from 'node:net';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import type { Config } from '../../core/config.js';
 import type { Logger } from '../../core/log.js';

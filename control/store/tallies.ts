@@ -35,7 +35,7 @@ export class DayTallies implements GroupHooks {
   usageOf(projectId: string, today: string): { day: number; month: number } {
     let u = this.usage.get(projectId);
     if (!u || u.day !== today) {
-      const monthStart = today.slice(0, 8) + '01';
+      const monthStart = `${today.slice(0, 8)}01`;
       u = {
         day: today,
         dayCount: ((this.q.usageDay.get(projectId, today) as number | undefined) ?? 0) + this.pendingUsage(projectId, today, today),

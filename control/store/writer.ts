@@ -92,9 +92,18 @@ export class GroupWriter {
       }
       this.commits++;
       this.writes += batch.length;
-      const settle = () => batch.forEach((p, i) => (results[i]!.ok ? p.resolve(results[i]!.value) : p.reject(results[i]!.value)));
+      const settle = () => {
+        for (const [i, p] of batch.entries()) {
+          const r = results[i]!;
+          if (r.ok) p.resolve(r.value);
+          else p.reject(r.value);
+        }
+      };
       if (!this.wal) settle();
-      else this.wal.sync().then(settle, (err) => batch.forEach((p) => p.reject(err)));
+      else
+        this.wal.sync().then(settle, (err) => {
+          for (const p of batch) p.reject(err);
+        });
     }
   }
 

@@ -8,6 +8,7 @@ import { ApiError } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import type { Store } from '../store/store.js';
 import type { Tokens } from './tokens.js';
+import { escapeHtml } from '../../core/html.js';
 
 export interface UnsubscribeOptions {
   store: Store;
@@ -17,7 +18,6 @@ export interface UnsubscribeOptions {
 const params = { type: 'object', required: ['token'], properties: { token: { type: 'string', maxLength: 80 } } } as const;
 const html = { type: 'string', description: 'An HTML page' } as const;
 
-const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** ann@example.com → a**@example.com: the page confirms whose address without showing it to a bystander. */
 const mask = (address: string) => {
@@ -32,9 +32,9 @@ function page(reply: FastifyReply, status: number, title: string, body: string):
     .header('cache-control', 'no-store')
     .header('referrer-policy', 'no-referrer')
     .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
-    .send(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escape(title)}</title>`
+    .send(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escapeHtml(title)}</title>`
       + '<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem}button{font:inherit;padding:.5rem 1rem}</style>'
-      + `</head><body><h1>${escape(title)}</h1>${body}</body></html>`);
+      + `</head><body><h1>${escapeHtml(title)}</h1>${body}</body></html>`);
 }
 
 export const unsubscribeRoutes: FastifyPluginAsync<UnsubscribeOptions> = async (app, { store, tokens }) => {
@@ -44,7 +44,7 @@ export const unsubscribeRoutes: FastifyPluginAsync<UnsubscribeOptions> = async (
   /** The recipient and project a token names, when its MAC is right. */
   async function resolve(token: string) {
     const t = tokens.verify(token);
-    if (!t || t.kind !== 'unsubscribe') return undefined;
+    if (t?.kind !== 'unsubscribe') return undefined;
     const email = await store.emailOwner(t.emailId);
     const address = email && (await store.recipientAt(t.emailId, t.index));
     return email && address ? { email, address } : undefined;
@@ -61,7 +61,7 @@ export const unsubscribeRoutes: FastifyPluginAsync<UnsubscribeOptions> = async (
   }, async (req, reply) => {
     const found = await resolve(req.params.token);
     if (!found) return unknown(req, reply);
-    return page(reply, 200, 'Unsubscribe', `<p>Stop mailings from <b>${escape(found.email.projectName)}</b> to <b>${escape(mask(found.address))}</b>?</p>`
+    return page(reply, 200, 'Unsubscribe', `<p>Stop mailings from <b>${escapeHtml(found.email.projectName)}</b> to <b>${escapeHtml(mask(found.address))}</b>?</p>`
       + '<p>Messages you need, such as receipts and sign-in codes, will still arrive.</p>'
       + '<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>');
   });
@@ -77,6 +77,6 @@ export const unsubscribeRoutes: FastifyPluginAsync<UnsubscribeOptions> = async (
     if (!found) return unknown(req, reply);
     await store.unsubscribe(found.email.projectId, found.email.id, found.address, 'one-click', clock.now());
     req.log.info({ emailId: found.email.id, projectId: found.email.projectId }, 'unsubscribed from bulk mail');
-    return page(reply, 200, 'Unsubscribed', `<p><b>${escape(mask(found.address))}</b> will get no more mailings from <b>${escape(found.email.projectName)}</b>.</p>`);
+    return page(reply, 200, 'Unsubscribed', `<p><b>${escapeHtml(mask(found.address))}</b> will get no more mailings from <b>${escapeHtml(found.email.projectName)}</b>.</p>`);
   });
 };

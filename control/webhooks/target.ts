@@ -5,7 +5,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { AddressGuard, hostIp } from '../../core/net/address-guard.js';
+import { type AddressGuard, hostIp } from '../../core/net/address-guard.js';
 import type { Resolver } from '../../core/dns.js';
 
 /** What a failed delivery reports to the project. */

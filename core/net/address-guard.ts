@@ -37,7 +37,7 @@ function v6Bytes(addr: string): number[] {
   const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(s);
   if (dotted) {
     tail.push(...dotted[1]!.split('.').map(Number));
-    s = s.slice(0, -dotted[1]!.length) + '0:0';
+    s = `${s.slice(0, -dotted[1]!.length)}0:0`;
   }
   const [head, rest] = s.includes('::') ? s.split('::') : [s, undefined];
   const h = head ? head.split(':') : [];

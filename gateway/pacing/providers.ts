@@ -73,12 +73,12 @@ export const PROVIDERS: ProviderRule[] = [
 const norm = (name: string) => name.toLowerCase().replace(/\.$/, '');
 
 const suffixMatch = (host: string, suffix: string): boolean =>
-  suffix.startsWith('.') ? host.endsWith(suffix) || host === suffix.slice(1) : host === suffix || host.endsWith('.' + suffix);
+  suffix.startsWith('.') ? host.endsWith(suffix) || host === suffix.slice(1) : host === suffix || host.endsWith(`.${suffix}`);
 
 /** The provider whose own mailbox domains include this domain, if any. */
 export function providerOfDomain(domain: string, rules: readonly ProviderRule[] = PROVIDERS): string | undefined {
   const d = norm(domain);
-  return rules.find((r) => r.domains.some((x) => d === x || d.endsWith('.' + x)))?.name;
+  return rules.find((r) => r.domains.some((x) => d === x || d.endsWith(`.${x}`)))?.name;
 }
 
 /** The provider every one of these MX hosts belongs to, if they agree. */

@@ -21,7 +21,7 @@ export function warmupDay(startMs: number, nowMs: number): number {
 /** A project's daily norm at a provider on warm-up day n; Infinity when there is none. */
 export function normFor(t: Pick<ProviderThrottle, 'dailyNorm' | 'growth' | 'maxDailyNorm'>, day: number): number {
   if (!t.dailyNorm) return Infinity;
-  const grown = t.dailyNorm * Math.pow(Math.max(1, t.growth || 1), Math.max(0, day - 1));
+  const grown = t.dailyNorm * Math.max(1, t.growth || 1) ** Math.max(0, day - 1);
   const capped = t.maxDailyNorm ? Math.min(t.maxDailyNorm, grown) : grown;
   return Math.max(1, Math.floor(Math.min(capped, Number.MAX_SAFE_INTEGER)));
 }

@@ -137,7 +137,7 @@ describe('embedded widget', () => {
     page.on('response', (r) => {
       if (r.url().includes('/hosted/widget?')) csp.push(r.headers()['content-security-policy'] ?? '');
     });
-    await page.goto(evil.origin + '/');
+    await page.goto(`${evil.origin}/`);
     await page.waitForFunction(() => document.querySelector('.postgate-widget')?.getAttribute('data-state') === 'refused');
     expect(await page.locator('.postgate-notice').textContent()).toContain(`postgate origin allow ${evil.origin}`);
     expect(await page.frameLocator('#signin iframe').locator('#pg-email').count()).toBe(0);

@@ -21,7 +21,7 @@ const webhooks: any[] = [];
 
 const messageId = (m: ReceivedMessage) => /^Message-ID:\s*<([^@>]+)@/im.exec(m.raw.toString('utf8'))?.[1];
 const sentTo = (id: string) => sink.messages.filter((m) => messageId(m) === id);
-const seq = (email: any) => email.events.map((e: any) => `${e.type}${e.attempt ? '#' + e.attempt : ''}`);
+const seq = (email: any) => email.events.map((e: any) => `${e.type}${e.attempt ? `#${e.attempt}` : ''}`);
 
 beforeAll(async () => {
   sink = await startMxSink();
@@ -208,7 +208,7 @@ describe('reports at the inbound port', () => {
     const id = await send('quiet@inbox.test', { bulk: true });
     await wait(id, (e) => e.status === 'sent');
     const mailto = /<mailto:([^?>]+)\?subject=unsubscribe>/.exec(sentTo(id)[0]!.raw.toString())![1]!;
-    await sendToInbound(inbound, 'quiet@inbox.test', mailto, Buffer.from('From: quiet@inbox.test\r\nTo: ' + mailto + '\r\nSubject: unsubscribe\r\n\r\n'));
+    await sendToInbound(inbound, 'quiet@inbox.test', mailto, Buffer.from(`From: quiet@inbox.test\r\nTo: ${mailto}\r\nSubject: unsubscribe\r\n\r\n`));
     const email = await wait(id, (e) => e.events.some((x: any) => x.type === 'unsubscribed'));
     expect(email.events.find((x: any) => x.type === 'unsubscribed')).toMatchObject({ recipient: 'quiet@inbox.test', source: 'mailto' });
     expect(email.status).toBe('sent');

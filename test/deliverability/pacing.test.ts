@@ -17,7 +17,7 @@ let p: Project;
 const DAY = 86_400_000;
 const messageId = (m: ReceivedMessage) => /^Message-ID:\s*<([^@>]+)@/im.exec(m.raw.toString('utf8'))?.[1];
 const sentTo = (id: string) => sink.messages.filter((m) => messageId(m) === id);
-const seq = (email: any) => email.events.map((e: any) => `${e.type}${e.attempt ? '#' + e.attempt : ''}`);
+const seq = (email: any) => email.events.map((e: any) => `${e.type}${e.attempt ? `#${e.attempt}` : ''}`);
 const tomorrow = () => new Date(Math.floor(Date.now() / DAY) * DAY + DAY).toISOString();
 
 beforeAll(async () => {

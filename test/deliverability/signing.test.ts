@@ -92,7 +92,7 @@ describe('From is one mailbox, headers fit in a line, and DKIM over-signs', () =
     const h = /;h=([^;]+)/.exec(sig)![1]!.toLowerCase().split(':');
     for (const name of ['from', 'subject', 'to']) expect(h.filter((x) => x === name).length, name).toBe(2);
     for (const added of ['From: CEO <ceo@bank.test>', 'Subject: Urgent wire transfer', 'To: victim@inbox.test']) {
-      const forged = Buffer.concat([Buffer.from(added + '\r\n'), got.raw]);
+      const forged = Buffer.concat([Buffer.from(`${added}\r\n`), got.raw]);
       expect([added, (await authResults(forged, got.mailFrom, dns)).dkim]).not.toEqual([added, ['pass']]);
     }
   });

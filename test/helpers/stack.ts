@@ -78,7 +78,7 @@ export class Stack {
     while (Date.now() < until) {
       if (this.proc?.exitCode !== null) throw new Error(`stack exited early; see ${this.logFile}\n${this.tail()}`);
       try {
-        const res = await fetch(this.url + '/healthz');
+        const res = await fetch(`${this.url}/healthz`);
         if (res.ok) return;
       } catch {
         /* not yet */
@@ -137,7 +137,7 @@ export class Stack {
     return r.body;
   }
 
-  async createProject(slug = 'p' + Math.random().toString(36).slice(2, 10), name = 'Test project'): Promise<Project> {
+  async createProject(slug = `p${Math.random().toString(36).slice(2, 10)}`, name = 'Test project'): Promise<Project> {
     return (await this.admin('POST', '/admin/v1/projects', { name, slug })) as Project;
   }
 

@@ -39,7 +39,7 @@ describe('admin listener', () => {
   });
 
   it('logs wrong tokens without the token, and refuses an address after 10 of them, the right token too', async () => {
-    const guess = 'pga_guess_' + 'x'.repeat(30);
+    const guess = `pga_guess_${'x'.repeat(30)}`;
     const answers: number[] = [];
     for (let i = 0; i < 10; i++) answers.push((await stack.adminApi('GET', '/admin/v1/projects', guess)).status);
     expect(answers).toEqual(Array(10).fill(401));

@@ -50,7 +50,7 @@ describe('API keys', () => {
   });
 
   it('answers 401 INVALID_API_KEY to a missing, wrong, test-kind or revoked key', async () => {
-    for (const key of [undefined, 'pg_live_nope', a.keys.live + 'x', a.keys.test]) {
+    for (const key of [undefined, 'pg_live_nope', `${a.keys.live}x`, a.keys.test]) {
       const r = await stack.api('POST', '/v1/emails', key, send());
       expect(r.status, String(key)).toBe(401);
       expect(r.body.code).toBe('INVALID_API_KEY');
@@ -139,7 +139,7 @@ describe('send request validation', () => {
     expect(form.status).toBeLessThan(500);
     expect(form.body.code).toEqual(expect.any(String));
     // The server answers 413 before reading the whole body; a raw request keeps the answer even if the upload is cut.
-    const huge = await rawPost(stack.url + '/v1/emails', a.keys.live, JSON.stringify({ ...send(), html: 'x'.repeat(12 * 1024 * 1024) }));
+    const huge = await rawPost(`${stack.url}/v1/emails`, a.keys.live, JSON.stringify({ ...send(), html: 'x'.repeat(12 * 1024 * 1024) }));
     expect(huge.status).toBe(413);
     expect(JSON.parse(huge.body).code).toBe('PAYLOAD_TOO_LARGE');
   });
@@ -187,7 +187,7 @@ describe('send request validation', () => {
 describe('operations', () => {
   it('serves /healthz and Prometheus /metrics', async () => {
     expect((await stack.api('GET', '/healthz', undefined)).body).toEqual({ status: 'ok' });
-    const m = await fetch(stack.url + '/metrics');
+    const m = await fetch(`${stack.url}/metrics`);
     expect(m.headers.get('content-type')).toContain('text/plain');
     const text = await m.text();
     expect(text).toMatch(/# TYPE postgate_http_responses_total counter/);

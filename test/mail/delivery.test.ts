@@ -120,7 +120,7 @@ describe('delivery', () => {
     sink.setBehaviour('grey@inbox.test', { rcpt: tempFailFirst(1) });
     const r = await stack.api('POST', '/v1/emails', p.keys.live, { from: 'hello@acme.test', to: 'grey@inbox.test', subject: 'grey', text: 'x' });
     const email = await stack.waitEmail(p.keys.live, r.body.id, (e) => e.status === 'sent');
-    const seq = email.events.map((e: any) => `${e.type}${e.attempt ? '#' + e.attempt : ''}`);
+    const seq = email.events.map((e: any) => `${e.type}${e.attempt ? `#${e.attempt}` : ''}`);
     expect(seq).toEqual(['queued', 'sending#1', 'deferred#1', 'sending#2', 'sent#2']);
     const deferred = email.events.find((e: any) => e.type === 'deferred');
     expect(deferred.response).toContain('Greylisted');

@@ -82,7 +82,7 @@ describe('hostile HTTP', () => {
     const big = 5 * 1024 * 1024 - 1024;
     const head = `POST /v1/emails HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${p.keys.live}\r\nContent-Type: application/json\r\nContent-Length: ${big}\r\n\r\n`;
     // Twenty unfinished 5 MB bodies, each 1 MB in: the budget takes two; the others are refused at once.
-    const attempts = Array.from({ length: 20 }, () => raw(head + '{"x":"' + 'a'.repeat(1024 * 1024), 6000));
+    const attempts = Array.from({ length: 20 }, () => raw(`${head}{"x":"${'a'.repeat(1024 * 1024)}`, 6000));
     const results = await Promise.all(attempts);
     const refused = results.filter((r) => parse(r.text).status === 503);
     const timedOut = results.filter((r) => parse(r.text).status === 408);

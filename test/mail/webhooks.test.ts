@@ -15,7 +15,7 @@ let stack: Stack;
 let p: Project;
 let server: http.Server;
 let url: string;
-let received: Received[] = [];
+const received: Received[] = [];
 let answer = 200;
 let n = 0;
 const mail = () => ({ from: 'hooks@hooks.test', to: `r${++n}@example.test`, subject: 'Hook me', text: 'x' });
@@ -73,7 +73,7 @@ describe('webhooks', () => {
     expect(got.headers['webhook-id']).toMatch(/^msg_/);
     expect(verify(hook.secret, got.headers, got.body)).toBe(true);
     expect(verify(hook.secret, got.headers, got.body.replace('queued', 'sent'))).toBe(false);
-    expect(verify('whsec_' + Buffer.alloc(32).toString('base64'), got.headers, got.body)).toBe(false);
+    expect(verify(`whsec_${Buffer.alloc(32).toString('base64')}`, got.headers, got.body)).toBe(false);
 
     const refused = await stack.api('POST', '/v1/emails', p.keys.live, { ...mail(), from: 'x@nothere.test' });
     const failed = await waitReceived((r) => r.json.data.email_id === refused.body.id);

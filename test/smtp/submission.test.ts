@@ -138,7 +138,7 @@ describe('authentication and TLS', () => {
   });
 
   it('refuses a wrong, a test-kind and a revoked key with 535 5.7.8', async () => {
-    for (const pass of ['pg_live_nope', acme.keys.test, acme.keys.live + 'x']) {
+    for (const pass of ['pg_live_nope', acme.keys.test, `${acme.keys.live}x`]) {
       const r = await refusal(pass, base);
       expect(r.responseCode).toBe(535);
       expect(r.response).toMatch(/^535 5\.7\.8 INVALID_API_KEY/);
@@ -325,14 +325,14 @@ function rawSession(commands: string[]): Promise<string[]> {
     sock.setEncoding('utf8');
     sock.on('data', (chunk: string) => {
       buf += chunk;
-      let i;
+      let i: number;
       while ((i = buf.indexOf('\r\n')) >= 0) {
         const line = buf.slice(0, i);
         buf = buf.slice(i + 2);
         lines.push(line);
         if (/^\d{3} /.test(line)) {
           const next = queue.shift();
-          if (next) sock.write(next + '\r\n');
+          if (next) sock.write(`${next}\r\n`);
         }
       }
     });

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Store, type NewEmail } from '../../control/store/store.js';
-import { ApiError } from '../../core/errors.js';
+import type { ApiError } from '../../core/errors.js';
 import { uuidv7 } from '../../core/ids.js';
 
 let dir: string;
