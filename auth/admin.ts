@@ -24,90 +24,131 @@ const providerBody = {
     botToken: { type: 'string', maxLength: 512 },
     methods: { type: 'array', maxItems: 10, items: { type: 'string', maxLength: 32 } },
     ...Object.fromEntries(endpointNames.map((n) => [n, { type: 'string', maxLength: 2048 }])),
-    allowCountries: list, denyCountries: list, allowCidrs: list, denyCidrs: list,
+    allowCountries: list,
+    denyCountries: list,
+    allowCidrs: list,
+    denyCidrs: list,
   },
 } as const;
 
-export const adminRoutes = (ctx: AuthContext): FastifyPluginAsync => async (app) => {
-  const { projects, store } = ctx;
-  const base = '/admin/v1/projects/:slug/auth';
+export const adminRoutes =
+  (ctx: AuthContext): FastifyPluginAsync =>
+  async (app) => {
+    const { projects, store } = ctx;
+    const base = '/admin/v1/projects/:slug/auth';
 
-  const project = async (s: string): Promise<Project> => {
-    const p = await ctx.projectsStore.projectBySlug(s);
-    if (!p) throw notFound(`No project ${s}`);
-    return p;
-  };
+    const project = async (s: string): Promise<Project> => {
+      const p = await ctx.projectsStore.projectBySlug(s);
+      if (!p) throw notFound(`No project ${s}`);
+      return p;
+    };
 
-  app.get<{ Params: { slug: string } }>(`${base}/providers`, { schema: { ...hide, params: slugParams } }, async (req) => ({
-    data: await projects.list((await project(req.params.slug)).id),
-  }));
+    app.get<{ Params: { slug: string } }>(`${base}/providers`, { schema: { ...hide, params: slugParams } }, async (req) => ({
+      data: await projects.list((await project(req.params.slug)).id),
+    }));
 
-  app.put<{ Params: { slug: string; provider: string }; Body: ProviderInput }>(`${base}/providers/:provider`, {
-    schema: { ...hide, params: providerParams, body: providerBody },
-  }, async (req) => projects.set((await project(req.params.slug)).id, req.params.provider, req.body));
+    app.put<{ Params: { slug: string; provider: string }; Body: ProviderInput }>(
+      `${base}/providers/:provider`,
+      {
+        schema: { ...hide, params: providerParams, body: providerBody },
+      },
+      async (req) => projects.set((await project(req.params.slug)).id, req.params.provider, req.body),
+    );
 
-  app.delete<{ Params: { slug: string; provider: string } }>(`${base}/providers/:provider`, { schema: { ...hide, params: providerParams } }, async (req) =>
-    projects.disable((await project(req.params.slug)).id, req.params.provider));
+    app.delete<{ Params: { slug: string; provider: string } }>(`${base}/providers/:provider`, { schema: { ...hide, params: providerParams } }, async (req) =>
+      projects.disable((await project(req.params.slug)).id, req.params.provider),
+    );
 
-  app.get<{ Params: { slug: string } }>(`${base}/origins`, { schema: { ...hide, params: slugParams } }, async (req) => ({
-    data: await store.origins((await project(req.params.slug)).id),
-  }));
+    app.get<{ Params: { slug: string } }>(`${base}/origins`, { schema: { ...hide, params: slugParams } }, async (req) => ({
+      data: await store.origins((await project(req.params.slug)).id),
+    }));
 
-  const originBody = { type: 'object', additionalProperties: false, required: ['origin'], properties: { origin: { type: 'string', maxLength: 2048 } } } as const;
+    const originBody = {
+      type: 'object',
+      additionalProperties: false,
+      required: ['origin'],
+      properties: { origin: { type: 'string', maxLength: 2048 } },
+    } as const;
 
-  app.post<{ Params: { slug: string }; Body: { origin: string } }>(`${base}/origins`, { schema: { ...hide, params: slugParams, body: originBody } }, async (req, reply) => {
-    const origin = normalizeOrigin(req.body.origin);
-    await store.addOrigin((await project(req.params.slug)).id, origin, clock.now());
-    return reply.code(201).send({ origin });
-  });
+    app.post<{ Params: { slug: string }; Body: { origin: string } }>(
+      `${base}/origins`,
+      { schema: { ...hide, params: slugParams, body: originBody } },
+      async (req, reply) => {
+        const origin = normalizeOrigin(req.body.origin);
+        await store.addOrigin((await project(req.params.slug)).id, origin, clock.now());
+        return reply.code(201).send({ origin });
+      },
+    );
 
-  app.delete<{ Params: { slug: string }; Body: { origin: string } }>(`${base}/origins`, { schema: { ...hide, params: slugParams, body: originBody } }, async (req) => {
-    const origin = normalizeOrigin(req.body.origin);
-    if (!(await store.removeOrigin((await project(req.params.slug)).id, origin))) throw notFound(`${origin} is not allowed for this project`);
-    return { origin, removed: true };
-  });
+    app.delete<{ Params: { slug: string }; Body: { origin: string } }>(
+      `${base}/origins`,
+      { schema: { ...hide, params: slugParams, body: originBody } },
+      async (req) => {
+        const origin = normalizeOrigin(req.body.origin);
+        if (!(await store.removeOrigin((await project(req.params.slug)).id, origin))) throw notFound(`${origin} is not allowed for this project`);
+        return { origin, removed: true };
+      },
+    );
 
-  app.get<{ Params: { slug: string } }>(`${base}/callbacks`, { schema: { ...hide, params: slugParams } }, async (req) => ({
-    data: await store.callbackUrls((await project(req.params.slug)).id),
-  }));
+    app.get<{ Params: { slug: string } }>(`${base}/callbacks`, { schema: { ...hide, params: slugParams } }, async (req) => ({
+      data: await store.callbackUrls((await project(req.params.slug)).id),
+    }));
 
-  const callbackBody = { type: 'object', additionalProperties: false, required: ['url'], properties: { url: { type: 'string', maxLength: 2048 } } } as const;
+    const callbackBody = { type: 'object', additionalProperties: false, required: ['url'], properties: { url: { type: 'string', maxLength: 2048 } } } as const;
 
-  // Exact callback URLs: once a project has one, sign-ins return only to those (their origins must be allowed too).
-  app.post<{ Params: { slug: string }; Body: { url: string } }>(`${base}/callbacks`, { schema: { ...hide, params: slugParams, body: callbackBody } }, async (req, reply) => {
-    const url = normalizeCallbackUrl(req.body.url);
-    const p = await project(req.params.slug);
-    if (!(await store.hasOrigin(p.id, new URL(url).origin))) throw invalid(`Allow its origin first: postgate origin allow ${new URL(url).origin}`);
-    await store.addCallbackUrl(p.id, url, clock.now());
-    return reply.code(201).send({ url });
-  });
+    // Exact callback URLs: once a project has one, sign-ins return only to those (their origins must be allowed too).
+    app.post<{ Params: { slug: string }; Body: { url: string } }>(
+      `${base}/callbacks`,
+      { schema: { ...hide, params: slugParams, body: callbackBody } },
+      async (req, reply) => {
+        const url = normalizeCallbackUrl(req.body.url);
+        const p = await project(req.params.slug);
+        if (!(await store.hasOrigin(p.id, new URL(url).origin))) throw invalid(`Allow its origin first: postgate origin allow ${new URL(url).origin}`);
+        await store.addCallbackUrl(p.id, url, clock.now());
+        return reply.code(201).send({ url });
+      },
+    );
 
-  app.delete<{ Params: { slug: string }; Body: { url: string } }>(`${base}/callbacks`, { schema: { ...hide, params: slugParams, body: callbackBody } }, async (req) => {
-    const url = normalizeCallbackUrl(req.body.url);
-    if (!(await store.removeCallbackUrl((await project(req.params.slug)).id, url))) throw notFound(`${url} is not a registered callback URL of this project`);
-    return { url, removed: true };
-  });
+    app.delete<{ Params: { slug: string }; Body: { url: string } }>(
+      `${base}/callbacks`,
+      { schema: { ...hide, params: slugParams, body: callbackBody } },
+      async (req) => {
+        const url = normalizeCallbackUrl(req.body.url);
+        if (!(await store.removeCallbackUrl((await project(req.params.slug)).id, url)))
+          throw notFound(`${url} is not a registered callback URL of this project`);
+        return { url, removed: true };
+      },
+    );
 
-  const settingsOut = (s: EffectiveSettings) => ({
-    sessionTtlSeconds: s.sessionTtlMs / 1000, codeFrom: s.codeFrom, telegramWindowSeconds: s.telegramWindowMs / 1000, requireCodeVerifier: s.requireCodeVerifier,
-  });
+    const settingsOut = (s: EffectiveSettings) => ({
+      sessionTtlSeconds: s.sessionTtlMs / 1000,
+      codeFrom: s.codeFrom,
+      telegramWindowSeconds: s.telegramWindowMs / 1000,
+      requireCodeVerifier: s.requireCodeVerifier,
+    });
 
-  app.get<{ Params: { slug: string } }>(`${base}/settings`, { schema: { ...hide, params: slugParams } }, async (req) =>
-    settingsOut(await projects.settings((await project(req.params.slug)).id)));
+    app.get<{ Params: { slug: string } }>(`${base}/settings`, { schema: { ...hide, params: slugParams } }, async (req) =>
+      settingsOut(await projects.settings((await project(req.params.slug)).id)),
+    );
 
-  app.patch<{ Params: { slug: string }; Body: SettingsInput }>(`${base}/settings`, {
-    schema: {
-      ...hide,
-      params: slugParams,
-      body: {
-        type: 'object', additionalProperties: false,
-        properties: {
-          sessionTtlSeconds: { type: ['integer', 'null'], minimum: 60, maximum: 365 * 86400 },
-          codeFrom: { type: ['string', 'null'], maxLength: 320 },
-          telegramWindowSeconds: { type: ['integer', 'null'], minimum: 30, maximum: 86400 },
-          requireCodeVerifier: { type: ['boolean', 'null'] },
+    app.patch<{ Params: { slug: string }; Body: SettingsInput }>(
+      `${base}/settings`,
+      {
+        schema: {
+          ...hide,
+          params: slugParams,
+          body: {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              sessionTtlSeconds: { type: ['integer', 'null'], minimum: 60, maximum: 365 * 86400 },
+              codeFrom: { type: ['string', 'null'], maxLength: 320 },
+              telegramWindowSeconds: { type: ['integer', 'null'], minimum: 30, maximum: 86400 },
+              requireCodeVerifier: { type: ['boolean', 'null'] },
+            },
+          },
         },
       },
-    },
-  }, async (req) => settingsOut(await projects.putSettings((await project(req.params.slug)).id, req.body)));
-};
+      async (req) => settingsOut(await projects.putSettings((await project(req.params.slug)).id, req.body)),
+    );
+  };

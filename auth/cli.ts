@@ -3,14 +3,29 @@
 import { CliError, type CliContext, type Commands } from '../control/cli/context.js';
 
 const flags: Record<string, string> = {
-  'client-id': 'clientId', 'client-secret': 'clientSecret', 'bot-token': 'botToken', 'authorization-url': 'authorizationUrl',
-  'token-url': 'tokenUrl', 'userinfo-url': 'userinfoUrl', 'jwks-url': 'jwksUrl', issuer: 'issuer', 'api-url': 'apiUrl',
+  'client-id': 'clientId',
+  'client-secret': 'clientSecret',
+  'bot-token': 'botToken',
+  'authorization-url': 'authorizationUrl',
+  'token-url': 'tokenUrl',
+  'userinfo-url': 'userinfoUrl',
+  'jwks-url': 'jwksUrl',
+  issuer: 'issuer',
+  'api-url': 'apiUrl',
 };
 const lists: Record<string, string> = {
-  methods: 'methods', 'allow-countries': 'allowCountries', 'deny-countries': 'denyCountries', 'allow-cidrs': 'allowCidrs', 'deny-cidrs': 'denyCidrs',
+  methods: 'methods',
+  'allow-countries': 'allowCountries',
+  'deny-countries': 'denyCountries',
+  'allow-cidrs': 'allowCidrs',
+  'deny-cidrs': 'denyCidrs',
 };
 
-const csv = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
+const csv = (v: string) =>
+  v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 const str = (c: CliContext, name: string): string | undefined => (typeof c.opts[name] === 'string' ? (c.opts[name] as string) : undefined);
 
 function origin(c: CliContext): string {
@@ -26,13 +41,22 @@ function callbackUrl(c: CliContext): string {
 }
 
 const providerRow = (p: any) => ({
-  provider: p.provider, enabled: p.enabled, methods: p.methods.join(','), client_id: p.clientId ?? '',
-  secret: p.hasClientSecret ? 'set' : '', bot_token: p.hasBotToken ? 'set' : '',
-  endpoints: Object.entries(p.endpoints).map(([k, v]) => `${k}=${v}`).join(' '),
-  region: Object.entries(p.region).map(([k, v]) => `${k}=${(v as string[]).join(',')}`).join(' '),
+  provider: p.provider,
+  enabled: p.enabled,
+  methods: p.methods.join(','),
+  client_id: p.clientId ?? '',
+  secret: p.hasClientSecret ? 'set' : '',
+  bot_token: p.hasBotToken ? 'set' : '',
+  endpoints: Object.entries(p.endpoints)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' '),
+  region: Object.entries(p.region)
+    .map(([k, v]) => `${k}=${(v as string[]).join(',')}`)
+    .join(' '),
 });
 
-const settingsText = (d: any) => `session ttl: ${d.sessionTtlSeconds} s\ncode sender: ${d.codeFrom ?? '(system sender)'}\ntelegram auth_date window: ${d.telegramWindowSeconds} s\ncode verifier required: ${d.requireCodeVerifier ? 'on' : 'off'}`;
+const settingsText = (d: any) =>
+  `session ttl: ${d.sessionTtlSeconds} s\ncode sender: ${d.codeFrom ?? '(system sender)'}\ntelegram auth_date window: ${d.telegramWindowSeconds} s\ncode verifier required: ${d.requireCodeVerifier ? 'on' : 'off'}`;
 
 function int(c: CliContext, name: string): number | null | undefined {
   const v = str(c, name);
@@ -44,8 +68,9 @@ function int(c: CliContext, name: string): number | null | undefined {
 
 export const authCommands: Commands = {
   'provider set': {
-    usage: 'provider set --project S --provider P [--client-id] [--client-secret] [--methods a,b] [--bot-token] [--authorization-url] [--token-url] [--userinfo-url] [--jwks-url] [--issuer] [--api-url] [--allow-countries RU,BY] [--deny-countries] [--allow-cidrs 10.0.0.0/8] [--deny-cidrs]\n'
-      + '                                       enable a sign-in provider (google vk yandex github telegram oidc email sms); "" clears a setting',
+    usage:
+      'provider set --project S --provider P [--client-id] [--client-secret] [--methods a,b] [--bot-token] [--authorization-url] [--token-url] [--userinfo-url] [--jwks-url] [--issuer] [--api-url] [--allow-countries RU,BY] [--deny-countries] [--allow-cidrs 10.0.0.0/8] [--deny-cidrs]\n' +
+      '                                       enable a sign-in provider (google vk yandex github telegram oidc email sms); "" clears a setting',
     async run(c) {
       const body: Record<string, unknown> = {};
       for (const [flag, field] of Object.entries(flags)) if (str(c, flag) !== undefined) body[field] = str(c, flag);
@@ -118,7 +143,8 @@ export const authCommands: Commands = {
     },
   },
   'auth set': {
-    usage: 'auth set --project S [--session-ttl SECONDS] [--code-from ADDRESS] [--telegram-window SECONDS] [--require-code-verifier on|off]   ("default" restores one)',
+    usage:
+      'auth set --project S [--session-ttl SECONDS] [--code-from ADDRESS] [--telegram-window SECONDS] [--require-code-verifier on|off]   ("default" restores one)',
     async run(c) {
       const body: Record<string, unknown> = {};
       const ttl = int(c, 'session-ttl');

@@ -37,7 +37,6 @@ export interface CodeDeps {
   onCapped?: (projectSlug: string) => void;
 }
 
-
 export class Codes {
   constructor(private readonly d: CodeDeps) {}
 
@@ -68,8 +67,14 @@ export class Codes {
 
     const code = randomDigits(6);
     await this.d.store.putOtp({
-      projectId: caller.project.id, env, channel, target, codeHash: this.hash(caller, channel, target, code), createdAt: now,
-      expiresAt: now + settings.codeTtlMs, testCode: env === 'test' ? this.d.crypto.encrypt(code) : null,
+      projectId: caller.project.id,
+      env,
+      channel,
+      target,
+      codeHash: this.hash(caller, channel, target, code),
+      createdAt: now,
+      expiresAt: now + settings.codeTtlMs,
+      testCode: env === 'test' ? this.d.crypto.encrypt(code) : null,
     });
     if (env === 'test') return;
     const minutes = Math.round(settings.codeTtlMs / durations.MINUTE);
@@ -81,17 +86,24 @@ export class Codes {
     }
     // A suppressed address gets the same answer as any other (and no email id): a different
     // answer would let anyone read the project's suppression list through the sign-in form.
-    const accepted = await this.d.pipeline.send(caller, {
-      from: await this.sender(caller, codeFrom),
-      to: target,
-      subject: `Your ${caller.project.name} sign-in code`,
-      text,
-      html: `<p>Your ${escapeHtml(caller.project.name)} sign-in code is</p><p style="font-size:28px;letter-spacing:4px"><b>${code}</b></p>`
-        + `<p>It expires in ${minutes} minutes. If you did not ask for it, ignore this email.</p>`,
-    }, { system: true }).catch((err: unknown) => {
-      if (err instanceof ApiError && err.code === 'RECIPIENT_IN_SUPPRESSION_LIST') return undefined;
-      throw err;
-    });
+    const accepted = await this.d.pipeline
+      .send(
+        caller,
+        {
+          from: await this.sender(caller, codeFrom),
+          to: target,
+          subject: `Your ${caller.project.name} sign-in code`,
+          text,
+          html:
+            `<p>Your ${escapeHtml(caller.project.name)} sign-in code is</p><p style="font-size:28px;letter-spacing:4px"><b>${code}</b></p>` +
+            `<p>It expires in ${minutes} minutes. If you did not ask for it, ignore this email.</p>`,
+        },
+        { system: true },
+      )
+      .catch((err: unknown) => {
+        if (err instanceof ApiError && err.code === 'RECIPIENT_IN_SUPPRESSION_LIST') return undefined;
+        throw err;
+      });
     if (!accepted) this.d.log.info({ project: caller.project.slug }, 'sign-in code not emailed: the address is suppressed');
     else this.d.log.info({ project: caller.project.slug, emailId: accepted.id }, 'sign-in code email queued');
   }
@@ -108,10 +120,16 @@ export class Codes {
 
   /** Consumes the code or throws INVALID_CODE, CODE_EXPIRED or TOO_MANY_ATTEMPTS. */
   async verify(caller: Caller, channel: Channel, target: string, code: string, ip: string): Promise<void> {
-    this.d.limiter.take(`verify-ip:${caller.project.id}:${envOf(caller)}:${ip}`, settings.codeVerifiesPerIp10Min, 10 * durations.MINUTE, 'code checks from this address');
+    this.d.limiter.take(
+      `verify-ip:${caller.project.id}:${envOf(caller)}:${ip}`,
+      settings.codeVerifiesPerIp10Min,
+      10 * durations.MINUTE,
+      'code checks from this address',
+    );
     const candidate = /^\d{6}$/.test(code) ? this.hash(caller, channel, target, code) : '';
-    const result = await this.d.store.checkOtp(caller.project.id, envOf(caller), channel, target, clock.now(), settings.codeMaxAttempts,
-      (stored) => sameHex(stored, candidate));
+    const result = await this.d.store.checkOtp(caller.project.id, envOf(caller), channel, target, clock.now(), settings.codeMaxAttempts, (stored) =>
+      sameHex(stored, candidate),
+    );
     switch (result) {
       case 'ok':
         return;

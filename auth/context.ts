@@ -25,12 +25,30 @@ export interface AuthContext {
   oauth: OAuthFlows;
 }
 
-export function createAuthContext(o: { config: Config; log: Logger; store: Store; access: Access; pipeline: MailPipeline; invalidator: Invalidator; secret: string; onCodeSendsCapped?: (projectSlug: string) => void }): AuthContext {
+export function createAuthContext(o: {
+  config: Config;
+  log: Logger;
+  store: Store;
+  access: Access;
+  pipeline: MailPipeline;
+  invalidator: Invalidator;
+  secret: string;
+  onCodeSendsCapped?: (projectSlug: string) => void;
+}): AuthContext {
   const store = o.store.auth;
   const crypto = new AuthCrypto(o.secret);
   const projects = new ProjectAuthConfig(store, crypto);
   const sessions = new Sessions(store, o.invalidator);
-  const codes = new Codes({ store, domains: o.store, crypto, limiter: new RateLimiter(), pipeline: o.pipeline, config: o.config, log: o.log, onCapped: o.onCodeSendsCapped });
+  const codes = new Codes({
+    store,
+    domains: o.store,
+    crypto,
+    limiter: new RateLimiter(),
+    pipeline: o.pipeline,
+    config: o.config,
+    log: o.log,
+    onCapped: o.onCodeSendsCapped,
+  });
   const oauth = new OAuthFlows({ config: o.config, log: o.log, store, crypto, sessions, projects });
   return { config: o.config, log: o.log, store, projectsStore: o.store, access: o.access, projects, sessions, codes, oauth };
 }

@@ -30,9 +30,17 @@ export class RateLimiter {
     }
     const resetSec = Math.max(1, Math.ceil((w.start + windowMs - now) / 1000));
     if (w.count >= limit) {
-      throw new ApiError('RATE_LIMIT_EXCEEDED', `Too many ${what}; try again in ${resetSec} s`, {}, {
-        'retry-after': String(resetSec), 'ratelimit-limit': String(limit), 'ratelimit-remaining': '0', 'ratelimit-reset': String(resetSec),
-      });
+      throw new ApiError(
+        'RATE_LIMIT_EXCEEDED',
+        `Too many ${what}; try again in ${resetSec} s`,
+        {},
+        {
+          'retry-after': String(resetSec),
+          'ratelimit-limit': String(limit),
+          'ratelimit-remaining': '0',
+          'ratelimit-reset': String(resetSec),
+        },
+      );
     }
     w.count++;
   }

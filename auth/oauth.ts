@@ -87,7 +87,12 @@ export class OAuthFlows {
       ...(e.jwksUrl ? { jwks_uri: e.jwksUrl } : {}),
     };
     const client: oauth.Client = { client_id: cfg.clientId!, [oauth.clockSkew]: clock.offset() / 1000 };
-    const auth = a.clientAuth === 'none' ? oauth.None() : a.clientAuth === 'basic' ? oauth.ClientSecretBasic(cfg.clientSecret!) : oauth.ClientSecretPost(cfg.clientSecret!);
+    const auth =
+      a.clientAuth === 'none'
+        ? oauth.None()
+        : a.clientAuth === 'basic'
+          ? oauth.ClientSecretBasic(cfg.clientSecret!)
+          : oauth.ClientSecretPost(cfg.clientSecret!);
     const insecure = [e.authorizationUrl, e.tokenUrl, e.userinfoUrl].some((u) => u?.startsWith('http:'));
     return { as, client, auth, insecure, ...(a.oidc && e.userinfoUrl ? { userinfo: e.userinfoUrl } : {}) };
   }
@@ -102,8 +107,16 @@ export class OAuthFlows {
     const nonce = a.oidc ? oauth.generateRandomNonce() : null;
     const now = clock.now();
     await this.d.store.insertState({
-      stateHash: sha256(state), projectId: caller.project.id, env: envOf(caller), provider: def.id, callbackUrl: callback.toString(),
-      codeVerifier: this.d.crypto.encrypt(verifier), nonce, clientChallenge, createdAt: now, expiresAt: now + settings.oauthStateTtlMs,
+      stateHash: sha256(state),
+      projectId: caller.project.id,
+      env: envOf(caller),
+      provider: def.id,
+      callbackUrl: callback.toString(),
+      codeVerifier: this.d.crypto.encrypt(verifier),
+      nonce,
+      clientChallenge,
+      createdAt: now,
+      expiresAt: now + settings.oauthStateTtlMs,
     });
     const url = new URL(as.authorization_endpoint!);
     url.searchParams.set('response_type', 'code');
@@ -146,12 +159,21 @@ export class OAuthFlows {
     } catch (err) {
       if (err instanceof oauth.AuthorizationResponseError) return back('error', safeError(err.error));
       this.d.log.warn({ provider: providerId, err: (err as Error).message }, 'oauth callback failed');
-      if (err instanceof CredentialError || err instanceof oauth.ResponseBodyError || err instanceof oauth.OperationProcessingError) return back('error', 'invalid_grant');
+      if (err instanceof CredentialError || err instanceof oauth.ResponseBodyError || err instanceof oauth.OperationProcessingError)
+        return back('error', 'invalid_grant');
       return back('error', 'server_error');
     }
   }
 
-  private async complete(def: ProviderDef, a: OAuthAdapter, cfg: ProviderConfig, query: URLSearchParams, state: string, nonce: string | null, verifier: string) {
+  private async complete(
+    def: ProviderDef,
+    a: OAuthAdapter,
+    cfg: ProviderConfig,
+    query: URLSearchParams,
+    state: string,
+    nonce: string | null,
+    verifier: string,
+  ) {
     const { as, client, auth, insecure, userinfo } = await this.server(def, cfg);
     const params = new URLSearchParams(query);
     // Mix-up defence for plain OAuth providers is the per-provider redirect_uri bound to the state; `iss` is an OpenID matter.
@@ -172,7 +194,10 @@ export class OAuthFlows {
       const claims = oauth.getValidatedIdTokenClaims(r) as Record<string, unknown> | undefined;
       tokens = { accessToken: r.access_token, ...(claims ? { claims } : {}) };
       if (userinfo && claims) {
-        const ui = await oauth.userInfoRequest({ ...as, userinfo_endpoint: userinfo }, client, r.access_token, { [oauth.allowInsecureRequests]: insecure, signal: AbortSignal.timeout(settings.providerTimeoutMs) });
+        const ui = await oauth.userInfoRequest({ ...as, userinfo_endpoint: userinfo }, client, r.access_token, {
+          [oauth.allowInsecureRequests]: insecure,
+          signal: AbortSignal.timeout(settings.providerTimeoutMs),
+        });
         const info = await oauth.processUserInfoResponse({ ...as, userinfo_endpoint: userinfo }, client, String(claims.sub), ui);
         tokens.claims = { ...info, ...claims };
       }

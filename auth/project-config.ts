@@ -102,7 +102,10 @@ const missing = (def: ProviderDef, method: Method, row: Pick<ProviderRow, 'clien
   (def.requires[method] ?? []).filter((f) => (f === 'issuer' ? !row.endpoints.issuer && !def.defaults.issuer : !row[f]));
 
 export class ProjectAuthConfig {
-  constructor(private readonly store: AuthStore, private readonly crypto: AuthCrypto) {}
+  constructor(
+    private readonly store: AuthStore,
+    private readonly crypto: AuthCrypto,
+  ) {}
 
   private toConfig(def: ProviderDef, row: ProviderRow | undefined): ProviderConfig {
     return {
@@ -139,8 +142,14 @@ export class ProjectAuthConfig {
   private view(def: ProviderDef, row: ProviderRow | undefined): ProviderView {
     const cfg = this.toConfig(def, row);
     return {
-      provider: def.id, enabled: cfg.enabled, methods: cfg.methods, clientId: cfg.clientId, hasClientSecret: !!row?.clientSecret,
-      hasBotToken: !!row?.botToken, endpoints: row?.endpoints ?? {}, region: cfg.region,
+      provider: def.id,
+      enabled: cfg.enabled,
+      methods: cfg.methods,
+      clientId: cfg.clientId,
+      hasClientSecret: !!row?.clientSecret,
+      hasBotToken: !!row?.botToken,
+      endpoints: row?.endpoints ?? {},
+      region: cfg.region,
     };
   }
 
@@ -155,7 +164,9 @@ export class ProjectAuthConfig {
     const accepted = settingsOf(def);
     const unused = ([...endpointNames, 'clientId', 'clientSecret', 'botToken'] as const).filter((k) => input[k] !== undefined && !accepted.has(k));
     if (unused.length) {
-      throw invalid(`${def.name} does not use ${unused.join(', ')}; its settings are ${accepted.size ? [...accepted].join(', ') : 'methods and region rules only'}`);
+      throw invalid(
+        `${def.name} does not use ${unused.join(', ')}; its settings are ${accepted.size ? [...accepted].join(', ') : 'methods and region rules only'}`,
+      );
     }
     const old = await this.store.provider(projectId, id);
     const endpoints: Record<string, string> = { ...old?.endpoints };
@@ -182,12 +193,12 @@ export class ProjectAuthConfig {
       }
       if (!region[k]!.length) delete region[k];
     }
-    const secret = (v: string | undefined, prev: string | null | undefined) => (v === undefined ? prev ?? null : v === '' ? null : this.crypto.encrypt(v));
+    const secret = (v: string | undefined, prev: string | null | undefined) => (v === undefined ? (prev ?? null) : v === '' ? null : this.crypto.encrypt(v));
     const row: ProviderRow = {
       provider: id,
       enabled: true,
       methods: [],
-      clientId: input.clientId === undefined ? old?.clientId ?? null : input.clientId || null,
+      clientId: input.clientId === undefined ? (old?.clientId ?? null) : input.clientId || null,
       clientSecret: secret(input.clientSecret, old?.clientSecret),
       botToken: secret(input.botToken, old?.botToken),
       endpoints,
@@ -195,7 +206,8 @@ export class ProjectAuthConfig {
       updatedAt: clock.now(),
     };
     if (input.methods) {
-      for (const m of input.methods) if (!def.methods.includes(m as Method)) throw invalid(`${def.name} supports the methods ${def.methods.join(', ')}; not ${m}`);
+      for (const m of input.methods)
+        if (!def.methods.includes(m as Method)) throw invalid(`${def.name} supports the methods ${def.methods.join(', ')}; not ${m}`);
       for (const m of input.methods) {
         const lack = missing(def, m as Method, row);
         if (lack.length) throw invalid(`Method ${m} of ${id} needs ${lack.join(', ')}`);
@@ -218,7 +230,17 @@ export class ProjectAuthConfig {
     if (!old && !onByDefault.has(id)) throw notFound(`Provider ${id} is not configured`);
     const row: ProviderRow = old
       ? { ...old, enabled: false, updatedAt: clock.now() }
-      : { provider: id, enabled: false, methods: [...def.methods], clientId: null, clientSecret: null, botToken: null, endpoints: {}, region: {}, updatedAt: clock.now() };
+      : {
+          provider: id,
+          enabled: false,
+          methods: [...def.methods],
+          clientId: null,
+          clientSecret: null,
+          botToken: null,
+          endpoints: {},
+          region: {},
+          updatedAt: clock.now(),
+        };
     await this.store.putProvider(projectId, row);
     return this.view(def, row);
   }
@@ -237,13 +259,17 @@ export class ProjectAuthConfig {
   async putSettings(projectId: string, input: SettingsInput): Promise<EffectiveSettings> {
     if (input.codeFrom && !parseMailbox(input.codeFrom)) throw invalid('codeFrom is not a valid address');
     const cur = await this.store.settings(projectId);
-    const pick = <K extends keyof SettingsInput>(k: K) => (input[k] === undefined ? cur[k] : input[k] ?? null);
-    await this.store.putSettings(projectId, {
-      sessionTtlSeconds: pick('sessionTtlSeconds') as number | null,
-      codeFrom: pick('codeFrom') as string | null,
-      telegramWindowSeconds: pick('telegramWindowSeconds') as number | null,
-      requireCodeVerifier: input.requireCodeVerifier === undefined ? cur.requireCodeVerifier : input.requireCodeVerifier === true,
-    }, clock.now());
+    const pick = <K extends keyof SettingsInput>(k: K) => (input[k] === undefined ? cur[k] : (input[k] ?? null));
+    await this.store.putSettings(
+      projectId,
+      {
+        sessionTtlSeconds: pick('sessionTtlSeconds') as number | null,
+        codeFrom: pick('codeFrom') as string | null,
+        telegramWindowSeconds: pick('telegramWindowSeconds') as number | null,
+        requireCodeVerifier: input.requireCodeVerifier === undefined ? cur.requireCodeVerifier : input.requireCodeVerifier === true,
+      },
+      clock.now(),
+    );
     return this.settings(projectId);
   }
 }

@@ -10,8 +10,15 @@ export const userSchema = {
   type: 'object',
   required: ['id', 'email', 'emailVerified', 'name', 'avatarUrl', 'phone', 'username', 'provider', 'createdAt'],
   properties: {
-    id: { type: 'string', format: 'uuid' }, email: sn, emailVerified: { type: 'boolean' }, name: sn, avatarUrl: sn, phone: sn, username: sn,
-    provider: { ...s, description: 'Provider id through which the user signed in' }, createdAt: { ...s, format: 'date-time' },
+    id: { type: 'string', format: 'uuid' },
+    email: sn,
+    emailVerified: { type: 'boolean' },
+    name: sn,
+    avatarUrl: sn,
+    phone: sn,
+    username: sn,
+    provider: { ...s, description: 'Provider id through which the user signed in' },
+    createdAt: { ...s, format: 'date-time' },
     lastSignIn: { ...s, format: 'date-time' },
   },
 } as const;
@@ -27,17 +34,35 @@ const iso = (ms: number) => new Date(ms).toISOString();
 /** The User resource; each response schema keeps only the fields the spec gives it. */
 export function userOut(u: UserRow, provider = u.provider): Record<string, unknown> {
   return {
-    id: u.id, email: u.email, emailVerified: u.emailVerified, name: u.name, avatarUrl: u.avatarUrl, phone: u.phone, username: u.username,
-    provider, createdAt: iso(u.createdAt), ...(u.lastSignIn ? { lastSignIn: iso(u.lastSignIn) } : {}),
+    id: u.id,
+    email: u.email,
+    emailVerified: u.emailVerified,
+    name: u.name,
+    avatarUrl: u.avatarUrl,
+    phone: u.phone,
+    username: u.username,
+    provider,
+    createdAt: iso(u.createdAt),
+    ...(u.lastSignIn ? { lastSignIn: iso(u.lastSignIn) } : {}),
   };
 }
 export const sessionOut = (sess: SessionRow) => ({ id: sess.id, expiresAt: iso(sess.expiresAt) });
 /** The user as GET /session gives it (the fields of its response schema, in order). */
 export const sessionUserOut = (u: UserRow, provider: string) => ({
-  id: u.id, email: u.email, emailVerified: u.emailVerified, name: u.name, avatarUrl: u.avatarUrl, provider, createdAt: iso(u.createdAt),
+  id: u.id,
+  email: u.email,
+  emailVerified: u.emailVerified,
+  name: u.name,
+  avatarUrl: u.avatarUrl,
+  provider,
+  createdAt: iso(u.createdAt),
 });
 
-const signedIn = (user: object) => ({ type: 'object', required: ['token', 'user'], properties: { token: { ...s, description: 'Session token (send as Authorization: Bearer)' }, user } });
+const signedIn = (user: object) => ({
+  type: 'object',
+  required: ['token', 'user'],
+  properties: { token: { ...s, description: 'Session token (send as Authorization: Bearer)' }, user },
+});
 
 export const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 429: errorSchema } as const;
 export const serviceKey = [{ serviceKey: [] }];
@@ -45,7 +70,10 @@ export const serviceKeyAndSession = [{ serviceKey: [], sessionToken: [] }];
 export const clientIpHeader = {
   type: 'object',
   properties: {
-    'x-service-client-ip': { ...s, description: "The end user's IP when a server calls on their behalf (honoured for scope-all keys); the regional filter applies to it" },
+    'x-service-client-ip': {
+      ...s,
+      description: "The end user's IP when a server calls on their behalf (honoured for scope-all keys); the regional filter applies to it",
+    },
   },
 } as const;
 
@@ -57,11 +85,14 @@ export const providerSchema = {
 
 /** Login CSRF binding (auth/binding.ts): S256 of a verifier the starting browser keeps. */
 export const codeChallenge = {
-  type: 'string', pattern: '^[A-Za-z0-9_-]{43}$',
-  description: "base64url(SHA-256(codeVerifier)). Binds the sign-in to the browser that started it: exchange-code must then send codeVerifier. The SDK and the embed script do it for you",
+  type: 'string',
+  pattern: '^[A-Za-z0-9_-]{43}$',
+  description:
+    'base64url(SHA-256(codeVerifier)). Binds the sign-in to the browser that started it: exchange-code must then send codeVerifier. The SDK and the embed script do it for you',
 } as const;
 export const codeVerifier = {
-  type: 'string', pattern: '^[A-Za-z0-9._~-]{43,128}$',
+  type: 'string',
+  pattern: '^[A-Za-z0-9._~-]{43,128}$',
   description: 'The verifier (RFC 7636 characters, 43-128) whose hash was sent as codeChallenge when the sign-in started',
 } as const;
 
@@ -69,11 +100,17 @@ export const schemas = {
   providers: { response: { 200: { type: 'object', required: ['providers'], properties: { providers: { type: 'array', items: providerSchema } } } } },
   social: {
     body: {
-      type: 'object', additionalProperties: false, required: ['provider', 'callbackURL'],
+      type: 'object',
+      additionalProperties: false,
+      required: ['provider', 'callbackURL'],
       properties: {
         provider: { ...s, maxLength: 32 },
         method: { type: 'string', enum: ['oauth'], description: 'Default oauth' },
-        callbackURL: { ...s, maxLength: 2048, description: "The app's return address; its origin must be allowed for the project (and the URL registered, if the project registered any)" },
+        callbackURL: {
+          ...s,
+          maxLength: 2048,
+          description: "The app's return address; its origin must be allowed for the project (and the URL registered, if the project registered any)",
+        },
         codeChallenge,
       },
     },
@@ -89,16 +126,28 @@ export const schemas = {
     response: { 302: { description: "Redirect to the app's callbackURL with svc_code, or with error", type: 'null' } },
   },
   exchange: {
-    body: { type: 'object', additionalProperties: false, required: ['code'], properties: { code: { ...s, minLength: 1, maxLength: 200, description: 'The svc_code' }, codeVerifier } },
+    body: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['code'],
+      properties: { code: { ...s, minLength: 1, maxLength: 200, description: 'The svc_code' }, codeVerifier },
+    },
     response: { 200: signedIn(userSchema) },
   },
   verifyToken: {
     body: {
-      type: 'object', additionalProperties: false, required: ['provider', 'method', 'credential'],
+      type: 'object',
+      additionalProperties: false,
+      required: ['provider', 'method', 'credential'],
       properties: {
         provider: { ...s, maxLength: 32 },
         method: { type: 'string', enum: ['id_token', 'silent_token', 'instant_token', 'oidc', 'miniapp'] },
-        credential: { ...s, minLength: 1, maxLength: 16384, description: 'id_token, VK silent payload {token, uuid} as JSON, Yandex token or Telegram initData' },
+        credential: {
+          ...s,
+          minLength: 1,
+          maxLength: 16384,
+          description: 'id_token, VK silent payload {token, uuid} as JSON, Yandex token or Telegram initData',
+        },
         nonce: { ...s, maxLength: 512, description: 'The nonce the app put in the id_token request, checked when given' },
       },
     },
@@ -106,13 +155,19 @@ export const schemas = {
   },
   telegramWidget: {
     body: {
-      type: 'object', required: ['id', 'auth_date', 'hash'],
+      type: 'object',
+      required: ['id', 'auth_date', 'hash'],
       // Every field the widget sends is signed (last_name, photo_url…): all are kept for the check.
       additionalProperties: { anyOf: [{ type: 'string', maxLength: 2048 }, { type: 'number' }, { type: 'boolean' }] },
       maxProperties: 32,
       properties: {
-        id: { type: 'integer' }, first_name: s, last_name: s, username: s, photo_url: s,
-        auth_date: { type: 'integer', description: 'Unix seconds' }, hash: { ...s, maxLength: 128 },
+        id: { type: 'integer' },
+        first_name: s,
+        last_name: s,
+        username: s,
+        photo_url: s,
+        auth_date: { type: 'integer', description: 'Unix seconds' },
+        hash: { ...s, maxLength: 128 },
       },
     },
     response: { 200: signedIn(pick('id', 'name', 'phone')) },
@@ -123,18 +178,27 @@ export const schemas = {
   },
   emailVerify: {
     body: {
-      type: 'object', additionalProperties: false, required: ['email', 'code'],
+      type: 'object',
+      additionalProperties: false,
+      required: ['email', 'code'],
       properties: { email: { ...s, minLength: 3, maxLength: 254 }, code: { ...s, maxLength: 16, description: '6 digits' } },
     },
     response: { 200: signedIn(pick('id', 'email')) },
   },
   smsSend: {
-    body: { type: 'object', additionalProperties: false, required: ['phone'], properties: { phone: { ...s, maxLength: 16, description: 'E.164, e.g. +79991234567' } } },
+    body: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['phone'],
+      properties: { phone: { ...s, maxLength: 16, description: 'E.164, e.g. +79991234567' } },
+    },
     response: { 200: { type: 'object', required: ['success', 'message'], properties: { success: { type: 'boolean' }, message: s } } },
   },
   smsVerify: {
     body: {
-      type: 'object', additionalProperties: false, required: ['phone', 'code'],
+      type: 'object',
+      additionalProperties: false,
+      required: ['phone', 'code'],
       properties: { phone: { ...s, maxLength: 16 }, code: { ...s, maxLength: 16 } },
     },
     response: { 200: signedIn(pick('id', 'phone')) },
@@ -142,7 +206,8 @@ export const schemas = {
   session: {
     response: {
       200: {
-        type: 'object', required: ['user', 'session'],
+        type: 'object',
+        required: ['user', 'session'],
         properties: {
           user: pick('id', 'email', 'emailVerified', 'name', 'avatarUrl', 'provider', 'createdAt'),
           session: { type: 'object', required: ['id', 'expiresAt'], properties: { id: s, expiresAt: { ...s, format: 'date-time' } } },
@@ -153,7 +218,10 @@ export const schemas = {
   signOut: { response: { 200: { type: 'object', required: ['success'], properties: { success: { type: 'boolean' } } } } },
   testCode: {
     querystring: {
-      type: 'object', additionalProperties: false, minProperties: 1, maxProperties: 1,
+      type: 'object',
+      additionalProperties: false,
+      minProperties: 1,
+      maxProperties: 1,
       properties: { email: { ...s, maxLength: 254 }, phone: { ...s, maxLength: 16 } },
     },
     response: { 200: { type: 'object', required: ['code', 'expiresAt'], properties: { code: s, expiresAt: { ...s, format: 'date-time' } } } },

@@ -34,7 +34,10 @@ export class Sessions {
   /** Bumped by every invalidation: a lookup that raced one is not cached. */
   private generation = 0;
 
-  constructor(private readonly store: AuthStore, private readonly invalidator: Invalidator) {
+  constructor(
+    private readonly store: AuthStore,
+    private readonly invalidator: Invalidator,
+  ) {
     invalidator.subscribe(CHANNEL, (key) => {
       this.generation++;
       if (key.startsWith('user:')) this.users.delete(key.slice(5));
@@ -80,9 +83,12 @@ export class Sessions {
       case 'expired':
         throw new ApiError('CODE_EXPIRED', 'This code has expired');
       case 'unbound':
-        throw new ApiError('INVALID_CODE', binding.verifier === undefined
-          ? 'This sign-in must be finished with the codeVerifier of the browser that started it'
-          : 'codeVerifier does not match this sign-in: it was started in another browser');
+        throw new ApiError(
+          'INVALID_CODE',
+          binding.verifier === undefined
+            ? 'This sign-in must be finished with the codeVerifier of the browser that started it'
+            : 'codeVerifier does not match this sign-in: it was started in another browser',
+        );
       default:
         throw new ApiError('INVALID_CODE', 'Unknown code');
     }

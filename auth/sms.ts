@@ -12,7 +12,10 @@ export interface SmsSender {
 export const maskPhone = (phone: string): string => phone.slice(0, 4) + '*'.repeat(Math.max(0, phone.length - 6)) + phone.slice(-2);
 
 export class HttpSmsSender implements SmsSender {
-  constructor(private readonly url: string, private readonly token: string | null) {}
+  constructor(
+    private readonly url: string,
+    private readonly token: string | null,
+  ) {}
 
   async send(to: string, text: string): Promise<void> {
     const res = await fetch(this.url, {

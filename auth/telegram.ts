@@ -11,7 +11,11 @@ import { CredentialError, joinName, str, type OneShot, type Profile } from './pr
 export type WidgetFields = Record<string, string | number | boolean>;
 
 const dataCheckString = (entries: Array<[string, string]>) =>
-  entries.filter(([k]) => k !== 'hash').sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => `${k}=${v}`).join('\n');
+  entries
+    .filter(([k]) => k !== 'hash')
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([k, v]) => `${k}=${v}`)
+    .join('\n');
 
 /** Checks `auth_date` (Unix seconds) against the window; returns when the payload stops being acceptable. */
 function fresh(authDate: unknown, windowMs: number): number {

@@ -126,11 +126,23 @@ async function main(): Promise<void> {
       const cpu = { control: (cpuMs(pids.control) - cpu0.control) / n, gateway: (cpuMs(pids.gateway) - cpu0.gateway) / n };
       const m = mem.stop();
       const each = { supervisor: stack.proc!.pid!, ...pids };
-      log(`postgate: accepted ${n} in ${round((accepted - t0) / 1000)} s, delivered in ${round((t1 - t0) / 1000)} s; peak RSS MB ${Object.entries(each).map(([k, pid]) => `${k} ${round((m.rssOf.get(pid) ?? 0) / 2 ** 20)}`).join(', ')}`);
+      log(
+        `postgate: accepted ${n} in ${round((accepted - t0) / 1000)} s, delivered in ${round((t1 - t0) / 1000)} s; peak RSS MB ${Object.entries(each)
+          .map(([k, pid]) => `${k} ${round((m.rssOf.get(pid) ?? 0) / 2 ** 20)}`)
+          .join(', ')}`,
+      );
       return { perSecond: n / ((t1 - t0) / 1000), seconds: (t1 - t0) / 1000, cpu, ...peaks(m) };
     };
 
-    const smtp = nodemailer.createTransport({ pool: true, maxConnections: CONNECTIONS, maxMessages: Infinity, host: '127.0.0.1', port: vanilla.port, secure: false, ignoreTLS: true });
+    const smtp = nodemailer.createTransport({
+      pool: true,
+      maxConnections: CONNECTIONS,
+      maxMessages: Infinity,
+      host: '127.0.0.1',
+      port: vanilla.port,
+      secure: false,
+      ignoreTLS: true,
+    });
     const runVanilla = async (n: number): Promise<Run> => {
       const pid = vanilla.proc.pid!;
       const cpu0 = cpuMs(pid);
@@ -166,9 +178,22 @@ async function main(): Promise<void> {
       const c = process.cpuUsage(c0);
       return (c.user + c.system) / 1000 / n;
     };
-    const req = { from: 'Acme <hello@acme.test>', to: ['r@bench.test'], cc: [], bcc: [], reply_to: [], subject: 'Your receipt', text: BODY, tags: [], headers: {}, bulk: false };
+    const req = {
+      from: 'Acme <hello@acme.test>',
+      to: ['r@bench.test'],
+      cc: [],
+      bcc: [],
+      reply_to: [],
+      subject: 'Your receipt',
+      text: BODY,
+      tags: [],
+      headers: {},
+      bulk: false,
+    };
     const sample = await buildMime('00000000-0000-4000-8000-000000000000', Date.now(), req, { 'Feedback-ID': 'p:transactional:postgate' });
-    const buildMs = await stageMs(500, (i) => buildMime(`00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, Date.now(), req, { 'Feedback-ID': 'p:transactional:postgate' }));
+    const buildMs = await stageMs(500, (i) =>
+      buildMime(`00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, Date.now(), req, { 'Feedback-ID': 'p:transactional:postgate' }),
+    );
     const sign = await stageMs(500, () => signMessage(sample, { domain: 'acme.test', selector: 'pg202601', privateKeyPem: key.privatePem }));
 
     const best = (runs: Run[]) => runs.reduce((a, b) => (b.perSecond > a.perSecond ? b : a));
@@ -193,7 +218,7 @@ async function main(): Promise<void> {
       `| postgate API → DKIM + pacing → MX | ${round(p.perSecond)} (${results.postgate.map((r) => round(r.perSecond)).join(', ')}) | control ${round(p.cpu.control!, 2)} + gateway ${round(p.cpu.gateway!, 2)} | ${round(peakStack)} MB (whole stack; RSS sum ${round(peakRssSum)} MB) |`,
       '',
       `ratio postgate / vanilla Haraka: ${round(ratio, 2)}× (target ≥ 1.0×, aim 1.5×); stack memory ${peakStack < 300 ? 'under' : 'OVER'} 300 MB`,
-      'memory: each mapped file (the node executable, shared libraries) counted once, plus every process\'s own memory; the RSS sum counts node\'s ~40 MB of code once per process',
+      "memory: each mapped file (the node executable, shared libraries) counted once, plus every process's own memory; the RSS sum counts node's ~40 MB of code once per process",
       '',
       'CPU ms per message by stage (postgate):',
       `  accept  ${stages.accept}  (control: HTTP, validation, group commit, dispatch over gRPC, events back)`,
@@ -203,7 +228,9 @@ async function main(): Promise<void> {
       '',
     ];
     process.stdout.write(lines.join('\n'));
-    process.stdout.write(`${JSON.stringify({ bench: 'deliverability', messages: N, rounds: ROUNDS, vanilla: results.vanilla, postgate: results.postgate, ratio: round(ratio, 3), stages, peakStackMb: round(peakStack), peakRssSumMb: round(peakRssSum) })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ bench: 'deliverability', messages: N, rounds: ROUNDS, vanilla: results.vanilla, postgate: results.postgate, ratio: round(ratio, 3), stages, peakStackMb: round(peakStack), peakRssSumMb: round(peakRssSum) })}\n`,
+    );
   } finally {
     await stack.stop();
     await vanilla.close();

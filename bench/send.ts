@@ -52,9 +52,13 @@ const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 /** Emails postgate said it queued, over the whole run (warm-ups included): what the sink must receive. */
 let accepted = 0;
 
-
 /** An autocannon run that also counts the emails the answers say were queued. */
-async function cannon(url: string, req: { method?: string; path?: string; headers?: Record<string, string>; body?: string }, connections: number, seconds: number) {
+async function cannon(
+  url: string,
+  req: { method?: string; path?: string; headers?: Record<string, string>; body?: string },
+  connections: number,
+  seconds: number,
+) {
   let queued = 0;
   const result: Result = await autocannon({
     url,
@@ -130,7 +134,12 @@ async function main(): Promise<void> {
     }
     const idle: Memory = memoryOf(tree(stack.proc!.pid!));
     const auth = { authorization: `Bearer ${project.keys.live}`, 'content-type': 'application/json' };
-    const one = { from: 'Bench <bench@bench.test>', to: 'r@ok.test', subject: 'Benchmark', text: 'Hello from the benchmark. This is a short transactional message body.' };
+    const one = {
+      from: 'Bench <bench@bench.test>',
+      to: 'r@ok.test',
+      subject: 'Benchmark',
+      text: 'Hello from the benchmark. This is a short transactional message body.',
+    };
     const batchBody = JSON.stringify(Array.from({ length: 100 }, () => one));
 
     // 3. End to end first, while nothing else is queued: accepted → delivered into the sink.
@@ -140,7 +149,9 @@ async function main(): Promise<void> {
       let queued = 0;
       for (let i = 0; i < E2E_EMAILS / 100; i += 5) {
         const answers = await Promise.all(
-          Array.from({ length: Math.min(5, E2E_EMAILS / 100 - i) }, () => fetch(`${stack.url}/v1/emails/batch`, { method: 'POST', headers: auth, body: batchBody }).then((r) => r.text())),
+          Array.from({ length: Math.min(5, E2E_EMAILS / 100 - i) }, () =>
+            fetch(`${stack.url}/v1/emails/batch`, { method: 'POST', headers: auth, body: batchBody }).then((r) => r.text()),
+          ),
         );
         for (const a of answers) queued += a.split('"status":"queued"').length - 1;
       }
@@ -156,7 +167,11 @@ async function main(): Promise<void> {
       const secs = (performance.now() - t0) / 1000;
       const secs95 = ((t95 || performance.now()) - t0) / 1000;
       const perSecond = t95 ? (0.95 * queued) / secs95 : delivered / secs;
-      rows.push({ name: 'end to end (delivered)', perSecond, note: `${E2E_EMAILS} sent by batch; 95% delivered in ${round(secs95)} s, ${delivered}/${queued} in ${round(secs)} s` });
+      rows.push({
+        name: 'end to end (delivered)',
+        perSecond,
+        note: `${E2E_EMAILS} sent by batch; 95% delivered in ${round(secs95)} s, ${delivered}/${queued} in ${round(secs)} s`,
+      });
       log(`end to end: ${delivered} of ${queued} in ${round(secs)} s`);
       if (delivered < queued) keepLog = true;
     }
@@ -179,12 +194,28 @@ async function main(): Promise<void> {
 
     await measure('POST /v1/emails', async () => {
       await cannon(stack.url, { method: 'POST', path: '/v1/emails', headers: auth, body: JSON.stringify(one) }, HTTP_CONNECTIONS, WARMUP);
-      const { result, queued } = await cannon(stack.url, { method: 'POST', path: '/v1/emails', headers: auth, body: JSON.stringify(one) }, HTTP_CONNECTIONS, SECONDS);
-      return { perSecond: queued / result.duration, p50: result.latency.p50, p99: result.latency.p99, note: result.non2xx ? `${result.non2xx} non-2xx` : undefined };
+      const { result, queued } = await cannon(
+        stack.url,
+        { method: 'POST', path: '/v1/emails', headers: auth, body: JSON.stringify(one) },
+        HTTP_CONNECTIONS,
+        SECONDS,
+      );
+      return {
+        perSecond: queued / result.duration,
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        note: result.non2xx ? `${result.non2xx} non-2xx` : undefined,
+      };
     });
 
     await measure('SMTP submission', async () => {
-      const opts = { port: Number(stack.env.POSTGATE_SMTP_PORT), key: project.keys.live, connections: SMTP_CONNECTIONS, from: 'bench@bench.test', to: 'r@ok.test' };
+      const opts = {
+        port: Number(stack.env.POSTGATE_SMTP_PORT),
+        key: project.keys.live,
+        connections: SMTP_CONNECTIONS,
+        from: 'bench@bench.test',
+        to: 'r@ok.test',
+      };
       accepted += (await smtpLoad({ ...opts, durationMs: WARMUP * 1000 })).accepted;
       const r = await smtpLoad({ ...opts, durationMs: SECONDS * 1000 });
       accepted += r.accepted;
@@ -195,8 +226,18 @@ async function main(): Promise<void> {
 
     await measure('POST /v1/emails/batch (100)', async () => {
       await cannon(stack.url, { method: 'POST', path: '/v1/emails/batch', headers: auth, body: batchBody }, BATCH_CONNECTIONS, WARMUP);
-      const { result, queued } = await cannon(stack.url, { method: 'POST', path: '/v1/emails/batch', headers: auth, body: batchBody }, BATCH_CONNECTIONS, SECONDS);
-      return { perSecond: queued / result.duration, p50: result.latency.p50, p99: result.latency.p99, note: `${round(result.requests.average, 0)} requests/s${result.non2xx ? `, ${result.non2xx} non-2xx` : ''}` };
+      const { result, queued } = await cannon(
+        stack.url,
+        { method: 'POST', path: '/v1/emails/batch', headers: auth, body: batchBody },
+        BATCH_CONNECTIONS,
+        SECONDS,
+      );
+      return {
+        perSecond: queued / result.duration,
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        note: `${round(result.requests.average, 0)} requests/s${result.non2xx ? `, ${result.non2xx} non-2xx` : ''}`,
+      };
     });
 
     const top = peak.stop();
@@ -223,14 +264,28 @@ async function main(): Promise<void> {
   const h2 = (await cannon(hello2.url, { path: '/' }, HTTP_CONNECTIONS, SECONDS)).result;
   await stopChild(hello2.proc);
   const helloRps = (h1.requests.average + h2.requests.average) / 2;
-  rows.unshift({ name: 'hello-world (mean of 2)', perSecond: helloRps, p50: h1.latency.p50, p99: h1.latency.p99, ratio: 1, note: `first ${round(h1.requests.average, 0)}, last ${round(h2.requests.average, 0)} req/s` });
+  rows.unshift({
+    name: 'hello-world (mean of 2)',
+    perSecond: helloRps,
+    p50: h1.latency.p50,
+    p99: h1.latency.p99,
+    ratio: 1,
+    note: `first ${round(h1.requests.average, 0)}, last ${round(h2.requests.average, 0)} req/s`,
+  });
   for (const r of rows) r.ratio ??= r.perSecond / helloRps;
   print(rows, rss, planNote);
 }
 
 function print(rows: Row[], rss: { idleMb: number; peakMb: number; idleRssSumMb: number; peakRssSumMb: number }, planNote: string): void {
   const header = ['measurement', 'per second', 'p50 ms', 'p99 ms', '× hello', 'notes'];
-  const cells = rows.map((r) => [r.name, round(r.perSecond, 0).toLocaleString('en'), r.p50 === undefined ? '' : String(r.p50), r.p99 === undefined ? '' : String(r.p99), round(r.ratio ?? 0, 2).toFixed(2), r.note ?? '']);
+  const cells = rows.map((r) => [
+    r.name,
+    round(r.perSecond, 0).toLocaleString('en'),
+    r.p50 === undefined ? '' : String(r.p50),
+    r.p99 === undefined ? '' : String(r.p99),
+    round(r.ratio ?? 0, 2).toFixed(2),
+    r.note ?? '',
+  ]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
   const line = (c: string[]) => c.map((v, i) => (i === 0 || i === 5 ? v.padEnd(widths[i]!) : v.padStart(widths[i]!))).join('  ');
   console.log('');
@@ -238,7 +293,9 @@ function print(rows: Row[], rss: { idleMb: number; peakMb: number; idleRssSumMb:
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const c of cells) console.log(line(c));
   const extra = process.env.BENCH_CONFIG ? `; BENCH_CONFIG ${process.env.BENCH_CONFIG}` : '';
-  console.log(`\nmemory (supervisor + control + gateway, shared files counted once): ${rss.idleMb} MB idle, ${rss.peakMb} MB peak (RSS sum ${rss.idleRssSumMb} / ${rss.peakRssSumMb} MB); ${planNote}; ${SECONDS} s per measurement${extra}`);
+  console.log(
+    `\nmemory (supervisor + control + gateway, shared files counted once): ${rss.idleMb} MB idle, ${rss.peakMb} MB peak (RSS sum ${rss.idleRssSumMb} / ${rss.peakRssSumMb} MB); ${planNote}; ${SECONDS} s per measurement${extra}`,
+  );
   const json = {
     bench: 'send',
     seconds: SECONDS,

@@ -40,7 +40,6 @@ interface Figures {
   p99: number;
 }
 
-
 async function run(t: Target, seconds: number): Promise<Result> {
   const r = await autocannon({ url: t.url, connections: CONNECTIONS, duration: seconds, headers: t.headers ?? {} });
   if (r.non2xx || r.errors || r.timeouts) throw new Error(`${t.name}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts`);
@@ -62,7 +61,9 @@ async function compare(targets: Target[]): Promise<Figures[]> {
       p50: median(rs.map((r) => r.latency.p50)),
       p99: median(rs.map((r) => r.latency.p99)),
     };
-    log(`${targets[i]!.name}: ${Math.round(f.rps)} req/s, p50 ${f.p50} ms, p99 ${f.p99} ms (rounds: ${rs.map((r) => Math.round(r.requests.average)).join(' ')} req/s)`);
+    log(
+      `${targets[i]!.name}: ${Math.round(f.rps)} req/s, p50 ${f.p50} ms, p99 ${f.p99} ms (rounds: ${rs.map((r) => Math.round(r.requests.average)).join(' ')} req/s)`,
+    );
     return f;
   });
 }
@@ -95,10 +96,19 @@ async function main(): Promise<void> {
   }
   const [h, z, s] = figures as [Figures, Figures, Figures];
   const r2 = (n: number) => Math.round(n * 100) / 100;
-  const ratio = { throughput: r2(s.rps / h.rps), p99: r2(s.p99 / Math.max(h.p99, 1)), healthzThroughput: r2(z.rps / h.rps), sessionVsHealthz: r2(s.rps / z.rps) };
+  const ratio = {
+    throughput: r2(s.rps / h.rps),
+    p99: r2(s.p99 / Math.max(h.p99, 1)),
+    healthzThroughput: r2(z.rps / h.rps),
+    sessionVsHealthz: r2(s.rps / z.rps),
+  };
   console.log(`\n${CONNECTIONS} connections, ${SECONDS} s each in ${ROUNDS} alternating rounds\n`);
   console.log('what'.padEnd(28) + 'req/s'.padStart(9) + 'p50 ms'.padStart(9) + 'p99 ms'.padStart(9));
-  for (const [name, f] of [['hello-world', h], ['postgate GET /healthz', z], ['GET /api/v1/auth/session', s]] as const) {
+  for (const [name, f] of [
+    ['hello-world', h],
+    ['postgate GET /healthz', z],
+    ['GET /api/v1/auth/session', s],
+  ] as const) {
     console.log(name.padEnd(28) + String(Math.round(f.rps)).padStart(9) + String(f.p50).padStart(9) + String(f.p99).padStart(9));
   }
   console.log(`\nsession / hello-world: ${ratio.throughput}× throughput (target ≥ 0.8), ${ratio.p99}× p99 (target ≤ 1.5)`);

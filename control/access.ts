@@ -26,7 +26,10 @@ export class Access {
   private readonly keys = new Map<string, ApiKeyRow | null>();
   private readonly projects = new Map<string, Project>();
 
-  constructor(private readonly store: Store, invalidator: Invalidator) {
+  constructor(
+    private readonly store: Store,
+    invalidator: Invalidator,
+  ) {
     invalidator.subscribe('key', (hash) => this.keys.delete(hash));
     invalidator.subscribe('project', (id) => this.projects.delete(id));
   }
@@ -107,11 +110,13 @@ export class Access {
         done();
         return;
       }
-      this.resolve(plain, need).then((c) => {
-        req.caller = c;
-        then?.(req, reply);
-        done();
-      }).catch((err: Error) => done(err));
+      this.resolve(plain, need)
+        .then((c) => {
+          req.caller = c;
+          then?.(req, reply);
+          done();
+        })
+        .catch((err: Error) => done(err));
     };
   }
 }

@@ -63,7 +63,17 @@ export async function buildApp(deps: AppDeps, auth: { plugin: FastifyPluginAsync
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  await app.register(mailRoutes, { config, store: deps.store, access: deps.access, pipeline: deps.pipeline, counters: deps.counters, secret: deps.secret, resolver: deps.resolver, webhookTargets: deps.webhookTargets, pacing: deps.deliverability?.pacing });
+  await app.register(mailRoutes, {
+    config,
+    store: deps.store,
+    access: deps.access,
+    pipeline: deps.pipeline,
+    counters: deps.counters,
+    secret: deps.secret,
+    resolver: deps.resolver,
+    webhookTargets: deps.webhookTargets,
+    pacing: deps.deliverability?.pacing,
+  });
   await app.register(auth.plugin);
   if (deps.deliverability) await app.register(unsubscribeRoutes, { store: deps.store, tokens: deps.deliverability.tokens });
   return app;

@@ -33,7 +33,10 @@ const FROM_MEMORY = 'postgate_fast_lane_answers_total';
 export class FastLane {
   private readonly gets = new Map<string, Answerer>();
 
-  constructor(private readonly metrics: Metrics, private readonly http: HttpSettings) {
+  constructor(
+    private readonly metrics: Metrics,
+    private readonly http: HttpSettings,
+  ) {
     metrics.describe(FROM_MEMORY, 'Answers given from memory before Fastify (GET /api/v1/auth/session with cached key, session and user)');
   }
 

@@ -6,9 +6,20 @@ import type * as grpc from '@grpc/grpc-js';
 import { create } from '@bufbuild/protobuf';
 import { grpcClient, unary } from '../proto/grpc.js';
 import {
-  GatewayService, EnqueueRequestSchema, OutboundMessageSchema, AckRequestSchema, EventsRequestSchema,
-  SetThrottlesRequestSchema, ThrottleSchema, PacingStatsRequestSchema, SetClockRequestSchema,
-  type EnqueueResponse, type OutboundMessage, type DeliveryEvent, type PacingStatsResponse, type Throttle,
+  GatewayService,
+  EnqueueRequestSchema,
+  OutboundMessageSchema,
+  AckRequestSchema,
+  EventsRequestSchema,
+  SetThrottlesRequestSchema,
+  ThrottleSchema,
+  PacingStatsRequestSchema,
+  SetClockRequestSchema,
+  type EnqueueResponse,
+  type OutboundMessage,
+  type DeliveryEvent,
+  type PacingStatsResponse,
+  type Throttle,
 } from '../proto/gen/postgate/gateway/v1/gateway_pb.js';
 import type { HostPort } from '../core/config.js';
 
@@ -47,7 +58,13 @@ export class Gateways {
   }
 
   setThrottles(gw: Gateway, throttles: Array<Omit<Throttle, '$typeName'>>): Promise<unknown> {
-    return unary(gw.client, 'setThrottles', create(SetThrottlesRequestSchema, { throttles: throttles.map((t) => create(ThrottleSchema, t)) }), undefined, 5_000);
+    return unary(
+      gw.client,
+      'setThrottles',
+      create(SetThrottlesRequestSchema, { throttles: throttles.map((t) => create(ThrottleSchema, t)) }),
+      undefined,
+      5_000,
+    );
   }
 
   pacingStats(gw: Gateway, projectId: string, day: string): Promise<PacingStatsResponse> {

@@ -29,6 +29,15 @@ export function newApiKey(projectId: string, kind: KeyKind, scope: KeyScope, now
   const plain = `pg_${kind}_${base62(crypto.randomBytes(32))}`;
   return {
     plain,
-    row: { id: crypto.randomUUID(), projectId, kind, scope, hash: hashKey(plain), hint: `${plain.slice(0, 12)}…${plain.slice(-4)}`, createdAt: now, revokedAt: null },
+    row: {
+      id: crypto.randomUUID(),
+      projectId,
+      kind,
+      scope,
+      hash: hashKey(plain),
+      hint: `${plain.slice(0, 12)}…${plain.slice(-4)}`,
+      createdAt: now,
+      revokedAt: null,
+    },
   };
 }

@@ -54,14 +54,43 @@ metrics.gauge('postgate_process_rss_bytes', () => process.memoryUsage().rss);
 
 const counters = memoryCounters();
 const fastLane = new FastLane(metrics, config.http);
-const deps: AppDeps = { config, log, store, access, pipeline, metrics, invalidator, adminToken: adminToken(config), secret, counters, resolver, webhookTargets, fastLane, deliverability: { pacing, tokens } };
-const auth = createAuth({ config, log, fastLane, store, access, pipeline, invalidator, secret, onCodeSendsCapped: (slug) => metrics.inc(`postgate_auth_code_sends_capped_total{project="${slug}"}`) });
+const deps: AppDeps = {
+  config,
+  log,
+  store,
+  access,
+  pipeline,
+  metrics,
+  invalidator,
+  adminToken: adminToken(config),
+  secret,
+  counters,
+  resolver,
+  webhookTargets,
+  fastLane,
+  deliverability: { pacing, tokens },
+};
+const auth = createAuth({
+  config,
+  log,
+  fastLane,
+  store,
+  access,
+  pipeline,
+  invalidator,
+  secret,
+  onCodeSendsCapped: (slug) => metrics.inc(`postgate_auth_code_sends_capped_total{project="${slug}"}`),
+});
 const app = await buildApp(deps, auth);
 const adminApp = await buildAdminApp(deps, auth);
 // SMTP and gRPC listen before HTTP, so a healthy /healthz means every door is open.
 const smtp = await startSmtpSubmission({ config, log, access, pipeline, limiter: countersLimiter(counters, config.smtpRate) });
 const grpcApi = await startPublicGrpc({
-  config, log, access, pipeline, store,
+  config,
+  log,
+  access,
+  pipeline,
+  store,
   async checkSession(caller, token) {
     const { user, session } = await checkSession(caller, token);
     return { valid: true, userId: user.id, email: user.email ?? '', sessionId: session.id, expiresAt: new Date(session.expiresAt).toISOString() };
@@ -74,7 +103,10 @@ deliverability.system = await ensureSystemSender(store, config, deliverability.d
 dispatcher.start();
 events.start();
 webhooks.start();
-log.info({ http: `${config.host}:${config.httpPort}`, admin: `${config.adminHost}:${config.adminPort}`, gateways: gateways.list.map((g) => g.name) }, 'control ready');
+log.info(
+  { http: `${config.host}:${config.httpPort}`, admin: `${config.adminHost}:${config.adminPort}`, gateways: gateways.list.map((g) => g.name) },
+  'control ready',
+);
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {

@@ -5,7 +5,10 @@ import path from 'node:path';
 import { isIP } from 'node:net';
 import { AddressGuard } from './net/address-guard.js';
 
-export interface HostPort { host: string; port: number }
+export interface HostPort {
+  host: string;
+  port: number;
+}
 
 export interface Limits {
   /** Recipients in to+cc+bcc of one email. */
@@ -159,11 +162,24 @@ export interface Config {
 }
 
 // A new sender's first days, per provider (a day's norm × growth each further day: ~×57 in 10 days).
-const warmup = (dailyNorm: number, ratePerMinute: number, connections: number): ProviderThrottle => ({ dailyNorm, growth: 1.5, maxDailyNorm: 0, ratePerMinute, connections });
+const warmup = (dailyNorm: number, ratePerMinute: number, connections: number): ProviderThrottle => ({
+  dailyNorm,
+  growth: 1.5,
+  maxDailyNorm: 0,
+  ratePerMinute,
+  connections,
+});
 
 const defaults = {
   limits: { maxRecipients: 50, maxBodyBytes: 5 * 1024 * 1024, maxSubjectLength: 998, maxHeaders: 50, maxTags: 20 },
-  delivery: { retryDelays: [60, 300, 900, 3600, 7200, 14400], maxTempFailures: 13, connectTimeout: 30, concurrency: 1000, rejectRetryDelays: [900, 3600, 14400, 43200], busyDispatchRate: 50 },
+  delivery: {
+    retryDelays: [60, 300, 900, 3600, 7200, 14400],
+    maxTempFailures: 13,
+    connectTimeout: 30,
+    concurrency: 1000,
+    rejectRetryDelays: [900, 3600, 14400, 43200],
+    busyDispatchRate: 50,
+  },
   storage: { synchronous: 'FULL', maxBatch: 1000 },
   plans: {
     free: { dailyQuota: 1_000, monthlyQuota: 10_000, rateLimit: 60 },
@@ -220,11 +236,14 @@ function webhookSettings(over: unknown): WebhookSettings {
 function systemFrom(env: NodeJS.ProcessEnv, baseHost: string): string {
   const set = env.POSTGATE_SYSTEM_FROM;
   if (set) {
-    if (!/^[^\s@<>"]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/.test(set)) throw new Error(`POSTGATE_SYSTEM_FROM must be a plain address such as no-reply@example.com, got ${JSON.stringify(set)}`);
+    if (!/^[^\s@<>"]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/.test(set))
+      throw new Error(`POSTGATE_SYSTEM_FROM must be a plain address such as no-reply@example.com, got ${JSON.stringify(set)}`);
     return set;
   }
   if (isIP(baseHost.replace(/^\[|\]$/g, ''))) {
-    throw new Error(`POSTGATE_BASE_URL's host ${baseHost} is an IP address, which gives no sender for sign-in codes: set POSTGATE_SYSTEM_FROM (e.g. no-reply@mail.example.com)`);
+    throw new Error(
+      `POSTGATE_BASE_URL's host ${baseHost} is an IP address, which gives no sender for sign-in codes: set POSTGATE_SYSTEM_FROM (e.g. no-reply@mail.example.com)`,
+    );
   }
   return `no-reply@${baseHost}`;
 }
@@ -238,7 +257,10 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
 }
 
 function list(raw: string | undefined): string[] {
-  return (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  return (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 export function parseHostPort(s: string, defaultPort: number): HostPort {
@@ -264,7 +286,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const httpPort = int(env, 'POSTGATE_HTTP_PORT', 8080);
   const gatewayPort = int(env, 'POSTGATE_GATEWAY_PORT', 50052);
   const adminPort = int(env, 'POSTGATE_ADMIN_PORT', 8081);
-  if (adminPort === httpPort && adminPort !== 0) throw new Error(`POSTGATE_ADMIN_PORT must differ from POSTGATE_HTTP_PORT (both ${httpPort}): the admin API has its own listener`);
+  if (adminPort === httpPort && adminPort !== 0)
+    throw new Error(`POSTGATE_ADMIN_PORT must differ from POSTGATE_HTTP_PORT (both ${httpPort}): the admin API has its own listener`);
   const baseUrl = (env.POSTGATE_BASE_URL || `http://localhost:${httpPort}`).replace(/\/+$/, '');
   const baseHost = new URL(baseUrl).hostname;
   let file: Record<string, unknown> = {};

@@ -38,9 +38,25 @@ const { dkimSign } = require('mailauth/lib/dkim/sign');
 // trap: receivers offer one-click only when both List-Unsubscribe headers are signed) and
 // Feedback-ID (Gmail counts complaints only on a signed one). mailauth reads it colon-separated.
 const SIGNED_HEADERS = [
-  'From', 'Sender', 'Reply-To', 'Subject', 'Date', 'Message-ID', 'To', 'Cc',
-  'MIME-Version', 'Content-Type', 'Content-Transfer-Encoding', 'Content-ID', 'Content-Description',
-  'In-Reply-To', 'References', 'List-Id', 'List-Unsubscribe', 'List-Unsubscribe-Post', 'Feedback-ID',
+  'From',
+  'Sender',
+  'Reply-To',
+  'Subject',
+  'Date',
+  'Message-ID',
+  'To',
+  'Cc',
+  'MIME-Version',
+  'Content-Type',
+  'Content-Transfer-Encoding',
+  'Content-ID',
+  'Content-Description',
+  'In-Reply-To',
+  'References',
+  'List-Id',
+  'List-Unsubscribe',
+  'List-Unsubscribe-Post',
+  'Feedback-ID',
 ].join(':');
 
 /**
@@ -58,7 +74,7 @@ async function sign(raw, key) {
     signatureData: [{ signingDomain: key.domain, selector: key.selector, privateKey: key.privateKeyPem }],
   });
   // Never echo the key: only which domain and selector failed, and why.
-  if (errors.length) return { error: `DKIM signing for ${key.domain} (${key.selector}) failed: ${String((errors[0]?.err?.message) || errors[0])}` };
+  if (errors.length) return { error: `DKIM signing for ${key.domain} (${key.selector}) failed: ${String(errors[0]?.err?.message || errors[0])}` };
   return { signatures };
 }
 

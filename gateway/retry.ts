@@ -37,6 +37,12 @@ export async function requeueRejected(outbound: HarakaOutbound, hmail: HMailItem
     not_before: notBeforeMs,
   });
   await new Promise<void>((resolve, reject) =>
-    outbound.send_email(hmail.todo.mail_from.address, rcpts, raw, (code, msg) => (code === constants.ok ? resolve() : reject(new Error(msg || `not queued (${code})`))), { notes }),
+    outbound.send_email(
+      hmail.todo.mail_from.address,
+      rcpts,
+      raw,
+      (code, msg) => (code === constants.ok ? resolve() : reject(new Error(msg || `not queued (${code})`))),
+      { notes },
+    ),
   );
 }

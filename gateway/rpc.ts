@@ -61,11 +61,7 @@ function fail(cb: grpc.sendUnaryData<unknown>, err: unknown): void {
   cb({ code: grpc.status.INTERNAL, details: String((err as Error)?.message ?? err) });
 }
 
-export async function startRpc(
-  rt: GatewayRuntime,
-  enqueuer: Enqueuer,
-  queuedCount: () => Promise<number>,
-): Promise<RpcServer> {
+export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCount: () => Promise<number>): Promise<RpcServer> {
   const { outbox, feed, log } = rt;
   const streams = new Set<AbortController>();
 
@@ -136,9 +132,11 @@ export async function startRpc(
       const day = call.request.day || dayOf(clock.now());
       (day === dayOf(clock.now()) ? Promise.resolve([]) : outbox.usageOfDay(day))
         .then((persisted) => {
-          const providers = rt.pacer.stats(call.request.projectId, day, persisted).map((p) =>
-            create(ProviderUsageSchema, { provider: p.provider, transactional: BigInt(p.transactional), bulk: BigInt(p.bulk), heldBulk: BigInt(p.heldBulk) }),
-          );
+          const providers = rt.pacer
+            .stats(call.request.projectId, day, persisted)
+            .map((p) =>
+              create(ProviderUsageSchema, { provider: p.provider, transactional: BigInt(p.transactional), bulk: BigInt(p.bulk), heldBulk: BigInt(p.heldBulk) }),
+            );
           cb(null, create(PacingStatsResponseSchema, { providers }));
         })
         .catch((err) => fail(cb, err));
@@ -168,7 +166,9 @@ export async function startRpc(
   const host = '127.0.0.1';
   const { gatewayPort } = rt.config;
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${net.isIPv6(host) ? `[${host}]` : host}:${gatewayPort}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    server.bindAsync(`${net.isIPv6(host) ? `[${host}]` : host}:${gatewayPort}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
   );
 
   return {

@@ -35,8 +35,7 @@ export async function startGatewayService(opts: GatewayServiceOptions): Promise<
 
   // Haraka has not loaded its queue yet, so the files seen here are exactly what it will send.
   await recoverPending(outbox, findQueued, log);
-  const pruneIds = () =>
-    outbox.pruneEnqueued(Date.now() - IDEMPOTENCY_WINDOW_MS).catch((err) => log.error({ err }, 'pruning enqueued ids failed'));
+  const pruneIds = () => outbox.pruneEnqueued(Date.now() - IDEMPOTENCY_WINDOW_MS).catch((err) => log.error({ err }, 'pruning enqueued ids failed'));
   await pruneIds();
   const pruneTimer = setInterval(pruneIds, 3600_000).unref();
 

@@ -31,7 +31,13 @@ export function grpcClient(svc: DescService, address: string, options: grpc.Chan
 }
 
 /** Calls a unary method and returns a promise. */
-export function unary<Res>(client: grpc.Client & Record<string, AnyMethod>, method: string, req: unknown, metadata = new grpc.Metadata(), deadlineMs = 30_000): Promise<Res> {
+export function unary<Res>(
+  client: grpc.Client & Record<string, AnyMethod>,
+  method: string,
+  req: unknown,
+  metadata = new grpc.Metadata(),
+  deadlineMs = 30_000,
+): Promise<Res> {
   return new Promise<Res>((resolve, reject) => {
     client[method]!(req, metadata, { deadline: Date.now() + deadlineMs }, (err: grpc.ServiceError | null, res: Res) => (err ? reject(err) : resolve(res)));
   });

@@ -14,7 +14,10 @@ function ensureChromium(): void {
   }
   console.log('installing chromium for the browser tests (apt-get)…');
   spawnSync('apt-get', ['update'], { stdio: 'inherit' });
-  spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], {
+    stdio: 'inherit',
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
 }
 ensureChromium();
 
@@ -25,7 +28,11 @@ const run = spawnSync('npx', args, { stdio: 'inherit' });
 let passed = 0;
 let failed = 0;
 try {
-  const r = JSON.parse(fs.readFileSync(report, 'utf8')) as { numPassedTests: number; numFailedTests: number; testResults: Array<{ status: string; message?: string }> };
+  const r = JSON.parse(fs.readFileSync(report, 'utf8')) as {
+    numPassedTests: number;
+    numFailedTests: number;
+    testResults: Array<{ status: string; message?: string }>;
+  };
   passed = r.numPassedTests;
   failed = r.numFailedTests;
   // A file that fails to load has no tests to count; count it as a failure.

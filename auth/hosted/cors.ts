@@ -17,20 +17,26 @@ export function corsHooks(app: FastifyInstance, hosted: Hosted): void {
   app.addHook('onRequest', (req, reply, done) => {
     const origin = req.headers.origin;
     // Set now so that every answer, errors included, is readable by the page.
-    if (typeof origin === 'string' && isApi(req.url)) reply.header('access-control-allow-origin', origin).header('vary', 'Origin').header('access-control-expose-headers', EXPOSED);
+    if (typeof origin === 'string' && isApi(req.url))
+      reply.header('access-control-allow-origin', origin).header('vary', 'Origin').header('access-control-expose-headers', EXPOSED);
     done();
   });
 
   // Runs after the key routes resolved the caller (their own onRequest hook), before the handler.
   app.addHook('preHandler', (req: FastifyRequest, _reply, done) => {
     if (!req.caller || typeof req.headers.origin !== 'string' || !isApi(req.url)) return done();
-    hosted.checkRequestOrigin(req, req.caller.project.id).then(() => done(), (err: Error) => done(err));
+    hosted.checkRequestOrigin(req, req.caller.project.id).then(
+      () => done(),
+      (err: Error) => done(err),
+    );
   });
 
   app.options(`${API}*`, { schema: { hide: true } }, async (req, reply) => {
     const origin = req.headers.origin;
     if (typeof origin === 'string') {
-      reply.header('access-control-allow-methods', 'GET, POST').header('access-control-allow-headers', 'content-type, x-service-key, authorization')
+      reply
+        .header('access-control-allow-methods', 'GET, POST')
+        .header('access-control-allow-headers', 'content-type, x-service-key, authorization')
         .header('access-control-max-age', '600');
     }
     return reply.code(204).send();

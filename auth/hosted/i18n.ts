@@ -82,7 +82,10 @@ export function t(lang: Lang, key: Key, vars: Record<string, string | number> = 
 /** `en`/`ru` from an explicit choice, else the Accept-Language header, else English. */
 export function pickLang(explicit: string | undefined, acceptLanguage: string | undefined): Lang {
   if (explicit === 'ru' || explicit === 'en') return explicit;
-  const first = (acceptLanguage ?? '').split(',').map((s) => s.trim().slice(0, 2).toLowerCase()).find((s) => s === 'ru' || s === 'en');
+  const first = (acceptLanguage ?? '')
+    .split(',')
+    .map((s) => s.trim().slice(0, 2).toLowerCase())
+    .find((s) => s === 'ru' || s === 'en');
   return first ?? 'en';
 }
 

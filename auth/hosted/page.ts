@@ -38,7 +38,10 @@ export interface PageInput {
 
 const kebab = (k: string) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
-const shape = (s: MarkShape) => `<${s.tag} ${Object.entries(s.attrs).map(([k, v]) => `${kebab(k)}="${escapeHtml(String(v))}"`).join(' ')}/>`;
+const shape = (s: MarkShape) =>
+  `<${s.tag} ${Object.entries(s.attrs)
+    .map(([k, v]) => `${kebab(k)}="${escapeHtml(String(v))}"`)
+    .join(' ')}/>`;
 
 export const markSvg = (provider: string) =>
   `<svg class="mark" viewBox="0 0 24 24" width="20" height="20" aria-hidden="true" focusable="false">${markOf(provider).shapes.map(shape).join('')}</svg>`;
@@ -46,7 +49,11 @@ export const markSvg = (provider: string) =>
 export const providerName = (p: Pick<WidgetProvider, 'name' | 'nameRu'>, lang: Lang) => (lang === 'ru' && p.nameRu ? p.nameRu : p.name);
 
 /** A JSON data block that cannot close its <script> element early. */
-const jsonBlock = (v: unknown) => JSON.stringify(v).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+const jsonBlock = (v: unknown) =>
+  JSON.stringify(v)
+    .replace(/</g, '\\u003c')
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029');
 
 function logo(name: string, url: string | null): string {
   if (url) return `<img class="logo" src="${escapeHtml(url)}" alt="" width="40" height="40">`;
@@ -54,15 +61,20 @@ function logo(name: string, url: string | null): string {
 }
 
 function langSwitch(lang: Lang): string {
-  const buttons = langs.map((l) => `<button type="button" class="lang-btn" data-lang="${l}" lang="${l}" aria-pressed="${l === lang}">${l.toUpperCase()}</button>`).join('');
+  const buttons = langs
+    .map((l) => `<button type="button" class="lang-btn" data-lang="${l}" lang="${l}" aria-pressed="${l === lang}">${l.toUpperCase()}</button>`)
+    .join('');
   return `<div class="langs" role="group" aria-label="${escapeHtml(t(lang, 'language'))}" data-i18n-label="language">${buttons}</div>`;
 }
 
 function providerButtons(c: WidgetConfig): string {
   const oauth = c.providers.filter((p) => p.methods.includes('oauth'));
   if (!oauth.length) return '';
-  const items = oauth.map((p) => `<li><button type="button" class="provider" data-provider="${escapeHtml(p.id)}">${markSvg(p.id)}`
-    + `<span class="provider-label">${escapeHtml(t(c.lang, 'continueWith', { provider: providerName(p, c.lang) }))}</span></button></li>`);
+  const items = oauth.map(
+    (p) =>
+      `<li><button type="button" class="provider" data-provider="${escapeHtml(p.id)}">${markSvg(p.id)}` +
+      `<span class="provider-label">${escapeHtml(t(c.lang, 'continueWith', { provider: providerName(p, c.lang) }))}</span></button></li>`,
+  );
   return `<ul class="providers" role="list">${items.join('')}</ul>`;
 }
 

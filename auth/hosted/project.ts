@@ -49,7 +49,8 @@ export class Hosted {
    * a script must not make us mail any address it likes.
    */
   async requireRequestOrigin(req: FastifyRequest, projectId: string): Promise<void> {
-    if (typeof req.headers.origin !== 'string') throw new ApiError('REDIRECT_NOT_ALLOWED', 'Hosted sign-in calls must come from a browser page on an allowed origin (no Origin header)');
+    if (typeof req.headers.origin !== 'string')
+      throw new ApiError('REDIRECT_NOT_ALLOWED', 'Hosted sign-in calls must come from a browser page on an allowed origin (no Origin header)');
     return this.checkRequestOrigin(req, projectId);
   }
 

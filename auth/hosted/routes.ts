@@ -45,107 +45,194 @@ async function widgetProviders(ctx: AuthContext, req: FastifyRequest, projectId:
 }
 
 function sendAsset(reply: FastifyReply, a: Asset, maxAge: number) {
-  return reply.type(a.type).header('cache-control', `public, max-age=${maxAge}`).header('x-content-type-options', 'nosniff')
-    .header('cross-origin-resource-policy', 'cross-origin').send(a.body);
+  return reply
+    .type(a.type)
+    .header('cache-control', `public, max-age=${maxAge}`)
+    .header('x-content-type-options', 'nosniff')
+    .header('cross-origin-resource-policy', 'cross-origin')
+    .send(a.body);
 }
 
-export const hostedRoutes = (ctx: AuthContext, hosted: Hosted): FastifyPluginAsync => async (app) => {
-  app.get<{ Params: { slug: string } }>(`${P}/hosted-config/:slug`, {
-    schema: { summary: 'Hosted widget: the project\'s display name, logo, and the providers and methods the widget may show (public)', tags, params: schemas.config.params, response: { ...schemas.config.response, ...errors } },
-  }, async (req) => {
-    const project = await hosted.project(req.params.slug);
-    await hosted.checkRequestOrigin(req, project.id);
-    return {
-      slug: project.slug, name: project.name, logoUrl: null, providers: await widgetProviders(ctx, req, project.id),
-      codeLength: CODE_LENGTH, codeTtlSeconds: Math.round(settings.codeTtlMs / 1000), resendAfterSeconds,
-    };
-  });
-
-  app.post<{ Body: { slug: string; provider: string; method?: 'oauth'; redirectUri: string; codeChallenge?: string } }>(`${P}/hosted-start`, {
-    schema: { summary: 'Hosted widget: start an OAuth sign-in for a project (public); answers the provider address for the top window', tags, body: schemas.start.body, response: { ...schemas.start.response, ...errors } },
-  }, async (req) => {
-    const { slug, provider, redirectUri } = req.body;
-    const project = await hosted.project(slug);
-    await hosted.requireRequestOrigin(req, project.id);
-    const def = providers.get(provider);
-    if (!def?.oauth) throw new ApiError('PROVIDER_NOT_ENABLED', `${provider} has no OAuth sign-in`);
-    const cfg = await hosted.enabled(req, project.id, provider, 'oauth');
-    return { url: await ctx.oauth.start(hosted.caller(project), def, cfg, redirectUri, req.body.codeChallenge) };
-  });
-
-  app.post<{ Body: { slug: string; email: string; redirectUri: string } }>(`${P}/hosted/email-otp/send`, {
-    schema: { summary: 'Hosted widget: email a 6-digit sign-in code (public; the redirect address must be allowed)', tags, body: schemas.send.body, response: { ...schemas.send.response, ...errors } },
-  }, async (req) => {
-    const project = await hosted.project(req.body.slug);
-    await hosted.requireRequestOrigin(req, project.id);
-    await ctx.oauth.checkCallbackUrl(project.id, req.body.redirectUri);
-    const to = emailOf(req.body.email);
-    const cfg = await hosted.enabled(req, project.id, 'email', 'otp');
-    const { codeFrom } = await ctx.projects.settings(project.id);
-    await ctx.codes.send(hosted.caller(project), 'email', to, connectionIp(req), cfg, codeFrom);
-    return { success: true, message: 'If the address can receive it, a sign-in code is on its way', resendAfterSeconds };
-  });
-
-  app.post<{ Body: { slug: string; email: string; code: string; redirectUri: string; codeChallenge?: string } }>(`${P}/hosted/email-otp/verify`, {
-    schema: { summary: 'Hosted widget: check an email code (public); answers the redirect address with a single-use svc_code', tags, body: schemas.verify.body, response: { ...schemas.verify.response, ...errors } },
-  }, async (req) => {
-    const project = await hosted.project(req.body.slug);
-    await hosted.requireRequestOrigin(req, project.id);
-    const back = await ctx.oauth.checkCallbackUrl(project.id, req.body.redirectUri);
-    const clientChallenge = await ctx.oauth.checkChallenge(project.id, req.body.codeChallenge);
-    const address = emailOf(req.body.email);
-    await hosted.enabled(req, project.id, 'email', 'otp');
-    const ip = connectionIp(req);
-    await ctx.codes.verify(hosted.caller(project), 'email', address, req.body.code, ip);
-    const code = await ctx.sessions.openLater(
-      { projectId: project.id, env: 'live' },
-      { provider: 'email', subject: address, email: address, emailVerified: true, name: null, avatarUrl: null, phone: null, username: null },
-      { ip, userAgent: req.headers['user-agent'] ?? null },
-      clientChallenge,
+export const hostedRoutes =
+  (ctx: AuthContext, hosted: Hosted): FastifyPluginAsync =>
+  async (app) => {
+    app.get<{ Params: { slug: string } }>(
+      `${P}/hosted-config/:slug`,
+      {
+        schema: {
+          summary: "Hosted widget: the project's display name, logo, and the providers and methods the widget may show (public)",
+          tags,
+          params: schemas.config.params,
+          response: { ...schemas.config.response, ...errors },
+        },
+      },
+      async (req) => {
+        const project = await hosted.project(req.params.slug);
+        await hosted.checkRequestOrigin(req, project.id);
+        return {
+          slug: project.slug,
+          name: project.name,
+          logoUrl: null,
+          providers: await widgetProviders(ctx, req, project.id),
+          codeLength: CODE_LENGTH,
+          codeTtlSeconds: Math.round(settings.codeTtlMs / 1000),
+          resendAfterSeconds,
+        };
+      },
     );
-    return { redirectUrl: withCode(back, code) };
-  });
 
-  app.get<{ Querystring: { slug: string; redirect_uri: string; origin?: string; lang?: 'en' | 'ru'; code_challenge?: string } }>(`${P}/hosted/widget`, {
-    schema: { summary: 'Hosted widget: the sign-in form the embed script frames (HTML; CSP frame-ancestors = the project\'s allowed origins)', tags, querystring: schemas.widget.querystring, response: schemas.widget.response },
-  }, async (req, reply) => {
-    const q = req.query;
-    const lang = pickLang(q.lang, req.headers['accept-language']);
-    const a = await assets();
-    const project = await ctx.projectsStore.projectBySlug(q.slug);
-    const origins = project ? await hosted.originsOf(project.id) : [];
-    let error: Key | undefined;
-    if (!project) error = 'errNotFound';
-    else if (q.origin !== undefined && !origins.includes(q.origin)) error = 'errRedirect';
-    else {
-      try {
-        await ctx.oauth.checkCallbackUrl(project.id, q.redirect_uri);
-      } catch {
-        error = 'errRedirect';
-      }
-    }
-    const config: WidgetConfig = {
-      slug: q.slug, name: project?.name ?? 'postgate', lang, redirectUri: q.redirect_uri, codeChallenge: q.code_challenge ?? null, parentOrigin: error ? null : q.origin ?? null,
-      providers: project && !error ? await widgetProviders(ctx, req, project.id) : [], email: false, codeLength: CODE_LENGTH, resendAfterSeconds,
-    };
-    config.email = config.providers.some((p) => p.methods.includes('otp'));
-    // Only the project's allowed origins may frame the form; nothing at all when there are none (or no project).
-    const ancestors = origins.length ? origins.join(' ') : "'none'";
-    const csp = [
-      "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data: https:", "connect-src 'self'",
-      "form-action 'none'", "base-uri 'none'", `frame-ancestors ${ancestors}`,
-    ].join('; ');
-    return reply.code(!project ? 404 : error ? 400 : 200).type('text/html; charset=utf-8')
-      .header('content-security-policy', csp).header('cache-control', 'no-store').header('x-content-type-options', 'nosniff')
-      .header('referrer-policy', 'no-referrer')
-      .send(renderPage({ config, logoUrl: null, ...(error ? { error } : {}), assets: { css: a.css.hash, js: a.widget.hash } }));
-  });
+    app.post<{ Body: { slug: string; provider: string; method?: 'oauth'; redirectUri: string; codeChallenge?: string } }>(
+      `${P}/hosted-start`,
+      {
+        schema: {
+          summary: 'Hosted widget: start an OAuth sign-in for a project (public); answers the provider address for the top window',
+          tags,
+          body: schemas.start.body,
+          response: { ...schemas.start.response, ...errors },
+        },
+      },
+      async (req) => {
+        const { slug, provider, redirectUri } = req.body;
+        const project = await hosted.project(slug);
+        await hosted.requireRequestOrigin(req, project.id);
+        const def = providers.get(provider);
+        if (!def?.oauth) throw new ApiError('PROVIDER_NOT_ENABLED', `${provider} has no OAuth sign-in`);
+        const cfg = await hosted.enabled(req, project.id, provider, 'oauth');
+        return { url: await ctx.oauth.start(hosted.caller(project), def, cfg, redirectUri, req.body.codeChallenge) };
+      },
+    );
 
-  app.get(`${P}/hosted/widget.js`, { schema: { summary: 'Hosted widget: the form\'s script', tags, response: schemas.asset.response } },
-    async (_req, reply) => sendAsset(reply, (await assets()).widget, 86400));
-  app.get(`${P}/hosted/widget.css`, { schema: { summary: 'Hosted widget: the form\'s stylesheet', tags, response: schemas.asset.response } },
-    async (_req, reply) => sendAsset(reply, (await assets()).css, 86400));
-  // Apps embed this address, so it is cached briefly: a new version reaches them within minutes.
-  app.get('/embed/v1.js', { schema: { summary: 'The embed script: <script src="{id_url}/embed/v1.js" data-slug data-redirect-uri data-id-host> shows the sign-in form in an iframe', tags, response: schemas.asset.response } },
-    async (_req, reply) => sendAsset(reply, (await assets()).embed, 300));
-};
+    app.post<{ Body: { slug: string; email: string; redirectUri: string } }>(
+      `${P}/hosted/email-otp/send`,
+      {
+        schema: {
+          summary: 'Hosted widget: email a 6-digit sign-in code (public; the redirect address must be allowed)',
+          tags,
+          body: schemas.send.body,
+          response: { ...schemas.send.response, ...errors },
+        },
+      },
+      async (req) => {
+        const project = await hosted.project(req.body.slug);
+        await hosted.requireRequestOrigin(req, project.id);
+        await ctx.oauth.checkCallbackUrl(project.id, req.body.redirectUri);
+        const to = emailOf(req.body.email);
+        const cfg = await hosted.enabled(req, project.id, 'email', 'otp');
+        const { codeFrom } = await ctx.projects.settings(project.id);
+        await ctx.codes.send(hosted.caller(project), 'email', to, connectionIp(req), cfg, codeFrom);
+        return { success: true, message: 'If the address can receive it, a sign-in code is on its way', resendAfterSeconds };
+      },
+    );
+
+    app.post<{ Body: { slug: string; email: string; code: string; redirectUri: string; codeChallenge?: string } }>(
+      `${P}/hosted/email-otp/verify`,
+      {
+        schema: {
+          summary: 'Hosted widget: check an email code (public); answers the redirect address with a single-use svc_code',
+          tags,
+          body: schemas.verify.body,
+          response: { ...schemas.verify.response, ...errors },
+        },
+      },
+      async (req) => {
+        const project = await hosted.project(req.body.slug);
+        await hosted.requireRequestOrigin(req, project.id);
+        const back = await ctx.oauth.checkCallbackUrl(project.id, req.body.redirectUri);
+        const clientChallenge = await ctx.oauth.checkChallenge(project.id, req.body.codeChallenge);
+        const address = emailOf(req.body.email);
+        await hosted.enabled(req, project.id, 'email', 'otp');
+        const ip = connectionIp(req);
+        await ctx.codes.verify(hosted.caller(project), 'email', address, req.body.code, ip);
+        const code = await ctx.sessions.openLater(
+          { projectId: project.id, env: 'live' },
+          { provider: 'email', subject: address, email: address, emailVerified: true, name: null, avatarUrl: null, phone: null, username: null },
+          { ip, userAgent: req.headers['user-agent'] ?? null },
+          clientChallenge,
+        );
+        return { redirectUrl: withCode(back, code) };
+      },
+    );
+
+    app.get<{ Querystring: { slug: string; redirect_uri: string; origin?: string; lang?: 'en' | 'ru'; code_challenge?: string } }>(
+      `${P}/hosted/widget`,
+      {
+        schema: {
+          summary: "Hosted widget: the sign-in form the embed script frames (HTML; CSP frame-ancestors = the project's allowed origins)",
+          tags,
+          querystring: schemas.widget.querystring,
+          response: schemas.widget.response,
+        },
+      },
+      async (req, reply) => {
+        const q = req.query;
+        const lang = pickLang(q.lang, req.headers['accept-language']);
+        const a = await assets();
+        const project = await ctx.projectsStore.projectBySlug(q.slug);
+        const origins = project ? await hosted.originsOf(project.id) : [];
+        let error: Key | undefined;
+        if (!project) error = 'errNotFound';
+        else if (q.origin !== undefined && !origins.includes(q.origin)) error = 'errRedirect';
+        else {
+          try {
+            await ctx.oauth.checkCallbackUrl(project.id, q.redirect_uri);
+          } catch {
+            error = 'errRedirect';
+          }
+        }
+        const config: WidgetConfig = {
+          slug: q.slug,
+          name: project?.name ?? 'postgate',
+          lang,
+          redirectUri: q.redirect_uri,
+          codeChallenge: q.code_challenge ?? null,
+          parentOrigin: error ? null : (q.origin ?? null),
+          providers: project && !error ? await widgetProviders(ctx, req, project.id) : [],
+          email: false,
+          codeLength: CODE_LENGTH,
+          resendAfterSeconds,
+        };
+        config.email = config.providers.some((p) => p.methods.includes('otp'));
+        // Only the project's allowed origins may frame the form; nothing at all when there are none (or no project).
+        const ancestors = origins.length ? origins.join(' ') : "'none'";
+        const csp = [
+          "default-src 'none'",
+          "script-src 'self'",
+          "style-src 'self'",
+          "img-src 'self' data: https:",
+          "connect-src 'self'",
+          "form-action 'none'",
+          "base-uri 'none'",
+          `frame-ancestors ${ancestors}`,
+        ].join('; ');
+        return reply
+          .code(!project ? 404 : error ? 400 : 200)
+          .type('text/html; charset=utf-8')
+          .header('content-security-policy', csp)
+          .header('cache-control', 'no-store')
+          .header('x-content-type-options', 'nosniff')
+          .header('referrer-policy', 'no-referrer')
+          .send(renderPage({ config, logoUrl: null, ...(error ? { error } : {}), assets: { css: a.css.hash, js: a.widget.hash } }));
+      },
+    );
+
+    app.get(`${P}/hosted/widget.js`, { schema: { summary: "Hosted widget: the form's script", tags, response: schemas.asset.response } }, async (_req, reply) =>
+      sendAsset(reply, (await assets()).widget, 86400),
+    );
+    app.get(
+      `${P}/hosted/widget.css`,
+      { schema: { summary: "Hosted widget: the form's stylesheet", tags, response: schemas.asset.response } },
+      async (_req, reply) => sendAsset(reply, (await assets()).css, 86400),
+    );
+    // Apps embed this address, so it is cached briefly: a new version reaches them within minutes.
+    app.get(
+      '/embed/v1.js',
+      {
+        schema: {
+          summary: 'The embed script: <script src="{id_url}/embed/v1.js" data-slug data-redirect-uri data-id-host> shows the sign-in form in an iframe',
+          tags,
+          response: schemas.asset.response,
+        },
+      },
+      async (_req, reply) => sendAsset(reply, (await assets()).embed, 300),
+    );
+  };

@@ -18,7 +18,11 @@ export const hostedProvider = {
     id: s,
     name: s,
     nameRu: { ...s, description: 'The Russian display name, where it differs' },
-    methods: { type: 'array', items: { type: 'string', enum: ['oauth', 'otp'] }, description: 'What the widget may offer: oauth (a redirect button) or otp (the email code form)' },
+    methods: {
+      type: 'array',
+      items: { type: 'string', enum: ['oauth', 'otp'] },
+      description: 'What the widget may offer: oauth (a redirect button) or otp (the email code form)',
+    },
   },
 } as const;
 
@@ -33,7 +37,7 @@ export const schemas = {
           slug: s,
           name: { ...s, description: "The project's display name" },
           logoUrl: { type: ['string', 'null'], description: "The project's logo; null draws its initial" },
-          providers: { type: 'array', items: hostedProvider, description: 'Enabled for the project and for the caller\'s region' },
+          providers: { type: 'array', items: hostedProvider, description: "Enabled for the project and for the caller's region" },
           codeLength: { type: 'integer' },
           codeTtlSeconds: { type: 'integer' },
           resendAfterSeconds: { type: 'integer', description: 'A new email code for the same address no sooner than this' },
@@ -43,8 +47,16 @@ export const schemas = {
   },
   start: {
     body: {
-      type: 'object', additionalProperties: false, required: ['slug', 'provider', 'redirectUri'],
-      properties: { slug, provider: { ...s, maxLength: 32 }, method: { type: 'string', enum: ['oauth'], description: 'Default oauth' }, redirectUri, codeChallenge },
+      type: 'object',
+      additionalProperties: false,
+      required: ['slug', 'provider', 'redirectUri'],
+      properties: {
+        slug,
+        provider: { ...s, maxLength: 32 },
+        method: { type: 'string', enum: ['oauth'], description: 'Default oauth' },
+        redirectUri,
+        codeChallenge,
+      },
     },
     response: { 200: { type: 'object', required: ['url'], properties: { url: { ...s, description: 'The provider address to send the top window to' } } } },
   },
@@ -52,26 +64,31 @@ export const schemas = {
     body: { type: 'object', additionalProperties: false, required: ['slug', 'email', 'redirectUri'], properties: { slug, email, redirectUri } },
     response: {
       200: {
-        type: 'object', required: ['success', 'message', 'resendAfterSeconds'],
+        type: 'object',
+        required: ['success', 'message', 'resendAfterSeconds'],
         properties: { success: { type: 'boolean' }, message: s, resendAfterSeconds: { type: 'integer' } },
       },
     },
   },
   verify: {
     body: {
-      type: 'object', additionalProperties: false, required: ['slug', 'email', 'code', 'redirectUri'],
+      type: 'object',
+      additionalProperties: false,
+      required: ['slug', 'email', 'code', 'redirectUri'],
       properties: { slug, email, code: { ...s, maxLength: 16, description: '6 digits' }, redirectUri, codeChallenge },
     },
     response: {
       200: {
-        type: 'object', required: ['redirectUrl'],
+        type: 'object',
+        required: ['redirectUrl'],
         properties: { redirectUrl: { ...s, description: 'redirectUri with a single-use svc_code: send the top window there; the app exchanges the code' } },
       },
     },
   },
   widget: {
     querystring: {
-      type: 'object', required: ['slug', 'redirect_uri'],
+      type: 'object',
+      required: ['slug', 'redirect_uri'],
       properties: {
         slug,
         redirect_uri: redirectUri,
@@ -81,7 +98,11 @@ export const schemas = {
       },
     },
     // A refusal (unknown project, callback or origin not allowed) is an HTML page too, with status 404 or 400; a malformed query is {error, code}.
-    response: { 200: { description: 'The sign-in form (HTML), frameable by the project\'s allowed origins only', type: 'string' }, 400: errorSchema, 404: errorSchema },
+    response: {
+      200: { description: "The sign-in form (HTML), frameable by the project's allowed origins only", type: 'string' },
+      400: errorSchema,
+      404: errorSchema,
+    },
   },
   asset: { response: { 200: { description: 'A static asset of the widget', type: 'string' } } },
 };

@@ -21,7 +21,11 @@ export const github: ProviderDef = {
     async profile(cfg, { accessToken }) {
       const headers = { authorization: `Bearer ${accessToken}`, accept: 'application/vnd.github+json' };
       const user = await providerJson(cfg.endpoints.userinfoUrl!, { headers });
-      const emails = (await providerJson(`${cfg.endpoints.apiUrl!.replace(/\/+$/, '')}/user/emails`, { headers })) as Array<{ email: string; primary: boolean; verified: boolean }>;
+      const emails = (await providerJson(`${cfg.endpoints.apiUrl!.replace(/\/+$/, '')}/user/emails`, { headers })) as Array<{
+        email: string;
+        primary: boolean;
+        verified: boolean;
+      }>;
       const verified = Array.isArray(emails) ? emails.filter((e) => e && e.verified === true && typeof e.email === 'string') : [];
       const chosen = verified.find((e) => e.primary) ?? verified[0];
       return {

@@ -33,7 +33,13 @@ export const google: ProviderDef = {
   },
   verify: {
     id_token: async (cfg, credential, { nonce }) => {
-      const claims = await verifyIdToken(credential, { jwksUrl: cfg.endpoints.jwksUrl!, issuers: issuers(cfg), audience: cfg.clientId!, nonce, algorithms: ['RS256'] });
+      const claims = await verifyIdToken(credential, {
+        jwksUrl: cfg.endpoints.jwksUrl!,
+        issuers: issuers(cfg),
+        audience: cfg.clientId!,
+        nonce,
+        algorithms: ['RS256'],
+      });
       return claimsProfile(claims, authoritative(claims));
     },
   },

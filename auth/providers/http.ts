@@ -3,7 +3,10 @@
 import { settings } from '../settings.js';
 import { CredentialError } from './types.js';
 
-export async function providerJson(url: string, init: { method?: 'GET' | 'POST'; headers?: Record<string, string>; form?: Record<string, string> } = {}): Promise<any> {
+export async function providerJson(
+  url: string,
+  init: { method?: 'GET' | 'POST'; headers?: Record<string, string>; form?: Record<string, string> } = {},
+): Promise<any> {
   let res: Response;
   try {
     res = await fetch(url, {

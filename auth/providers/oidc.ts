@@ -28,7 +28,10 @@ async function discover(issuer: string): Promise<oauth.AuthorizationServer> {
   if (hit && Date.now() - hit.at < DISCOVERY_TTL_MS) return hit.as;
   const url = new URL(issuer);
   try {
-    const res = await oauth.discoveryRequest(url, { [oauth.allowInsecureRequests]: url.protocol === 'http:', signal: AbortSignal.timeout(settings.providerTimeoutMs) });
+    const res = await oauth.discoveryRequest(url, {
+      [oauth.allowInsecureRequests]: url.protocol === 'http:',
+      signal: AbortSignal.timeout(settings.providerTimeoutMs),
+    });
     const as = await oauth.processDiscoveryResponse(url, res);
     discovered.set(issuer, { at: Date.now(), as });
     return as;

@@ -26,6 +26,9 @@ export const telegram: ProviderDef = {
   verify: {
     miniapp: async (cfg, credential, { windowMs }) => checkInitData(cfg.botToken!, credential, windowMs),
     oidc: async (cfg, credential, { nonce }) =>
-      claimsProfile(await verifyIdToken(credential, { jwksUrl: cfg.endpoints.jwksUrl!, issuers: [cfg.endpoints.issuer!], audience: cfg.clientId!, nonce }), false),
+      claimsProfile(
+        await verifyIdToken(credential, { jwksUrl: cfg.endpoints.jwksUrl!, issuers: [cfg.endpoints.issuer!], audience: cfg.clientId!, nonce }),
+        false,
+      ),
   },
 };

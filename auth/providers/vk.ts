@@ -45,7 +45,8 @@ export const vk: ProviderDef = {
     // VK ID's token reply carries an id_token that is not an OpenID one (no issuer we could check): read it ourselves.
     async readToken(res, state) {
       const body = (await res.json().catch(() => undefined)) as any;
-      if (!res.ok || !body || body.error || typeof body.access_token !== 'string') throw new CredentialError(`VK ID token exchange failed: ${body?.error ?? res.status}`);
+      if (!res.ok || !body || body.error || typeof body.access_token !== 'string')
+        throw new CredentialError(`VK ID token exchange failed: ${body?.error ?? res.status}`);
       if (body.state !== undefined && body.state !== state) throw new CredentialError('VK ID answered for another state');
       return { accessToken: body.access_token };
     },

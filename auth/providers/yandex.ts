@@ -12,7 +12,8 @@ async function info(cfg: ProviderConfig, token: string): Promise<any> {
 
 function profile(u: any): Profile {
   if (u?.id === undefined) throw new CredentialError('Yandex answered without a user id');
-  const avatar = u.default_avatar_id && !u.is_avatar_empty ? `https://avatars.yandex.net/get-yapic/${encodeURIComponent(u.default_avatar_id)}/islands-200` : null;
+  const avatar =
+    u.default_avatar_id && !u.is_avatar_empty ? `https://avatars.yandex.net/get-yapic/${encodeURIComponent(u.default_avatar_id)}/islands-200` : null;
   return {
     subject: String(u.id),
     // Yandex does not assert that an address was verified: never linked by email.

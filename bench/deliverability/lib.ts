@@ -34,7 +34,14 @@ export interface VanillaHaraka {
  * force-routes the benchmark domain to the sink, so it accepts over SMTP, queues to disk
  * (fsync) and delivers with its own outbound, as our gateway does; no plugins of ours.
  */
-export async function startVanillaHaraka(root: string, listenPort: number, domain: string, sinkPort: number, concurrency: number, dnsServer: string): Promise<VanillaHaraka> {
+export async function startVanillaHaraka(
+  root: string,
+  listenPort: number,
+  domain: string,
+  sinkPort: number,
+  concurrency: number,
+  dnsServer: string,
+): Promise<VanillaHaraka> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vanilla-haraka-'));
   const cfg = path.join(dir, 'config');
   // What `haraka -i` installs: the shipped defaults, then our few settings on top.

@@ -13,7 +13,11 @@ if (dir) {
   process.on('exit', () => {
     // An in-thread session answers synchronously, so this completes before the process ends.
     session.post('Profiler.stop', (err, res) => {
-      if (!err) fs.writeFileSync(path.join(dir, `${path.basename(process.argv[process.argv.length - 1] || 'node')}-${process.pid}.cpuprofile`), JSON.stringify(res.profile));
+      if (!err)
+        fs.writeFileSync(
+          path.join(dir, `${path.basename(process.argv[process.argv.length - 1] || 'node')}-${process.pid}.cpuprofile`),
+          JSON.stringify(res.profile),
+        );
     });
   });
 }

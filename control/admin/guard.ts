@@ -32,7 +32,10 @@ export function adminGuard({ token, counters, log, failures = 10, windowMs = 60_
     if (typeof auth === 'string' && safeEqual(auth, expected)) return;
     const n = counters.hit(key, windowMs, 1, now).count;
     onRefused?.('token');
-    log.warn({ ip: req.ip, method: req.method, path: req.url.split('?')[0], failures: n, presented: typeof auth === 'string' }, 'admin API: wrong or missing token');
+    log.warn(
+      { ip: req.ip, method: req.method, path: req.url.split('?')[0], failures: n, presented: typeof auth === 'string' },
+      'admin API: wrong or missing token',
+    );
     throw new ApiError('UNAUTHORIZED', 'Admin token required');
   };
 }

@@ -37,21 +37,30 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
 
   const hide = { hide: true, tags: ['admin'] };
 
-  app.post<{ Body: { name: string; slug: string } }>('/admin/v1/projects', {
-    schema: {
-      ...hide,
-      body: { type: 'object', additionalProperties: false, required: ['name', 'slug'], properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, slug: slugSchema } },
-      response: { 409: errorSchema },
+  app.post<{ Body: { name: string; slug: string } }>(
+    '/admin/v1/projects',
+    {
+      schema: {
+        ...hide,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['name', 'slug'],
+          properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, slug: slugSchema },
+        },
+        response: { 409: errorSchema },
+      },
     },
-  }, async (req, reply) => {
-    if (await store.projectBySlug(req.body.slug)) throw new ApiError('CONFLICT', `Project ${req.body.slug} exists`);
-    const now = clock.now();
-    const id = crypto.randomUUID();
-    const live = newApiKey(id, 'live', 'all', now);
-    const test = newApiKey(id, 'test', 'all', now);
-    await store.createProject({ id, slug: req.body.slug, name: req.body.name, plan: config.defaultPlan, createdAt: now }, [live.row, test.row]);
-    return reply.code(201).send({ id, slug: req.body.slug, keys: { live: live.plain, test: test.plain } });
-  });
+    async (req, reply) => {
+      if (await store.projectBySlug(req.body.slug)) throw new ApiError('CONFLICT', `Project ${req.body.slug} exists`);
+      const now = clock.now();
+      const id = crypto.randomUUID();
+      const live = newApiKey(id, 'live', 'all', now);
+      const test = newApiKey(id, 'test', 'all', now);
+      await store.createProject({ id, slug: req.body.slug, name: req.body.name, plan: config.defaultPlan, createdAt: now }, [live.row, test.row]);
+      return reply.code(201).send({ id, slug: req.body.slug, keys: { live: live.plain, test: test.plain } });
+    },
+  );
 
   app.get('/admin/v1/projects', { schema: hide }, async () => ({ data: (await store.listProjects()).map(projectOut) }));
 
@@ -64,74 +73,108 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
     });
   }
 
-  app.post<{ Params: { slug: string }; Body: { plan: PlanName; daily_quota?: number; monthly_quota?: number; rate?: number } }>('/admin/v1/projects/:slug/plan', {
-    schema: {
-      ...hide,
-      params: slugParams,
-      body: {
-        type: 'object', additionalProperties: false, required: ['plan'],
-        properties: {
-          plan: { enum: [...PLANS] },
-          daily_quota: { type: 'integer', minimum: 0 }, monthly_quota: { type: 'integer', minimum: 0 }, rate: { type: 'integer', minimum: 1 },
+  app.post<{ Params: { slug: string }; Body: { plan: PlanName; daily_quota?: number; monthly_quota?: number; rate?: number } }>(
+    '/admin/v1/projects/:slug/plan',
+    {
+      schema: {
+        ...hide,
+        params: slugParams,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['plan'],
+          properties: {
+            plan: { enum: [...PLANS] },
+            daily_quota: { type: 'integer', minimum: 0 },
+            monthly_quota: { type: 'integer', minimum: 0 },
+            rate: { type: 'integer', minimum: 1 },
+          },
         },
       },
     },
-  }, async (req) => {
-    const p = await project(req.params.slug);
-    const limits = { dailyQuota: req.body.daily_quota ?? null, monthlyQuota: req.body.monthly_quota ?? null, rateLimit: req.body.rate ?? null };
-    await store.setPlan(p.id, req.body.plan, limits);
-    invalidator.publish('project', p.id);
-    const updated = { ...p, plan: req.body.plan, ...limits };
-    const l = limitsOf(updated, config);
-    return { ...projectOut(updated), daily_quota: l.dailyQuota, monthly_quota: l.monthlyQuota, rate: l.rateLimit };
-  });
+    async (req) => {
+      const p = await project(req.params.slug);
+      const limits = { dailyQuota: req.body.daily_quota ?? null, monthlyQuota: req.body.monthly_quota ?? null, rateLimit: req.body.rate ?? null };
+      await store.setPlan(p.id, req.body.plan, limits);
+      invalidator.publish('project', p.id);
+      const updated = { ...p, plan: req.body.plan, ...limits };
+      const l = limitsOf(updated, config);
+      return { ...projectOut(updated), daily_quota: l.dailyQuota, monthly_quota: l.monthlyQuota, rate: l.rateLimit };
+    },
+  );
 
   // Operator override: the domain's DNS is managed elsewhere (or this is a local tour).
-  app.post<{ Params: { slug: string }; Body: { name: string; force: boolean } }>('/admin/v1/projects/:slug/domains/verify', {
-    schema: {
-      ...hide,
-      params: slugParams,
-      body: { type: 'object', additionalProperties: false, required: ['name', 'force'], properties: { name: { type: 'string', maxLength: 253 }, force: { const: true } } },
+  app.post<{ Params: { slug: string }; Body: { name: string; force: boolean } }>(
+    '/admin/v1/projects/:slug/domains/verify',
+    {
+      schema: {
+        ...hide,
+        params: slugParams,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['name', 'force'],
+          properties: { name: { type: 'string', maxLength: 253 }, force: { const: true } },
+        },
+      },
     },
-  }, async (req) => {
-    const p = await project(req.params.slug);
-    const name = normalizeDomain(req.body.name);
-    const d = (await store.domainByName(p.id, name)) ?? (await createDomain(store, config, dkimSealer, p.id, name));
-    const now = clock.now();
-    await store.updateDomain(d.id, 'verified', d.records, d.checkedAt ?? now, d.verifiedAt ?? now);
-    return domainView({ ...d, status: 'verified', verifiedAt: d.verifiedAt ?? now, checkedAt: d.checkedAt ?? now });
-  });
+    async (req) => {
+      const p = await project(req.params.slug);
+      const name = normalizeDomain(req.body.name);
+      const d = (await store.domainByName(p.id, name)) ?? (await createDomain(store, config, dkimSealer, p.id, name));
+      const now = clock.now();
+      await store.updateDomain(d.id, 'verified', d.records, d.checkedAt ?? now, d.verifiedAt ?? now);
+      return domainView({ ...d, status: 'verified', verifiedAt: d.verifiedAt ?? now, checkedAt: d.checkedAt ?? now });
+    },
+  );
 
-  app.post<{ Params: { slug: string }; Body: { kind: KeyKind; scope?: KeyScope } }>('/admin/v1/projects/:slug/keys', {
-    schema: {
-      ...hide,
-      params: slugParams,
-      body: { type: 'object', additionalProperties: false, required: ['kind'], properties: { kind: { enum: ['live', 'test'] }, scope: { enum: ['all', 'auth'] } } },
+  app.post<{ Params: { slug: string }; Body: { kind: KeyKind; scope?: KeyScope } }>(
+    '/admin/v1/projects/:slug/keys',
+    {
+      schema: {
+        ...hide,
+        params: slugParams,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['kind'],
+          properties: { kind: { enum: ['live', 'test'] }, scope: { enum: ['all', 'auth'] } },
+        },
+      },
     },
-  }, async (req, reply) => {
-    const p = await project(req.params.slug);
-    const key = newApiKey(p.id, req.body.kind, req.body.scope ?? 'all', clock.now());
-    await store.createKey(key.row);
-    return reply.code(201).send({ id: key.row.id, key: key.plain, kind: key.row.kind, scope: key.row.scope, hint: key.row.hint });
-  });
+    async (req, reply) => {
+      const p = await project(req.params.slug);
+      const key = newApiKey(p.id, req.body.kind, req.body.scope ?? 'all', clock.now());
+      await store.createKey(key.row);
+      return reply.code(201).send({ id: key.row.id, key: key.plain, kind: key.row.kind, scope: key.row.scope, hint: key.row.hint });
+    },
+  );
 
   app.get<{ Params: { slug: string } }>('/admin/v1/projects/:slug/keys', { schema: { ...hide, params: slugParams } }, async (req) => {
     const p = await project(req.params.slug);
     return {
       data: (await store.listKeys(p.id)).map((k) => ({
-        id: k.id, kind: k.kind, scope: k.scope, hint: k.hint, created_at: new Date(k.createdAt).toISOString(),
+        id: k.id,
+        kind: k.kind,
+        scope: k.scope,
+        hint: k.hint,
+        created_at: new Date(k.createdAt).toISOString(),
         revoked_at: k.revokedAt ? new Date(k.revokedAt).toISOString() : null,
       })),
     };
   });
 
-  app.delete<{ Params: { slug: string; id: string } }>('/admin/v1/projects/:slug/keys/:id', {
-    schema: { ...hide, params: { type: 'object', required: ['slug', 'id'], properties: { slug: slugSchema, id: { type: 'string', maxLength: 100 } } } },
-  }, async (req) => {
-    const p = await project(req.params.slug);
-    const revoked = await store.revokeKey(p.id, req.params.id, clock.now());
-    if (!revoked) throw notFound('No such active key');
-    invalidator.publish('key', revoked.hash);
-    return { id: req.params.id, revoked: true };
-  });
+  app.delete<{ Params: { slug: string; id: string } }>(
+    '/admin/v1/projects/:slug/keys/:id',
+    {
+      schema: { ...hide, params: { type: 'object', required: ['slug', 'id'], properties: { slug: slugSchema, id: { type: 'string', maxLength: 100 } } } },
+    },
+    async (req) => {
+      const p = await project(req.params.slug);
+      const revoked = await store.revokeKey(p.id, req.params.id, clock.now());
+      if (!revoked) throw notFound('No such active key');
+      invalidator.publish('key', revoked.hash);
+      return { id: req.params.id, revoked: true };
+    },
+  );
 };

@@ -16,42 +16,64 @@ const zero = () => Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<str
 const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 export const analyticsRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
-  app.get('/v1/analytics/overview', {
-    schema: {
-      summary: 'Counts per status for today, the last 7 days and the last 30 days (UTC days, today included)',
-      tags: ['analytics'], security,
-      response: { 200: { type: 'object', properties: { today: counts, week: counts, month: counts, from: { type: 'object', additionalProperties: { type: 'string' } } } }, ...errors },
+  app.get(
+    '/v1/analytics/overview',
+    {
+      schema: {
+        summary: 'Counts per status for today, the last 7 days and the last 30 days (UTC days, today included)',
+        tags: ['analytics'],
+        security,
+        response: {
+          200: {
+            type: 'object',
+            properties: { today: counts, week: counts, month: counts, from: { type: 'object', additionalProperties: { type: 'string' } } },
+          },
+          ...errors,
+        },
+      },
     },
-  }, async (req) => {
-    const now = clock.now();
-    const today = dayOf(now);
-    const weekFrom = dayOf(now - 6 * DAY);
-    const monthFrom = dayOf(now - 29 * DAY);
-    const rows = await store.analytics(req.caller!.project.id, monthFrom, today);
-    const out = { today: zero(), week: zero(), month: zero() };
-    for (const r of rows) {
-      if (!(r.status in out.month)) continue;
-      out.month[r.status]! += r.count;
-      if (r.day >= weekFrom) out.week[r.status]! += r.count;
-      if (r.day === today) out.today[r.status]! += r.count;
-    }
-    return { ...out, from: { today, week: weekFrom, month: monthFrom } };
-  });
+    async (req) => {
+      const now = clock.now();
+      const today = dayOf(now);
+      const weekFrom = dayOf(now - 6 * DAY);
+      const monthFrom = dayOf(now - 29 * DAY);
+      const rows = await store.analytics(req.caller!.project.id, monthFrom, today);
+      const out = { today: zero(), week: zero(), month: zero() };
+      for (const r of rows) {
+        if (!(r.status in out.month)) continue;
+        out.month[r.status]! += r.count;
+        if (r.day >= weekFrom) out.week[r.status]! += r.count;
+        if (r.day === today) out.today[r.status]! += r.count;
+      }
+      return { ...out, from: { today, week: weekFrom, month: monthFrom } };
+    },
+  );
 
-  app.get('/v1/analytics/timeseries', {
-    schema: {
-      summary: 'Per-day counts per status: exactly 30 entries, oldest first, ending today (UTC)',
-      tags: ['analytics'], security,
-      response: { 200: { type: 'object', properties: { data: { type: 'array', items: { type: 'object', properties: { date: { type: 'string' }, ...counts.properties } } } } }, ...errors },
+  app.get(
+    '/v1/analytics/timeseries',
+    {
+      schema: {
+        summary: 'Per-day counts per status: exactly 30 entries, oldest first, ending today (UTC)',
+        tags: ['analytics'],
+        security,
+        response: {
+          200: {
+            type: 'object',
+            properties: { data: { type: 'array', items: { type: 'object', properties: { date: { type: 'string' }, ...counts.properties } } } },
+          },
+          ...errors,
+        },
+      },
     },
-  }, async (req) => {
-    const now = clock.now();
-    const days = Array.from({ length: 30 }, (_, i) => dayOf(now - (29 - i) * DAY));
-    const byDay = new Map(days.map((d) => [d, zero()]));
-    for (const r of await store.analytics(req.caller!.project.id, days[0]!, days[29]!)) {
-      const c = byDay.get(r.day);
-      if (c && r.status in c) c[r.status]! += r.count;
-    }
-    return { data: days.map((date) => ({ date, ...byDay.get(date)! })) };
-  });
+    async (req) => {
+      const now = clock.now();
+      const days = Array.from({ length: 30 }, (_, i) => dayOf(now - (29 - i) * DAY));
+      const byDay = new Map(days.map((d) => [d, zero()]));
+      for (const r of await store.analytics(req.caller!.project.id, days[0]!, days[29]!)) {
+        const c = byDay.get(r.day);
+        if (c && r.status in c) c[r.status]! += r.count;
+      }
+      return { data: days.map((date) => ({ date, ...byDay.get(date)! })) };
+    },
+  );
 };

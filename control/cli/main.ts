@@ -9,7 +9,9 @@ import { authCommands } from '../../auth/cli.js';
 import { pacingCommands } from '../pacing/cli.js';
 
 const commands: Commands = { ...coreCommands, ...authCommands, ...pacingCommands };
-const usage = `usage: postgate <command> [options]   (every command takes --json)\n\n${Object.values(commands).map((c) => `  ${c.usage}`).join('\n')}\n`;
+const usage = `usage: postgate <command> [options]   (every command takes --json)\n\n${Object.values(commands)
+  .map((c) => `  ${c.usage}`)
+  .join('\n')}\n`;
 
 const FLAGS = new Set(['json', 'help', 'force']);
 
@@ -76,7 +78,11 @@ const ctx: CliContext = {
     if (!rows.length) return '(none)';
     const cols = Object.keys(rows[0]!);
     const width = cols.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c] ?? '').length)));
-    const line = (vals: string[]) => vals.map((v, i) => v.padEnd(width[i]!)).join('  ').trimEnd();
+    const line = (vals: string[]) =>
+      vals
+        .map((v, i) => v.padEnd(width[i]!))
+        .join('  ')
+        .trimEnd();
     return [line(cols), ...rows.map((r) => line(cols.map((c) => String(r[c] ?? ''))))].join('\n');
   },
 };

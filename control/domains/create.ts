@@ -15,16 +15,31 @@ export function normalizeDomain(input: string, opts: { allowLocal?: boolean } = 
   return name;
 }
 
-export async function createDomain(store: Store, config: Config, dkimSealer: Sealer, projectId: string, input: string, opts: { allowLocal?: boolean } = {}): Promise<DomainRow> {
+export async function createDomain(
+  store: Store,
+  config: Config,
+  dkimSealer: Sealer,
+  projectId: string,
+  input: string,
+  opts: { allowLocal?: boolean } = {},
+): Promise<DomainRow> {
   const name = normalizeDomain(input, opts);
   if (await store.domainByName(projectId, name)) throw new ApiError('CONFLICT', `Domain ${name} is already added`);
   const now = clock.now();
   const key = newDkimKey();
   const selector = newSelector(new Date(now));
   const row: DomainRow = {
-    id: crypto.randomUUID(), projectId, name, status: 'pending', selector,
-    dkimPrivate: dkimSealer.seal(key.privatePem), dkimPublic: key.publicB64,
-    records: recordsFor(name, selector, key.publicB64, config) as unknown as DomainRow['records'], createdAt: now, verifiedAt: null, checkedAt: null,
+    id: crypto.randomUUID(),
+    projectId,
+    name,
+    status: 'pending',
+    selector,
+    dkimPrivate: dkimSealer.seal(key.privatePem),
+    dkimPublic: key.publicB64,
+    records: recordsFor(name, selector, key.publicB64, config) as unknown as DomainRow['records'],
+    createdAt: now,
+    verifiedAt: null,
+    checkedAt: null,
   };
   await store.insertDomain(row);
   return row;

@@ -12,7 +12,12 @@ import { createDomain } from './create.js';
 
 export const SYSTEM_PROJECT_SLUG = 'postgate-system';
 
-export async function ensureSystemSender(store: Store, config: Config, dkimSealer: Sealer, log: Logger): Promise<{ projectId: string; domain: string } | undefined> {
+export async function ensureSystemSender(
+  store: Store,
+  config: Config,
+  dkimSealer: Sealer,
+  log: Logger,
+): Promise<{ projectId: string; domain: string } | undefined> {
   const from = parseMailbox(config.systemFrom);
   if (!from) {
     log.error({ systemFrom: config.systemFrom }, 'POSTGATE_SYSTEM_FROM is not an address; sign-in codes cannot be sent');

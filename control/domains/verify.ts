@@ -3,7 +3,19 @@ import { isMissing, type Resolver } from '../../core/dns.js';
 import type { DnsRecord } from './records.js';
 
 const norm = (s: string) => s.replace(/\s+/g, ' ').trim().toLowerCase();
-const tags = (s: string) => new Map(s.split(';').map((kv) => kv.trim().split('=').map((x) => x.trim()) as [string, string]).filter(([k]) => k));
+const tags = (s: string) =>
+  new Map(
+    s
+      .split(';')
+      .map(
+        (kv) =>
+          kv
+            .trim()
+            .split('=')
+            .map((x) => x.trim()) as [string, string],
+      )
+      .filter(([k]) => k),
+  );
 
 async function txt(resolver: Resolver, name: string): Promise<string[]> {
   // A long TXT record arrives as several strings; they form one value.
@@ -25,7 +37,9 @@ async function check(resolver: Resolver, r: DnsRecord): Promise<string | undefin
     case 'return_path_spf': {
       const spf = values.filter((v) => norm(v).startsWith('v=spf1'));
       if (spf.length !== 1) return spf.length ? 'more than one SPF record' : 'no SPF record';
-      const mechanisms = norm(r.value).split(' ').filter((m) => /^(ip4|ip6|a|include):/.test(m));
+      const mechanisms = norm(r.value)
+        .split(' ')
+        .filter((m) => /^(ip4|ip6|a|include):/.test(m));
       const missing = mechanisms.filter((m) => !norm(spf[0]!).split(' ').includes(m));
       return missing.length ? `SPF does not authorise ${missing.join(' ')}` : undefined;
     }
@@ -44,7 +58,11 @@ export async function verifyRecords(resolver: Resolver, records: DnsRecord[]): P
         const { problem: _old, ...rest } = r;
         return problem ? { ...rest, status: 'failed' as const, problem } : { ...rest, status: 'verified' as const };
       } catch (err) {
-        return { ...r, status: 'failed' as const, problem: isMissing(err) ? `no ${r.type} record at ${r.name}` : `DNS lookup failed (${(err as NodeJS.ErrnoException).code ?? 'error'})` };
+        return {
+          ...r,
+          status: 'failed' as const,
+          problem: isMissing(err) ? `no ${r.type} record at ${r.name}` : `DNS lookup failed (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+        };
       }
     }),
   );

@@ -159,7 +159,9 @@ export async function startPublicGrpc({ config, log, access, pipeline, store, ch
   });
   server.addService(grpcDefinition(PostgateService), impl);
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${net.isIPv6(config.host) ? `[${config.host}]` : config.host}:${config.grpcPort}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    server.bindAsync(`${net.isIPv6(config.host) ? `[${config.host}]` : config.host}:${config.grpcPort}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
   );
   log.info({ grpc: `${config.host}:${port}` }, 'public grpc ready');
 

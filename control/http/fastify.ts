@@ -16,12 +16,16 @@ import { bodyBudget } from './body-budget.js';
  */
 function clientErrorAnswer(err: NodeJS.ErrnoException, socket: Duplex): void {
   const [status, reason, code, message] =
-    err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large', 'HEADERS_TOO_LARGE', 'Request headers are too large']
-    : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT' ? [408, 'Request Timeout', 'REQUEST_TIMEOUT', 'The request did not arrive in time']
-    : [400, 'Bad Request', 'INVALID_REQUEST', 'Malformed HTTP request'];
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', 'HEADERS_TOO_LARGE', 'Request headers are too large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' || err.code === 'ERR_HTTP_HEADERS_TIMEOUT'
+        ? [408, 'Request Timeout', 'REQUEST_TIMEOUT', 'The request did not arrive in time']
+        : [400, 'Bad Request', 'INVALID_REQUEST', 'Malformed HTTP request'];
   if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
   const body = JSON.stringify({ error: message, code });
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /** Maps whatever was thrown to the one error shape; never leaks internals. */
@@ -87,7 +91,11 @@ export function newFastify({ config, log, metrics, serverFactory, budgetBodies =
   if (budgetBodies) {
     const budget = bodyBudget(config.http.inFlightBodyBytes, config.http.bodyLimitBytes);
     app.addHook('onRequest', budget.hook);
-    metrics.gauge('postgate_http_body_bytes_in_flight', () => budget.inFlight, 'Request body bytes reserved by requests under way (http.inFlightBodyBytes caps it)');
+    metrics.gauge(
+      'postgate_http_body_bytes_in_flight',
+      () => budget.inFlight,
+      'Request body bytes reserved by requests under way (http.inFlightBodyBytes caps it)',
+    );
     metrics.gauge('postgate_http_body_budget_refused', () => budget.refused, 'Requests answered 503 because the in-flight body budget was full');
   }
 

@@ -69,7 +69,10 @@ class Consumer {
   private acked = 0;
   private committed = 0;
 
-  constructor(private readonly gw: Gateway, private readonly deps: { store: Store; gateways: Gateways; log: Logger; bus: EventEmitter; metrics: Metrics; options: DeliveryEventsOptions }) {}
+  constructor(
+    private readonly gw: Gateway,
+    private readonly deps: { store: Store; gateways: Gateways; log: Logger; bus: EventEmitter; metrics: Metrics; options: DeliveryEventsOptions },
+  ) {}
 
   async connect(): Promise<void> {
     if (this.stopped) return;
@@ -118,7 +121,10 @@ class Consumer {
       this.lastAck = Date.now();
       const seq = this.committed;
       if (seq <= this.acked) return;
-      this.deps.gateways.ack(this.gw, seq).then(() => (this.acked = seq), () => {});
+      this.deps.gateways.ack(this.gw, seq).then(
+        () => (this.acked = seq),
+        () => {},
+      );
     }, wait);
     this.ackTimer.unref();
   }

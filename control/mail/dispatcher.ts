@@ -71,10 +71,14 @@ export class Dispatcher {
     const hit = this.keys.get(k);
     if (hit && clock.now() - hit.at < CACHE_MS) return hit.key;
     // The platform's system sender signs with the system project's key.
-    const owner = (d: DomainRow | undefined) => (d || !this.deliverability.system || domain !== this.deliverability.system.domain ? d : this.store.domainByName(this.deliverability.system.projectId, domain));
-    const key = this.store.domainByName(projectId, domain).then(owner).then((d) =>
-      d ? { domain: d.name, selector: d.selector, privateKeyPem: this.deliverability.dkimSealer.open(d.dkimPrivate) } : undefined,
-    );
+    const owner = (d: DomainRow | undefined) =>
+      d || !this.deliverability.system || domain !== this.deliverability.system.domain
+        ? d
+        : this.store.domainByName(this.deliverability.system.projectId, domain);
+    const key = this.store
+      .domainByName(projectId, domain)
+      .then(owner)
+      .then((d) => (d ? { domain: d.name, selector: d.selector, privateKeyPem: this.deliverability.dkimSealer.open(d.dkimPrivate) } : undefined));
     key.catch(() => this.keys.delete(k));
     this.keys.set(k, { at: clock.now(), key });
     return key;

@@ -48,8 +48,24 @@ export interface Accepted {
 
 // Headers the service writes itself; a caller setting them would forge or break the message.
 const RESERVED_HEADERS = new Set([
-  'from', 'to', 'cc', 'bcc', 'subject', 'date', 'message-id', 'mime-version', 'content-type', 'content-transfer-encoding',
-  'sender', 'reply-to', 'return-path', 'received', 'dkim-signature', 'list-unsubscribe', 'list-unsubscribe-post', 'feedback-id',
+  'from',
+  'to',
+  'cc',
+  'bcc',
+  'subject',
+  'date',
+  'message-id',
+  'mime-version',
+  'content-type',
+  'content-transfer-encoding',
+  'sender',
+  'reply-to',
+  'return-path',
+  'received',
+  'dkim-signature',
+  'list-unsubscribe',
+  'list-unsubscribe-post',
+  'feedback-id',
 ]);
 
 const asList = (v: string | string[] | undefined): string[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
@@ -61,7 +77,11 @@ export interface Dispatch {
 export class MailPipeline {
   private readonly validateSchema: ValidateFunction;
 
-  constructor(private readonly store: Store, private readonly config: Config, private readonly dispatcher: Dispatch) {
+  constructor(
+    private readonly store: Store,
+    private readonly config: Config,
+    private readonly dispatcher: Dispatch,
+  ) {
     const ajv = new Ajv({ allErrors: false, coerceTypes: false, removeAdditional: false });
     this.validateSchema = ajv.compile(sendRequestSchema(config.limits));
   }
@@ -132,7 +152,7 @@ export class MailPipeline {
     const { project } = caller;
     if (!system) {
       requireSubscription(project);
-      if (project.status === 'paused') throw new ApiError('SENDING_PAUSED', 'Sending is paused for this project; write to the operator\'s abuse contact');
+      if (project.status === 'paused') throw new ApiError('SENDING_PAUSED', "Sending is paused for this project; write to the operator's abuse contact");
       const domain = domainOf(parseMailbox(email.from)!.address);
       if (!(await this.store.domainVerified(project.id, domain))) {
         return new ApiError('DOMAIN_NOT_VERIFIED', `The sender domain ${domain} is not verified; add it with POST /v1/domains and complete the DNS setup`);
@@ -232,7 +252,13 @@ export class MailPipeline {
     );
     const emails = judged.filter((j): j is { email: NewEmail; refusal?: ApiError } => !(j instanceof ApiError));
     // One commit for the whole batch; each email keeps its own outcome (e.g. the quota runs out midway).
-    const outcomes = await Promise.allSettled(this.store.insertEmails(emails.map((e) => e.email), quota, this.bulkRules(false)));
+    const outcomes = await Promise.allSettled(
+      this.store.insertEmails(
+        emails.map((e) => e.email),
+        quota,
+        this.bulkRules(false),
+      ),
+    );
     if (emails.some((e, i) => !e.refusal && outcomes[i]!.status === 'fulfilled')) this.dispatcher.wake();
     let i = 0;
     return judged.map((j) => {

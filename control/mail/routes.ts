@@ -44,12 +44,18 @@ const errors = { 400: errorSchema, 401: errorSchema, 404: errorSchema, 429: erro
 const security: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { serviceKey: [] }];
 
 /** The whole mail API: one key check and one rate limit in front of every route. */
-export const mailRoutes: FastifyPluginAsync<MailRoutesOptions> = async (app, { config, store, access, pipeline, counters, secret, resolver, webhookTargets, pacing }) => {
+export const mailRoutes: FastifyPluginAsync<MailRoutesOptions> = async (
+  app,
+  { config, store, access, pipeline, counters, secret, resolver, webhookTargets, pacing },
+) => {
   app.decorateRequest('caller', undefined);
-  app.addHook('onRequest', access.hook(MAIL_KEYS, (req: FastifyRequest, reply: FastifyReply) => {
-    const { headers } = checkRate(counters, `api:${req.caller!.project.id}`, limitsOf(req.caller!.project, config).rateLimit);
-    reply.headers(headers);
-  }));
+  app.addHook(
+    'onRequest',
+    access.hook(MAIL_KEYS, (req: FastifyRequest, reply: FastifyReply) => {
+      const { headers } = checkRate(counters, `api:${req.caller!.project.id}`, limitsOf(req.caller!.project, config).rateLimit);
+      reply.headers(headers);
+    }),
+  );
 
   await app.register(emailRoutes, { config, store, pipeline });
   await app.register(domainRoutes, { config, store, resolver, dkimSealer: sealer(secret, 'dkim') });
@@ -62,66 +68,81 @@ export const mailRoutes: FastifyPluginAsync<MailRoutesOptions> = async (app, { c
 const emailRoutes: FastifyPluginAsync<Pick<MailRoutesOptions, 'config' | 'store' | 'pipeline'>> = async (app, { config, store, pipeline }) => {
   // html and text may both be maxBodyBytes, as JSON (escapes) and with room for the rest.
   const sendBodyLimit = 2 * config.limits.maxBodyBytes + 1024 * 1024;
-  app.post<{ Body: SendRequest }>('/v1/emails', {
-    bodyLimit: sendBodyLimit,
-    schema: {
-      summary: 'Send one email',
-      tags: ['emails'],
-      security,
-      body: sendRequestSchema(config.limits),
-      response: { 202: sendResponseSchema, ...errors },
-    },
-  }, async (req, reply) => {
-    const accepted = await pipeline.send(req.caller!, req.body);
-    return reply.code(202).send(accepted);
-  });
-
-  app.post<{ Body: unknown[] }>('/v1/emails/batch', {
-    bodyLimit: sendBodyLimit,
-    schema: {
-      summary: 'Send up to 100 emails; each is judged on its own, answers in request order',
-      tags: ['emails'],
-      security,
-      body: { type: 'array', minItems: 1, maxItems: 100, items: sendRequestSchema(config.limits) },
-      response: {
-        202: {
-          type: 'object',
-          properties: {
-            data: {
-              type: 'array',
-              items: { type: 'object', properties: { id: { type: 'string' }, status: { type: 'string' }, error: { type: 'string' }, code: { type: 'string' } } },
-            },
-          },
-        },
-        ...errors,
+  app.post<{ Body: SendRequest }>(
+    '/v1/emails',
+    {
+      bodyLimit: sendBodyLimit,
+      schema: {
+        summary: 'Send one email',
+        tags: ['emails'],
+        security,
+        body: sendRequestSchema(config.limits),
+        response: { 202: sendResponseSchema, ...errors },
       },
     },
-    // Items are validated one by one in the pipeline, so one bad item does not refuse the others.
-    validatorCompiler: ({ schema }) => {
-      const s = schema as { maxItems?: number };
-      return (data: unknown) => {
-        if (!Array.isArray(data)) return { error: new Error('body must be an array of send requests') };
-        if (!data.length) return { error: new Error('body must hold at least one email') };
-        if (data.length > (s.maxItems ?? 100)) return { error: new Error(`at most ${s.maxItems ?? 100} emails per batch`) };
-        return { value: data };
-      };
+    async (req, reply) => {
+      const accepted = await pipeline.send(req.caller!, req.body);
+      return reply.code(202).send(accepted);
     },
-  }, async (req, reply) => {
-    const results = await pipeline.sendMany(req.caller!, req.body);
-    return reply.code(202).send({ data: results.map((r) => (r instanceof ApiError ? r.toJSON() : r)) });
-  });
+  );
 
-  app.get<{ Params: { id: string } }>('/v1/emails/:id', {
-    schema: {
-      summary: 'Email details and its delivery events, oldest first',
-      tags: ['emails'],
-      security,
-      params: { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 100 } } },
-      response: { 200: emailSchema, ...errors },
+  app.post<{ Body: unknown[] }>(
+    '/v1/emails/batch',
+    {
+      bodyLimit: sendBodyLimit,
+      schema: {
+        summary: 'Send up to 100 emails; each is judged on its own, answers in request order',
+        tags: ['emails'],
+        security,
+        body: { type: 'array', minItems: 1, maxItems: 100, items: sendRequestSchema(config.limits) },
+        response: {
+          202: {
+            type: 'object',
+            properties: {
+              data: {
+                type: 'array',
+                items: {
+                  type: 'object',
+                  properties: { id: { type: 'string' }, status: { type: 'string' }, error: { type: 'string' }, code: { type: 'string' } },
+                },
+              },
+            },
+          },
+          ...errors,
+        },
+      },
+      // Items are validated one by one in the pipeline, so one bad item does not refuse the others.
+      validatorCompiler: ({ schema }) => {
+        const s = schema as { maxItems?: number };
+        return (data: unknown) => {
+          if (!Array.isArray(data)) return { error: new Error('body must be an array of send requests') };
+          if (!data.length) return { error: new Error('body must hold at least one email') };
+          if (data.length > (s.maxItems ?? 100)) return { error: new Error(`at most ${s.maxItems ?? 100} emails per batch`) };
+          return { value: data };
+        };
+      },
     },
-  }, async (req) => {
-    const view = await emailView(store, req.caller!.project.id, req.params.id);
-    if (!view) throw notFound('Email not found');
-    return view;
-  });
+    async (req, reply) => {
+      const results = await pipeline.sendMany(req.caller!, req.body);
+      return reply.code(202).send({ data: results.map((r) => (r instanceof ApiError ? r.toJSON() : r)) });
+    },
+  );
+
+  app.get<{ Params: { id: string } }>(
+    '/v1/emails/:id',
+    {
+      schema: {
+        summary: 'Email details and its delivery events, oldest first',
+        tags: ['emails'],
+        security,
+        params: { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 100 } } },
+        response: { 200: emailSchema, ...errors },
+      },
+    },
+    async (req) => {
+      const view = await emailView(store, req.caller!.project.id, req.params.id);
+      if (!view) throw notFound('Email not found');
+      return view;
+    },
+  );
 };

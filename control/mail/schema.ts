@@ -21,7 +21,12 @@ export function sendRequestSchema(limits: { maxRecipients: number; maxBodyBytes:
       cc: addressList,
       bcc: addressList,
       reply_to: { anyOf: [addressString, addressList] },
-      tags: { type: 'array', maxItems: limits.maxTags, items: { type: 'string', minLength: 1, maxLength: 100, pattern: '^[^\\r\\n\\u0000]*$' }, description: 'Kept with the email, never put in the message.' },
+      tags: {
+        type: 'array',
+        maxItems: limits.maxTags,
+        items: { type: 'string', minLength: 1, maxLength: 100, pattern: '^[^\\r\\n\\u0000]*$' },
+        description: 'Kept with the email, never put in the message.',
+      },
       headers: {
         type: 'object',
         maxProperties: limits.maxHeaders,
@@ -64,7 +69,10 @@ export const emailSchema = {
     error: { type: 'object', nullable: true, properties: { error: { type: 'string' }, code: { type: 'string' } } },
     recipients: {
       type: 'array',
-      items: { type: 'object', properties: { email: { type: 'string' }, kind: { type: 'string' }, status: { type: 'string' }, updated_at: { type: 'string' } } },
+      items: {
+        type: 'object',
+        properties: { email: { type: 'string' }, kind: { type: 'string' }, status: { type: 'string' }, updated_at: { type: 'string' } },
+      },
     },
     events: {
       type: 'array',
@@ -73,9 +81,16 @@ export const emailSchema = {
         required: ['type', 'at'],
         additionalProperties: true,
         properties: {
-          type: { type: 'string' }, at: { type: 'string' }, recipient: { type: 'string' }, attempt: { type: 'integer' },
-          mx: { type: 'string' }, response: { type: 'string' }, enhanced_code: { type: 'string' }, next_attempt_at: { type: 'string' },
-          reason: { type: 'string' }, code: { type: 'string' },
+          type: { type: 'string' },
+          at: { type: 'string' },
+          recipient: { type: 'string' },
+          attempt: { type: 'integer' },
+          mx: { type: 'string' },
+          response: { type: 'string' },
+          enhanced_code: { type: 'string' },
+          next_attempt_at: { type: 'string' },
+          reason: { type: 'string' },
+          code: { type: 'string' },
         },
       },
     },

@@ -19,60 +19,91 @@ const hide = { hide: true, tags: ['admin'] };
 const count = { type: 'integer', minimum: 0, maximum: 1_000_000_000 } as const;
 
 const throttleOut = (t: ThrottleView) => ({
-  provider: t.provider, daily_norm: t.dailyNorm, growth: t.growth, max_daily_norm: t.maxDailyNorm,
-  rate_per_minute: t.ratePerMinute, connections: t.connections, source: t.source,
+  provider: t.provider,
+  daily_norm: t.dailyNorm,
+  growth: t.growth,
+  max_daily_norm: t.maxDailyNorm,
+  rate_per_minute: t.ratePerMinute,
+  connections: t.connections,
+  source: t.source,
   updated_at: t.updatedAt === null ? null : new Date(t.updatedAt).toISOString(),
 });
 
 export const pacingAdminRoutes: FastifyPluginAsync<PacingAdminOptions> = async (app, { config, store, pacing }) => {
   app.get('/admin/v1/throttles', { schema: hide }, async () => ({ data: (await pacing.throttles()).map(throttleOut) }));
 
-  app.post<{ Params: { provider: string }; Body: { daily_norm?: number; growth?: number; max_daily_norm?: number; rate_per_minute?: number; connections?: number } }>(
+  app.post<{
+    Params: { provider: string };
+    Body: { daily_norm?: number; growth?: number; max_daily_norm?: number; rate_per_minute?: number; connections?: number };
+  }>(
     '/admin/v1/throttles/:provider',
     {
       schema: {
         ...hide,
         params: { type: 'object', required: ['provider'], properties: { provider: { type: 'string', pattern: '^[a-z0-9-]{1,40}$' } } },
         body: {
-          type: 'object', additionalProperties: false, minProperties: 1,
-          properties: { daily_norm: count, growth: { type: 'number', minimum: 1, maximum: 10 }, max_daily_norm: count, rate_per_minute: count, connections: { type: 'integer', minimum: 0, maximum: 100_000 } },
+          type: 'object',
+          additionalProperties: false,
+          minProperties: 1,
+          properties: {
+            daily_norm: count,
+            growth: { type: 'number', minimum: 1, maximum: 10 },
+            max_daily_norm: count,
+            rate_per_minute: count,
+            connections: { type: 'integer', minimum: 0, maximum: 100_000 },
+          },
         },
       },
     },
     async (req) => {
       const b = req.body;
-      return throttleOut(await pacing.setThrottle(req.params.provider, {
-        dailyNorm: b.daily_norm, growth: b.growth, maxDailyNorm: b.max_daily_norm, ratePerMinute: b.rate_per_minute, connections: b.connections,
-      }));
+      return throttleOut(
+        await pacing.setThrottle(req.params.provider, {
+          dailyNorm: b.daily_norm,
+          growth: b.growth,
+          maxDailyNorm: b.max_daily_norm,
+          ratePerMinute: b.rate_per_minute,
+          connections: b.connections,
+        }),
+      );
     },
   );
 
-  app.post<{ Params: { slug: string }; Body: { day?: string; volume?: number } }>('/admin/v1/projects/:slug/pacing/approve', {
-    schema: {
-      ...hide,
-      params: { type: 'object', required: ['slug'], properties: { slug: { type: 'string', maxLength: 63 } } },
-      body: {
-        type: 'object', additionalProperties: false,
-        properties: { day: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}$' }, volume: { type: 'integer', minimum: 1, maximum: 100_000_000 } },
+  app.post<{ Params: { slug: string }; Body: { day?: string; volume?: number } }>(
+    '/admin/v1/projects/:slug/pacing/approve',
+    {
+      schema: {
+        ...hide,
+        params: { type: 'object', required: ['slug'], properties: { slug: { type: 'string', maxLength: 63 } } },
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { day: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}$' }, volume: { type: 'integer', minimum: 1, maximum: 100_000_000 } },
+        },
       },
     },
-  }, async (req) => {
-    const p = await store.projectBySlug(req.params.slug);
-    if (!p) throw notFound(`No project ${req.params.slug}`);
-    return { project: p.slug, ...(await pacing.approve(p, req.body?.day, req.body?.volume)) };
-  });
+    async (req) => {
+      const p = await store.projectBySlug(req.params.slug);
+      if (!p) throw notFound(`No project ${req.params.slug}`);
+      return { project: p.slug, ...(await pacing.approve(p, req.body?.day, req.body?.volume)) };
+    },
+  );
 
   // Test-only: absent (404) unless POSTGATE_TEST_CLOCK=1.
   if (config.testClock) {
-    app.post<{ Body: { offset_ms?: number; advance_ms?: number } }>('/admin/v1/test/clock', {
-      schema: {
-        ...hide,
-        body: { type: 'object', additionalProperties: false, properties: { offset_ms: { type: 'integer' }, advance_ms: { type: 'integer' } } },
+    app.post<{ Body: { offset_ms?: number; advance_ms?: number } }>(
+      '/admin/v1/test/clock',
+      {
+        schema: {
+          ...hide,
+          body: { type: 'object', additionalProperties: false, properties: { offset_ms: { type: 'integer' }, advance_ms: { type: 'integer' } } },
+        },
       },
-    }, async (req) => {
-      const offset = req.body.offset_ms ?? clock.offset() + (req.body.advance_ms ?? 0);
-      await pacing.setClockOffset(offset);
-      return { offset_ms: clock.offset(), now: new Date(clock.now()).toISOString() };
-    });
+      async (req) => {
+        const offset = req.body.offset_ms ?? clock.offset() + (req.body.advance_ms ?? 0);
+        await pacing.setClockOffset(offset);
+        return { offset_ms: clock.offset(), now: new Date(clock.now()).toISOString() };
+      },
+    );
   }
 };

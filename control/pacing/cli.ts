@@ -43,7 +43,10 @@ export const pacingCommands: Commands = {
     async run(c) {
       const volume = number(c, 'volume');
       const day = c.opts.day;
-      const d = await c.call('POST', `/admin/v1/projects/${c.slug()}/pacing/approve`, { ...(volume !== undefined ? { volume } : {}), ...(typeof day === 'string' ? { day } : {}) });
+      const d = await c.call('POST', `/admin/v1/projects/${c.slug()}/pacing/approve`, {
+        ...(volume !== undefined ? { volume } : {}),
+        ...(typeof day === 'string' ? { day } : {}),
+      });
       return { data: d, text: `${d.project}: ${d.volume} bulk emails approved for ${d.day}; ${d.released} held emails released` };
     },
   },

@@ -14,9 +14,9 @@ const pacingSchema = {
   type: 'object',
   properties: {
     day: { type: 'string', description: 'UTC day the figures are for' },
-    warmup_day: { type: 'integer', description: '1 on the project\'s first sending day' },
+    warmup_day: { type: 'integer', description: "1 on the project's first sending day" },
     first_sending_day: { type: ['string', 'null'] },
-    next_day_at: { type: 'string', description: 'when bulk mail held for today\'s norms is tried again' },
+    next_day_at: { type: 'string', description: "when bulk mail held for today's norms is tried again" },
     providers: {
       type: 'array',
       items: {
@@ -35,8 +35,12 @@ const pacingSchema = {
     bulk_volume: {
       type: 'object',
       properties: {
-        today: { type: 'integer' }, daily_average: { type: 'number' }, threshold: { type: 'integer' }, announced: { type: 'integer' },
-        held_emails: { type: 'integer' }, same_subject_daily_limit: { type: 'integer' },
+        today: { type: 'integer' },
+        daily_average: { type: 'number' },
+        threshold: { type: 'integer' },
+        announced: { type: 'integer' },
+        held_emails: { type: 'integer' },
+        same_subject_daily_limit: { type: 'integer' },
       },
     },
     announcements: { type: 'array', items: { $ref: 'Announcement#' } },
@@ -47,29 +51,46 @@ const pacingSchema = {
 const announcementSchema = {
   $id: 'Announcement',
   type: 'object',
-  properties: { day: { type: 'string' }, volume: { type: 'integer' }, source: { type: 'string', enum: ['project', 'operator'] }, created_at: { type: 'string' } },
+  properties: {
+    day: { type: 'string' },
+    volume: { type: 'integer' },
+    source: { type: 'string', enum: ['project', 'operator'] },
+    created_at: { type: 'string' },
+  },
 } as const;
 
 export const pacingRoutes: FastifyPluginAsync<{ pacing: PacingService }> = async (app, { pacing }) => {
   app.addSchema(announcementSchema);
 
-  app.get('/v1/pacing', {
-    schema: {
-      summary: 'Warm-up pacing per receiving provider: today\'s norm, used and remaining (transactional and bulk), and the bulk volume rules',
-      tags: ['pacing'], security,
-      response: { 200: pacingSchema, ...errors },
-    },
-  }, async (req) => pacing.view(req.caller!.project));
-
-  app.post<{ Body: { day?: string; volume: number } }>('/v1/pacing/announcements', {
-    schema: {
-      summary: 'Announce a day\'s bulk volume beforehand, so mail up to it is not held as a spike',
-      tags: ['pacing'], security,
-      body: {
-        type: 'object', additionalProperties: false, required: ['volume'],
-        properties: { day: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}$' }, volume: { type: 'integer', minimum: 1, maximum: 100_000_000 } },
+  app.get(
+    '/v1/pacing',
+    {
+      schema: {
+        summary: "Warm-up pacing per receiving provider: today's norm, used and remaining (transactional and bulk), and the bulk volume rules",
+        tags: ['pacing'],
+        security,
+        response: { 200: pacingSchema, ...errors },
       },
-      response: { 201: { $ref: 'Announcement#' }, ...errors },
     },
-  }, async (req, reply) => reply.code(201).send(await pacing.announce(req.caller!.project, req.body.day, req.body.volume)));
+    async (req) => pacing.view(req.caller!.project),
+  );
+
+  app.post<{ Body: { day?: string; volume: number } }>(
+    '/v1/pacing/announcements',
+    {
+      schema: {
+        summary: "Announce a day's bulk volume beforehand, so mail up to it is not held as a spike",
+        tags: ['pacing'],
+        security,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['volume'],
+          properties: { day: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}$' }, volume: { type: 'integer', minimum: 1, maximum: 100_000_000 } },
+        },
+        response: { 201: { $ref: 'Announcement#' }, ...errors },
+      },
+    },
+    async (req, reply) => reply.code(201).send(await pacing.announce(req.caller!.project, req.body.day, req.body.volume)),
+  );
 };

@@ -41,7 +41,17 @@ export class PacingService {
     const defaults = this.config.pacing.providers;
     return this.providers().map((provider) => {
       const s = stored.get(provider);
-      if (s) return { provider, dailyNorm: s.dailyNorm, growth: s.growth, maxDailyNorm: s.maxDailyNorm, ratePerMinute: s.ratePerMinute, connections: s.connections, source: 'operator', updatedAt: s.updatedAt };
+      if (s)
+        return {
+          provider,
+          dailyNorm: s.dailyNorm,
+          growth: s.growth,
+          maxDailyNorm: s.maxDailyNorm,
+          ratePerMinute: s.ratePerMinute,
+          connections: s.connections,
+          source: 'operator',
+          updatedAt: s.updatedAt,
+        };
       const d = defaults[provider] ?? defaults[OTHER]!;
       return { provider, ...d, source: 'config', updatedAt: null };
     });
@@ -54,7 +64,15 @@ export class PacingService {
     const next = { ...current, ...Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) };
     if (!(next.growth >= 1 && next.growth <= 10)) throw invalid('growth must be between 1 and 10');
     const updatedAt = clock.now();
-    await this.store.setThrottle({ provider, dailyNorm: next.dailyNorm, growth: next.growth, maxDailyNorm: next.maxDailyNorm, ratePerMinute: next.ratePerMinute, connections: next.connections, updatedAt });
+    await this.store.setThrottle({
+      provider,
+      dailyNorm: next.dailyNorm,
+      growth: next.growth,
+      maxDailyNorm: next.maxDailyNorm,
+      ratePerMinute: next.ratePerMinute,
+      connections: next.connections,
+      updatedAt,
+    });
     await Promise.all(this.gateways.list.map((gw) => this.push(gw)));
     return { ...next, source: 'operator', updatedAt };
   }
@@ -139,13 +157,22 @@ export class PacingService {
         held_emails: v.held,
         same_subject_daily_limit: this.config.pacing.sameSubjectDailyLimit,
       },
-      announcements: (await this.store.allowances(project.id, day)).map((a) => ({ day: a.day, volume: a.volume, source: a.source, created_at: new Date(a.createdAt).toISOString() })),
+      announcements: (await this.store.allowances(project.id, day)).map((a) => ({
+        day: a.day,
+        volume: a.volume,
+        source: a.source,
+        created_at: new Date(a.createdAt).toISOString(),
+      })),
       ...(unreachable.length ? { incomplete: `gateways not answering: ${unreachable.join(', ')}` } : {}),
     };
   }
 
   /** A project announces a day's bulk volume beforehand (today or later). */
-  async announce(project: Project, forDay: string | undefined, volume: number): Promise<{ day: string; volume: number; source: 'project'; created_at: string }> {
+  async announce(
+    project: Project,
+    forDay: string | undefined,
+    volume: number,
+  ): Promise<{ day: string; volume: number; source: 'project'; created_at: string }> {
     const today = dayOf(clock.now());
     const d = forDay ?? today;
     if (d < today) throw invalid('day must be today or later: volume is announced beforehand');

@@ -33,7 +33,11 @@ function format(m: EmailAddress): string {
 }
 
 /** The unfolded raw value of a header line (encoded words kept as sent; the composer passes them on). */
-const headerValue = (line: string): string => line.slice(line.indexOf(':') + 1).replace(/\r?\n[ \t]+/g, ' ').trim();
+const headerValue = (line: string): string =>
+  line
+    .slice(line.indexOf(':') + 1)
+    .replace(/\r?\n[ \t]+/g, ' ')
+    .trim();
 
 export function toSendRequest(mail: ParsedMail, envelopeRecipients: string[]): Record<string, unknown> {
   if (mail.attachments.length) throw invalid('attachments are not supported; send html and/or text only');
@@ -66,7 +70,12 @@ export function toSendRequest(mail: ParsedMail, envelopeRecipients: string[]): R
   for (const { key, line } of mail.headerLines) {
     const value = headerValue(line);
     if (key === TAGS) {
-      tags.push(...value.split(',').map((t) => t.trim()).filter(Boolean));
+      tags.push(
+        ...value
+          .split(',')
+          .map((t) => t.trim())
+          .filter(Boolean),
+      );
     } else if (key === BULK) {
       if (!/^(true|false)$/i.test(value)) throw invalid('X-Postgate-Bulk must be true or false');
       bulk = value.toLowerCase() === 'true';

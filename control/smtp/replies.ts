@@ -40,4 +40,5 @@ export function smtpError(err: unknown): SmtpError {
 }
 
 /** Invalid request errors for recipients get 5.1.x; used where the offending address is known. */
-export const badRecipient = (address: string): SmtpError => smtpReply(553, '5.1.3', `INVALID_REQUEST: Bad recipient address ${JSON.stringify(address.slice(0, 100))}`);
+export const badRecipient = (address: string): SmtpError =>
+  smtpReply(553, '5.1.3', `INVALID_REQUEST: Bad recipient address ${JSON.stringify(address.slice(0, 100))}`);

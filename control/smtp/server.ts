@@ -123,7 +123,10 @@ export async function startSmtpSubmission({ config, log, access, pipeline, limit
             throw new ApiError('RATE_LIMIT_EXCEEDED', `More than the SMTP rate of this project; try again in a second`);
           }
         })
-        .then(() => callback(), (err: unknown) => callback(smtpError(err)));
+        .then(
+          () => callback(),
+          (err: unknown) => callback(smtpError(err)),
+        );
     },
 
     onRcptTo(address, session, callback) {

@@ -41,11 +41,17 @@ export async function loadTls(config: Config): Promise<TlsPair> {
     algorithm: 'sha256',
     notBeforeDate,
     notAfterDate,
-    extensions: [{ name: 'subjectAltName', altNames }, { name: 'extKeyUsage', serverAuth: true }],
+    extensions: [
+      { name: 'subjectAltName', altNames },
+      { name: 'extKeyUsage', serverAuth: true },
+    ],
   });
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   // Written under temporary names and renamed, key first: a crash never leaves half a pair that is read later.
-  for (const [file, body] of [[keyFile, pair.private], [certFile, pair.cert]] as const) {
+  for (const [file, body] of [
+    [keyFile, pair.private],
+    [certFile, pair.cert],
+  ] as const) {
     const tmp = `${file}.${process.pid}.tmp`;
     fs.writeFileSync(tmp, body, { mode: 0o600 });
     fs.renameSync(tmp, file);

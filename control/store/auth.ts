@@ -240,22 +240,49 @@ export type ExchangeResult =
   | { status: 'reused'; revokedTokenHash: string | null };
 
 const toUser = (r: any): UserRow => ({
-  id: r.id, projectId: r.project_id, env: r.env, email: r.email, emailVerified: !!r.email_verified, name: r.name, avatarUrl: r.avatar_url,
-  phone: r.phone, username: r.username, provider: r.provider, createdAt: r.created_at, lastSignIn: r.last_sign_in,
+  id: r.id,
+  projectId: r.project_id,
+  env: r.env,
+  email: r.email,
+  emailVerified: !!r.email_verified,
+  name: r.name,
+  avatarUrl: r.avatar_url,
+  phone: r.phone,
+  username: r.username,
+  provider: r.provider,
+  createdAt: r.created_at,
+  lastSignIn: r.last_sign_in,
 });
 const toSession = (r: any): SessionRow => ({
-  id: r.id, projectId: r.project_id, env: r.env, userId: r.user_id, provider: r.provider, ip: r.ip, userAgent: r.user_agent,
-  createdAt: r.created_at, expiresAt: r.expires_at,
+  id: r.id,
+  projectId: r.project_id,
+  env: r.env,
+  userId: r.user_id,
+  provider: r.provider,
+  ip: r.ip,
+  userAgent: r.user_agent,
+  createdAt: r.created_at,
+  expiresAt: r.expires_at,
 });
 const toProvider = (r: any): ProviderRow => ({
-  provider: r.provider, enabled: !!r.enabled, methods: JSON.parse(r.methods), clientId: r.client_id, clientSecret: r.client_secret,
-  botToken: r.bot_token, endpoints: JSON.parse(r.endpoints), region: JSON.parse(r.region), updatedAt: r.updated_at,
+  provider: r.provider,
+  enabled: !!r.enabled,
+  methods: JSON.parse(r.methods),
+  clientId: r.client_id,
+  clientSecret: r.client_secret,
+  botToken: r.bot_token,
+  endpoints: JSON.parse(r.endpoints),
+  region: JSON.parse(r.region),
+  updatedAt: r.updated_at,
 });
 
 export class AuthStore {
   private readonly q;
 
-  constructor(readonly db: Db, readonly writer: GroupWriter) {
+  constructor(
+    readonly db: Db,
+    readonly writer: GroupWriter,
+  ) {
     const p = (sql: string) => db.prepare(sql);
     this.q = {
       settings: p('SELECT * FROM auth_settings WHERE project_id = ?'),
@@ -278,7 +305,8 @@ export class AuthStore {
       addCallbackUrl: p('INSERT INTO auth_callback_urls (project_id, url, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING'),
       removeCallbackUrl: p('DELETE FROM auth_callback_urls WHERE project_id = ? AND url = ?'),
 
-      insertState: p(`INSERT INTO auth_oauth_states (state_hash, project_id, env, provider, callback_url, code_verifier, nonce, client_challenge, created_at, expires_at)
+      insertState:
+        p(`INSERT INTO auth_oauth_states (state_hash, project_id, env, provider, callback_url, code_verifier, nonce, client_challenge, created_at, expires_at)
         VALUES (@stateHash, @projectId, @env, @provider, @callbackUrl, @codeVerifier, @nonce, @clientChallenge, @createdAt, @expiresAt)`),
       takeState: p('DELETE FROM auth_oauth_states WHERE state_hash = ? RETURNING *'),
 
@@ -327,7 +355,9 @@ export class AuthStore {
   async settings(projectId: string): Promise<AuthSettingsRow> {
     const r = this.q.settings.get(projectId) as any;
     return {
-      sessionTtlSeconds: r?.session_ttl_seconds ?? null, codeFrom: r?.code_from ?? null, telegramWindowSeconds: r?.telegram_window_seconds ?? null,
+      sessionTtlSeconds: r?.session_ttl_seconds ?? null,
+      codeFrom: r?.code_from ?? null,
+      telegramWindowSeconds: r?.telegram_window_seconds ?? null,
       requireCodeVerifier: r?.require_code_verifier === 1,
     };
   }
@@ -346,11 +376,21 @@ export class AuthStore {
   }
 
   putProvider(projectId: string, row: ProviderRow): Promise<void> {
-    return this.writer.run(() => void this.q.putProvider.run({
-      projectId, provider: row.provider, enabled: row.enabled ? 1 : 0, methods: JSON.stringify(row.methods), clientId: row.clientId,
-      clientSecret: row.clientSecret, botToken: row.botToken, endpoints: JSON.stringify(row.endpoints), region: JSON.stringify(row.region),
-      updatedAt: row.updatedAt,
-    }));
+    return this.writer.run(
+      () =>
+        void this.q.putProvider.run({
+          projectId,
+          provider: row.provider,
+          enabled: row.enabled ? 1 : 0,
+          methods: JSON.stringify(row.methods),
+          clientId: row.clientId,
+          clientSecret: row.clientSecret,
+          botToken: row.botToken,
+          endpoints: JSON.stringify(row.endpoints),
+          region: JSON.stringify(row.region),
+          updatedAt: row.updatedAt,
+        }),
+    );
   }
 
   async origins(projectId: string): Promise<string[]> {
@@ -395,8 +435,14 @@ export class AuthStore {
       const r = this.q.takeState.get(stateHash) as any;
       if (!r) return undefined;
       return {
-        projectId: r.project_id, env: r.env, provider: r.provider, callbackUrl: r.callback_url, codeVerifier: r.code_verifier, nonce: r.nonce,
-        clientChallenge: r.client_challenge ?? null, expiresAt: r.expires_at,
+        projectId: r.project_id,
+        env: r.env,
+        provider: r.provider,
+        callbackUrl: r.callback_url,
+        codeVerifier: r.code_verifier,
+        nonce: r.nonce,
+        clientChallenge: r.client_challenge ?? null,
+        expiresAt: r.expires_at,
       };
     });
   }
@@ -409,7 +455,11 @@ export class AuthStore {
    * the one-time exchange code that will open it. One savepoint.
    */
   signIn(
-    projectId: string, env: Env, profile: SignInProfile, origin: Origin, at: number,
+    projectId: string,
+    env: Env,
+    profile: SignInProfile,
+    origin: Origin,
+    at: number,
     then: { session: NewSession } | { exchange: { codeHash: string; expiresAt: number; clientChallenge: string | null } },
   ): Promise<{ user: UserRow; session?: SessionRow }> {
     return this.writer.run(() => {
@@ -443,8 +493,18 @@ export class AuthStore {
     }
     userId = crypto.randomUUID();
     this.q.insertUser.run({
-      id: userId, projectId, env, email: profile.email, emailVerified: profile.emailVerified && profile.email ? 1 : 0, name: profile.name,
-      avatarUrl: profile.avatarUrl, phone: profile.phone, username: profile.username, provider: profile.provider, createdAt: now, lastSignIn: now,
+      id: userId,
+      projectId,
+      env,
+      email: profile.email,
+      emailVerified: profile.emailVerified && profile.email ? 1 : 0,
+      name: profile.name,
+      avatarUrl: profile.avatarUrl,
+      phone: profile.phone,
+      username: profile.username,
+      provider: profile.provider,
+      createdAt: now,
+      lastSignIn: now,
     });
     this.q.insertIdentity.run(projectId, env, profile.provider, profile.subject, userId, now);
     return userId;
@@ -452,7 +512,15 @@ export class AuthStore {
 
   private insertSession(projectId: string, env: Env, userId: string, provider: string, origin: Origin, s: NewSession): SessionRow {
     const row: SessionRow = {
-      id: s.id, projectId, env, userId, provider, ip: origin.ip, userAgent: origin.userAgent, createdAt: s.createdAt, expiresAt: s.expiresAt,
+      id: s.id,
+      projectId,
+      env,
+      userId,
+      provider,
+      ip: origin.ip,
+      userAgent: origin.userAgent,
+      createdAt: s.createdAt,
+      expiresAt: s.expiresAt,
     };
     this.q.insertSession.run({ ...row, tokenHash: s.tokenHash });
     return row;
@@ -478,7 +546,13 @@ export class AuthStore {
    * environment opens its session; any later use revokes that session (the
    * code leaked) and returns the revoked token's hash for cache invalidation.
    */
-  useExchangeCode(codeHash: string, projectId: string, env: Env, session: NewSession, bound: (clientChallenge: string | null) => boolean): Promise<ExchangeResult> {
+  useExchangeCode(
+    codeHash: string,
+    projectId: string,
+    env: Env,
+    session: NewSession,
+    bound: (clientChallenge: string | null) => boolean,
+  ): Promise<ExchangeResult> {
     return this.writer.run((): ExchangeResult => {
       const c = this.q.exchange.get(codeHash) as any;
       if (!c || c.project_id !== projectId || c.env !== env) return { status: 'missing' };
@@ -503,7 +577,16 @@ export class AuthStore {
   }
 
   /** Replaces the target's code (a resend invalidates the previous one and resets its attempts). */
-  putOtp(o: { projectId: string; env: Env; channel: string; target: string; codeHash: string; createdAt: number; expiresAt: number; testCode: string | null }): Promise<void> {
+  putOtp(o: {
+    projectId: string;
+    env: Env;
+    channel: string;
+    target: string;
+    codeHash: string;
+    createdAt: number;
+    expiresAt: number;
+    testCode: string | null;
+  }): Promise<void> {
     return this.writer.run(() => void this.q.putOtp.run(o));
   }
 
@@ -517,7 +600,15 @@ export class AuthStore {
    * Checks a code and consumes it on success, in one savepoint: of two racers
    * with the right code only one gets 'ok'. `matches` compares in constant time.
    */
-  checkOtp(projectId: string, env: Env, channel: string, target: string, now: number, maxAttempts: number, matches: (codeHash: string) => boolean): Promise<OtpCheck> {
+  checkOtp(
+    projectId: string,
+    env: Env,
+    channel: string,
+    target: string,
+    now: number,
+    maxAttempts: number,
+    matches: (codeHash: string) => boolean,
+  ): Promise<OtpCheck> {
     return this.writer.run((): OtpCheck => {
       const r = this.q.otp.get(projectId, env, channel, target) as any;
       if (!r) return 'missing';

@@ -82,10 +82,9 @@ export const controlMigrations: Migration[] = [
   },
 ];
 
-controlMigrations.push(
-  {
-    id: '0003_plans_domains_analytics_webhooks',
-    sql: `
+controlMigrations.push({
+  id: '0003_plans_domains_analytics_webhooks',
+  sql: `
       ALTER TABLE projects ADD COLUMN daily_quota INTEGER;
       ALTER TABLE projects ADD COLUMN monthly_quota INTEGER;
       ALTER TABLE projects ADD COLUMN rate_limit INTEGER;
@@ -141,8 +140,7 @@ controlMigrations.push(
       CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE status = 'pending';
       CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries(webhook_id, created_at);
     `,
-  },
-);
+});
 
 controlMigrations.push({
   id: '0004_deliverability',

@@ -171,7 +171,11 @@ export class Outbox {
   private readonly writer: GroupWriter;
   private readonly stmt: ReturnType<typeof prepare>;
 
-  private constructor(private readonly db: Db, maxBatch: number, durable: boolean) {
+  private constructor(
+    private readonly db: Db,
+    maxBatch: number,
+    durable: boolean,
+  ) {
     this.writer = new GroupWriter(db, maxBatch, durable);
     this.stmt = prepare(db);
   }
@@ -195,9 +199,19 @@ export class Outbox {
       const ids = new Set<string>();
       for (const e of events) {
         const row: Required<NewDeliveryEvent> = {
-          emailId: e.emailId, type: e.type, recipient: e.recipient, atMs: e.atMs, mx: e.mx,
-          response: e.response, attempt: e.attempt, enhancedCode: e.enhancedCode, nextAttemptMs: e.nextAttemptMs,
-          cause: e.cause ?? '', provider: e.provider ?? '', token: e.token ?? '', source: e.source ?? '',
+          emailId: e.emailId,
+          type: e.type,
+          recipient: e.recipient,
+          atMs: e.atMs,
+          mx: e.mx,
+          response: e.response,
+          attempt: e.attempt,
+          enhancedCode: e.enhancedCode,
+          nextAttemptMs: e.nextAttemptMs,
+          cause: e.cause ?? '',
+          provider: e.provider ?? '',
+          token: e.token ?? '',
+          source: e.source ?? '',
         };
         const { lastInsertRowid } = this.stmt.insertEvent.run(row);
         rows.push({ ...row, seq: Number(lastInsertRowid) });
@@ -280,7 +294,11 @@ export class Outbox {
 
   async usageOfDay(day: string): Promise<UsageRow[]> {
     return (this.stmt.usageOfDay.all(day) as Array<{ day: string; project_id: string; provider: string; transactional: number; bulk: number }>).map((r) => ({
-      day: r.day, projectId: r.project_id, provider: r.provider, transactional: r.transactional, bulk: r.bulk,
+      day: r.day,
+      projectId: r.project_id,
+      provider: r.provider,
+      transactional: r.transactional,
+      bulk: r.bulk,
     }));
   }
 

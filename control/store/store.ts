@@ -203,17 +203,48 @@ export function emailStatusOf(statuses: string[]): string {
 }
 
 const toProject = (r: any): Project => ({
-  id: r.id, slug: r.slug, name: r.name, status: r.status, plan: r.plan,
-  dailyQuota: r.daily_quota, monthlyQuota: r.monthly_quota, rateLimit: r.rate_limit, createdAt: r.created_at,
+  id: r.id,
+  slug: r.slug,
+  name: r.name,
+  status: r.status,
+  plan: r.plan,
+  dailyQuota: r.daily_quota,
+  monthlyQuota: r.monthly_quota,
+  rateLimit: r.rate_limit,
+  createdAt: r.created_at,
 });
 const toDomain = (r: any): DomainRow => ({
-  id: r.id, projectId: r.project_id, name: r.name, status: r.status, selector: r.selector, dkimPrivate: r.dkim_private, dkimPublic: r.dkim_public,
-  records: JSON.parse(r.records), createdAt: r.created_at, verifiedAt: r.verified_at, checkedAt: r.checked_at,
+  id: r.id,
+  projectId: r.project_id,
+  name: r.name,
+  status: r.status,
+  selector: r.selector,
+  dkimPrivate: r.dkim_private,
+  dkimPublic: r.dkim_public,
+  records: JSON.parse(r.records),
+  createdAt: r.created_at,
+  verifiedAt: r.verified_at,
+  checkedAt: r.checked_at,
 });
-const toWebhook = (r: any): WebhookRow => ({ id: r.id, projectId: r.project_id, url: r.url, statuses: JSON.parse(r.statuses), secret: r.secret, createdAt: r.created_at });
+const toWebhook = (r: any): WebhookRow => ({
+  id: r.id,
+  projectId: r.project_id,
+  url: r.url,
+  statuses: JSON.parse(r.statuses),
+  secret: r.secret,
+  createdAt: r.created_at,
+});
 const toDelivery = (r: any): WebhookDelivery => ({
-  id: r.id, webhookId: r.webhook_id, projectId: r.project_id, payload: r.payload, attempt: r.attempt, nextAttemptAt: r.next_attempt_at,
-  status: r.status, lastError: r.last_error, createdAt: r.created_at, deliveredAt: r.delivered_at,
+  id: r.id,
+  webhookId: r.webhook_id,
+  projectId: r.project_id,
+  payload: r.payload,
+  attempt: r.attempt,
+  nextAttemptAt: r.next_attempt_at,
+  status: r.status,
+  lastError: r.last_error,
+  createdAt: r.created_at,
+  deliveredAt: r.delivered_at,
 });
 /** What reach() and notify() need of an email. */
 interface StatusRow {
@@ -226,11 +257,30 @@ interface StatusRow {
 
 const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 /** Subjects that differ only in case or spacing are the same subject. */
-const subjectHash = (subject: string) => crypto.createHash('sha256').update(subject.normalize('NFKC').trim().replace(/\s+/g, ' ').toLowerCase()).digest('hex').slice(0, 32);
-const toKey = (r: any): ApiKeyRow => ({ id: r.id, projectId: r.project_id, kind: r.kind, scope: r.scope, hint: r.hint, createdAt: r.created_at, revokedAt: r.revoked_at });
+const subjectHash = (subject: string) =>
+  crypto.createHash('sha256').update(subject.normalize('NFKC').trim().replace(/\s+/g, ' ').toLowerCase()).digest('hex').slice(0, 32);
+const toKey = (r: any): ApiKeyRow => ({
+  id: r.id,
+  projectId: r.project_id,
+  kind: r.kind,
+  scope: r.scope,
+  hint: r.hint,
+  createdAt: r.created_at,
+  revokedAt: r.revoked_at,
+});
 const toEmail = (r: any): EmailRow => ({
-  id: r.id, projectId: r.project_id, status: r.status, from: r.from_addr, subject: r.subject, bulk: !!r.bulk, request: r.request,
-  error: r.error, errorCode: r.error_code, createdAt: r.created_at, updatedAt: r.updated_at, dispatchedAt: r.dispatched_at,
+  id: r.id,
+  projectId: r.project_id,
+  status: r.status,
+  from: r.from_addr,
+  subject: r.subject,
+  bulk: !!r.bulk,
+  request: r.request,
+  error: r.error,
+  errorCode: r.error_code,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  dispatchedAt: r.dispatched_at,
 });
 
 export class Store {
@@ -258,12 +308,15 @@ export class Store {
       projectBySlug: db.prepare('SELECT * FROM projects WHERE slug = ?'),
       projectById: db.prepare('SELECT * FROM projects WHERE id = ?'),
       setProjectStatus: db.prepare('UPDATE projects SET status = ? WHERE id = ?'),
-      insertKey: db.prepare('INSERT INTO api_keys (id, project_id, kind, scope, hash, hint, created_at) VALUES (@id, @projectId, @kind, @scope, @hash, @hint, @createdAt)'),
+      insertKey: db.prepare(
+        'INSERT INTO api_keys (id, project_id, kind, scope, hash, hint, created_at) VALUES (@id, @projectId, @kind, @scope, @hash, @hint, @createdAt)',
+      ),
       keyByHash: db.prepare('SELECT * FROM api_keys WHERE hash = ?'),
       keys: db.prepare('SELECT * FROM api_keys WHERE project_id = ? ORDER BY created_at, id'),
       revokeKey: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND project_id = ? AND revoked_at IS NULL'),
       keyById: db.prepare('SELECT * FROM api_keys WHERE id = ? AND project_id = ?'),
-      insertEmail: db.prepare(`INSERT INTO emails (id, project_id, status, from_addr, subject, bulk, request, error, error_code, created_at, updated_at, reached)
+      insertEmail:
+        db.prepare(`INSERT INTO emails (id, project_id, status, from_addr, subject, bulk, request, error, error_code, created_at, updated_at, reached)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       insertRecipient: db.prepare('INSERT OR IGNORE INTO email_recipients (email_id, address, kind, status, updated_at) VALUES (?, ?, ?, ?, ?)'),
       insertEvent: db.prepare('INSERT OR IGNORE INTO email_events (email_id, type, recipient, attempt, at, details) VALUES (?, ?, ?, ?, ?, ?)'),
@@ -272,14 +325,18 @@ export class Store {
       recipients: db.prepare('SELECT address, kind, status, updated_at FROM email_recipients WHERE email_id = ? ORDER BY rowid'),
       events: db.prepare('SELECT type, recipient, attempt, at, details FROM email_events WHERE email_id = ? ORDER BY id'),
       undispatched: db.prepare("SELECT * FROM emails WHERE dispatched_at IS NULL AND status = 'queued' AND held IS NULL ORDER BY created_at LIMIT ?"),
-      undispatchedOf: db.prepare("SELECT * FROM emails WHERE dispatched_at IS NULL AND status = 'queued' AND held IS NULL AND project_id = ? ORDER BY created_at LIMIT ?"),
+      undispatchedOf: db.prepare(
+        "SELECT * FROM emails WHERE dispatched_at IS NULL AND status = 'queued' AND held IS NULL AND project_id = ? ORDER BY created_at LIMIT ?",
+      ),
       insertEventKeyed: db.prepare('INSERT OR IGNORE INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES (?, ?, ?, ?, ?, ?, ?)'),
       setHeld: db.prepare('UPDATE emails SET held = ? WHERE id = ?'),
       releaseHeld: db.prepare('UPDATE emails SET held = NULL WHERE project_id = ? AND held IS NOT NULL'),
       heldCount: db.prepare('SELECT count(*) FROM emails WHERE project_id = ? AND held IS NOT NULL').pluck(),
       bulkDay: db.prepare('SELECT count FROM bulk_daily WHERE project_id = ? AND day = ?').pluck(),
       bulkSince: db.prepare('SELECT COALESCE(SUM(count), 0) FROM bulk_daily WHERE project_id = ? AND day >= ? AND day < ?').pluck(),
-      addBulk: db.prepare('INSERT INTO bulk_daily (project_id, day, count) VALUES (?, ?, ?) ON CONFLICT(project_id, day) DO UPDATE SET count = count + excluded.count'),
+      addBulk: db.prepare(
+        'INSERT INTO bulk_daily (project_id, day, count) VALUES (?, ?, ?) ON CONFLICT(project_id, day) DO UPDATE SET count = count + excluded.count',
+      ),
       subjectDay: db.prepare('SELECT count FROM bulk_subject_daily WHERE project_id = ? AND day = ? AND subject_hash = ?').pluck(),
       addSubject: db.prepare(`INSERT INTO bulk_subject_daily (project_id, day, subject_hash, count) VALUES (?, ?, ?, ?)
         ON CONFLICT(project_id, day, subject_hash) DO UPDATE SET count = count + excluded.count`),
@@ -323,12 +380,16 @@ export class Store {
       updateDomain: db.prepare('UPDATE domains SET status = ?, records = ?, checked_at = ?, verified_at = ? WHERE id = ?'),
       isSuppressed: db.prepare('SELECT scope FROM suppressions WHERE project_id = ? AND address = ?').pluck(),
       deleteSuppression: db.prepare('DELETE FROM suppressions WHERE project_id = ? AND address = ?'),
-      insertWebhook: db.prepare('INSERT INTO webhooks (id, project_id, url, statuses, secret, created_at) VALUES (@id, @projectId, @url, @statuses, @secret, @createdAt)'),
+      insertWebhook: db.prepare(
+        'INSERT INTO webhooks (id, project_id, url, statuses, secret, created_at) VALUES (@id, @projectId, @url, @statuses, @secret, @createdAt)',
+      ),
       webhooks: db.prepare('SELECT * FROM webhooks WHERE project_id = ? ORDER BY created_at, id'),
       webhook: db.prepare('SELECT * FROM webhooks WHERE id = ? AND project_id = ?'),
       webhookById: db.prepare('SELECT * FROM webhooks WHERE id = ?'),
       deleteWebhook: db.prepare('DELETE FROM webhooks WHERE id = ? AND project_id = ?'),
-      dropDeliveries: db.prepare("UPDATE webhook_deliveries SET status = 'failed', last_error = 'endpoint deleted' WHERE webhook_id = ? AND status = 'pending'"),
+      dropDeliveries: db.prepare(
+        "UPDATE webhook_deliveries SET status = 'failed', last_error = 'endpoint deleted' WHERE webhook_id = ? AND status = 'pending'",
+      ),
       insertDelivery: db.prepare(`INSERT INTO webhook_deliveries (id, webhook_id, project_id, payload, attempt, next_attempt_at, status, created_at)
         VALUES (?, ?, ?, ?, 0, ?, 'pending', ?)`),
       dueDeliveries: db.prepare("SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?"),
@@ -418,7 +479,10 @@ export class Store {
     const hash = subjectHash(e.subject);
     const sameSubject = (this.q.subjectDay.get(e.projectId, today, hash) as number | undefined) ?? 0;
     if (sameSubject + n > rules.subjectLimit) {
-      throw new ApiError('BULK_LIMIT_EXCEEDED', `The daily limit of ${rules.subjectLimit} bulk emails with the same subject is reached (${sameSubject} sent today)`);
+      throw new ApiError(
+        'BULK_LIMIT_EXCEEDED',
+        `The daily limit of ${rules.subjectLimit} bulk emails with the same subject is reached (${sameSubject} sent today)`,
+      );
     }
     this.q.addSubject.run(e.projectId, today, hash, n);
     const bulkToday = (this.q.bulkDay.get(e.projectId, today) as number | undefined) ?? 0;
@@ -442,7 +506,20 @@ export class Store {
     if (bulk && e.bulk && e.status === 'queued') this.checkBulk(e, bulk);
     // A new email has reached its first status already: no read-back for reach().
     const row: StatusRow = { reached: e.status, from_addr: e.from, subject: e.subject, request: e.request, created_at: e.createdAt };
-    this.q.insertEmail.run(e.id, e.projectId, e.status, e.from, e.subject, e.bulk ? 1 : 0, e.request, e.error ?? null, e.errorCode ?? null, e.createdAt, e.createdAt, e.status);
+    this.q.insertEmail.run(
+      e.id,
+      e.projectId,
+      e.status,
+      e.from,
+      e.subject,
+      e.bulk ? 1 : 0,
+      e.request,
+      e.error ?? null,
+      e.errorCode ?? null,
+      e.createdAt,
+      e.createdAt,
+      e.status,
+    );
     this.tallies.countStatus(e.projectId, day(e.createdAt), e.status);
 
     for (const r of e.recipients) this.q.insertRecipient.run(e.id, r.address, r.kind, r.status ?? (e.status === 'failed' ? 'failed' : 'queued'), e.createdAt);
@@ -450,7 +527,8 @@ export class Store {
     this.q.insertEvent.run(e.id, e.status, '', 0, e.createdAt, details);
     for (const r of e.recipients) {
       // A partly refused email says which recipients were left out, and why.
-      if (r.status === 'failed' && e.status !== 'failed') this.q.insertEvent.run(e.id, 'failed', r.address, 0, e.createdAt, JSON.stringify({ reason: r.reason ?? 'refused' }));
+      if (r.status === 'failed' && e.status !== 'failed')
+        this.q.insertEvent.run(e.id, 'failed', r.address, 0, e.createdAt, JSON.stringify({ reason: r.reason ?? 'refused' }));
     }
     this.notify(e.id, e.projectId, e.status, e.createdAt, { type: e.status, at: e.createdAt, ...(e.error ? { reason: e.error, code: e.errorCode } : {}) }, row);
     if (e.held) {
@@ -483,7 +561,13 @@ export class Store {
     if (!hooks.length) return;
     const req = JSON.parse(row.request) as { to: string[]; tags: string[] };
     const data = {
-      email_id: emailId, status, from: row.from_addr, to: req.to, subject: row.subject, tags: req.tags, created_at: new Date(row.created_at).toISOString(),
+      email_id: emailId,
+      status,
+      from: row.from_addr,
+      to: req.to,
+      subject: row.subject,
+      tags: req.tags,
+      created_at: new Date(row.created_at).toISOString(),
       event: { ...event, at: new Date(Number(event.at)).toISOString() },
     };
     for (const w of hooks) {
@@ -513,7 +597,9 @@ export class Store {
     return {
       email: toEmail(r),
       recipients: this.q.recipients.all(id).map((x: any) => ({ address: x.address, kind: x.kind, status: x.status, updatedAt: x.updated_at })),
-      events: this.q.events.all(id).map((x: any) => ({ type: x.type, recipient: x.recipient, attempt: x.attempt, at: x.at, details: x.details ? JSON.parse(x.details) : null })),
+      events: this.q.events
+        .all(id)
+        .map((x: any) => ({ type: x.type, recipient: x.recipient, attempt: x.attempt, at: x.at, details: x.details ? JSON.parse(x.details) : null })),
     };
   }
 
@@ -579,7 +665,13 @@ export class Store {
         const emailStatus = emailStatusOf(recipients.map((r) => r.status));
         this.q.setEmailStatus.run(emailStatus, ev.at, ev.emailId);
         if (emailStatus !== before || ev.type === 'deferred') {
-          this.reach(ev.emailId, projectId, emailStatus, ev.at, { type: ev.type, at: ev.at, ...(ev.recipient ? { recipient: ev.recipient } : {}), attempt: ev.attempt, ...ev.details });
+          this.reach(ev.emailId, projectId, emailStatus, ev.at, {
+            type: ev.type,
+            at: ev.at,
+            ...(ev.recipient ? { recipient: ev.recipient } : {}),
+            attempt: ev.attempt,
+            ...ev.details,
+          });
         }
         applied.push({ ...ev, emailStatus, projectId });
       }
@@ -589,7 +681,9 @@ export class Store {
   }
 
   async suppressions(projectId: string): Promise<SuppressionRow[]> {
-    return this.q.suppressions.all(projectId).map((r: any) => ({ address: r.address, reason: r.reason, scope: r.scope, emailId: r.email_id, createdAt: r.created_at }));
+    return this.q.suppressions
+      .all(projectId)
+      .map((r: any) => ({ address: r.address, reason: r.reason, scope: r.scope, emailId: r.email_id, createdAt: r.created_at }));
   }
 
   async deleteSuppression(projectId: string, address: string): Promise<boolean> {
@@ -661,8 +755,13 @@ export class Store {
 
   async throttles(): Promise<ThrottleRow[]> {
     return this.q.throttles.all().map((r: any) => ({
-      provider: r.provider, dailyNorm: r.daily_norm, growth: r.growth, maxDailyNorm: r.max_daily_norm,
-      ratePerMinute: r.rate_per_minute, connections: r.connections, updatedAt: r.updated_at,
+      provider: r.provider,
+      dailyNorm: r.daily_norm,
+      growth: r.growth,
+      maxDailyNorm: r.max_daily_norm,
+      ratePerMinute: r.rate_per_minute,
+      connections: r.connections,
+      updatedAt: r.updated_at,
     }));
   }
 
@@ -768,7 +867,14 @@ export class Store {
     return (this.q.nextDue.get() as number | null) ?? null;
   }
 
-  updateDelivery(id: string, status: WebhookDelivery['status'], attempt: number, nextAttemptAt: number, lastError: string | null, deliveredAt: number | null): Promise<void> {
+  updateDelivery(
+    id: string,
+    status: WebhookDelivery['status'],
+    attempt: number,
+    nextAttemptAt: number,
+    lastError: string | null,
+    deliveredAt: number | null,
+  ): Promise<void> {
     return this.writer.run(() => void this.q.updateDelivery.run(status, attempt, nextAttemptAt, lastError, deliveredAt, id));
   }
 

@@ -25,7 +25,9 @@ export class DayTallies implements GroupHooks {
     this.q = {
       usageDay: db.prepare('SELECT count FROM usage_daily WHERE project_id = ? AND day = ?').pluck(),
       usageSince: db.prepare('SELECT COALESCE(SUM(count), 0) FROM usage_daily WHERE project_id = ? AND day >= ? AND day <= ?').pluck(),
-      addUsage: db.prepare('INSERT INTO usage_daily (project_id, day, count) VALUES (?, ?, ?) ON CONFLICT(project_id, day) DO UPDATE SET count = count + excluded.count'),
+      addUsage: db.prepare(
+        'INSERT INTO usage_daily (project_id, day, count) VALUES (?, ?, ?) ON CONFLICT(project_id, day) DO UPDATE SET count = count + excluded.count',
+      ),
       addStatus: db.prepare(`INSERT INTO analytics_daily (project_id, day, status, count) VALUES (?, ?, ?, ?)
         ON CONFLICT(project_id, day, status) DO UPDATE SET count = count + excluded.count`),
     };

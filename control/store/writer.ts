@@ -39,7 +39,11 @@ export class GroupWriter {
   private readonly wal: WalSync | undefined;
 
   /** `durable`: settle writes only once their commit is fsynced (storage.synchronous FULL). */
-  constructor(private readonly db: Db, private readonly maxBatch = 1000, durable = true) {
+  constructor(
+    private readonly db: Db,
+    private readonly maxBatch = 1000,
+    durable = true,
+  ) {
     this.wal = durable && !db.memory ? new WalSync(db.name) : undefined;
     this.savepoint = db.prepare('SAVEPOINT write');
     this.release = db.prepare('RELEASE write');

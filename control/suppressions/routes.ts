@@ -19,24 +19,43 @@ const entry = {
 } as const;
 
 export const suppressionRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
-  app.get('/v1/suppressions', {
-    schema: { summary: 'Addresses that are not mailed, with the reason and when', tags: ['suppressions'], security, response: { 200: { type: 'object', properties: { data: { type: 'array', items: entry } } }, ...errors } },
-  }, async (req) => ({
-    data: (await store.suppressions(req.caller!.project.id)).map((s) => ({
-      email: s.address, reason: s.reason, scope: s.scope, email_id: s.emailId, created_at: new Date(s.createdAt).toISOString(),
-    })),
-  }));
-
-  app.delete<{ Params: { email: string } }>('/v1/suppressions/:email', {
-    schema: {
-      summary: 'Remove an address (URL-encoded) from the suppression list', tags: ['suppressions'], security,
-      params: { type: 'object', required: ['email'], properties: { email: { type: 'string', maxLength: 320 } } },
-      response: { 200: { type: 'object', properties: { email: { type: 'string' }, deleted: { type: 'boolean' } } }, ...errors },
+  app.get(
+    '/v1/suppressions',
+    {
+      schema: {
+        summary: 'Addresses that are not mailed, with the reason and when',
+        tags: ['suppressions'],
+        security,
+        response: { 200: { type: 'object', properties: { data: { type: 'array', items: entry } } }, ...errors },
+      },
     },
-  }, async (req) => {
-    const email = req.params.email.trim();
-    if (!isAddress(email)) throw invalid('email must be an address');
-    if (!(await store.deleteSuppression(req.caller!.project.id, canonical(email)))) throw notFound('Address is not in the suppression list');
-    return { email: canonical(email), deleted: true };
-  });
+    async (req) => ({
+      data: (await store.suppressions(req.caller!.project.id)).map((s) => ({
+        email: s.address,
+        reason: s.reason,
+        scope: s.scope,
+        email_id: s.emailId,
+        created_at: new Date(s.createdAt).toISOString(),
+      })),
+    }),
+  );
+
+  app.delete<{ Params: { email: string } }>(
+    '/v1/suppressions/:email',
+    {
+      schema: {
+        summary: 'Remove an address (URL-encoded) from the suppression list',
+        tags: ['suppressions'],
+        security,
+        params: { type: 'object', required: ['email'], properties: { email: { type: 'string', maxLength: 320 } } },
+        response: { 200: { type: 'object', properties: { email: { type: 'string' }, deleted: { type: 'boolean' } } }, ...errors },
+      },
+    },
+    async (req) => {
+      const email = req.params.email.trim();
+      if (!isAddress(email)) throw invalid('email must be an address');
+      if (!(await store.deleteSuppression(req.caller!.project.id, canonical(email)))) throw notFound('Address is not in the suppression list');
+      return { email: canonical(email), deleted: true };
+    },
+  );
 };

@@ -18,7 +18,6 @@ export interface UnsubscribeOptions {
 const params = { type: 'object', required: ['token'], properties: { token: { type: 'string', maxLength: 80 } } } as const;
 const html = { type: 'string', description: 'An HTML page' } as const;
 
-
 /** ann@example.com → a**@example.com: the page confirms whose address without showing it to a bystander. */
 const mask = (address: string) => {
   const [local = '', domain = ''] = address.split('@');
@@ -32,14 +31,18 @@ function page(reply: FastifyReply, status: number, title: string, body: string):
     .header('cache-control', 'no-store')
     .header('referrer-policy', 'no-referrer')
     .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
-    .send(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escapeHtml(title)}</title>`
-      + '<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem}button{font:inherit;padding:.5rem 1rem}</style>'
-      + `</head><body><h1>${escapeHtml(title)}</h1>${body}</body></html>`);
+    .send(
+      `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escapeHtml(title)}</title>` +
+        '<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem}button{font:inherit;padding:.5rem 1rem}</style>' +
+        `</head><body><h1>${escapeHtml(title)}</h1>${body}</body></html>`,
+    );
 }
 
 export const unsubscribeRoutes: FastifyPluginAsync<UnsubscribeOptions> = async (app, { store, tokens }) => {
   // Receivers POST a form (urlencoded or multipart); the token in the URL is all that counts.
-  app.addContentTypeParser(['application/x-www-form-urlencoded', 'multipart/form-data'], { parseAs: 'string', bodyLimit: 64 * 1024 }, (_req, body, done) => done(null, body));
+  app.addContentTypeParser(['application/x-www-form-urlencoded', 'multipart/form-data'], { parseAs: 'string', bodyLimit: 64 * 1024 }, (_req, body, done) =>
+    done(null, body),
+  );
 
   /** The recipient and project a token names, when its MAC is right. */
   async function resolve(token: string) {
@@ -56,27 +59,54 @@ export const unsubscribeRoutes: FastifyPluginAsync<UnsubscribeOptions> = async (
     return page(reply, 404, 'Link not valid', '<p>This unsubscribe link is not valid. It may have been copied incompletely.</p>');
   };
 
-  app.get<{ Params: { token: string } }>('/unsubscribe/:token', {
-    schema: { summary: 'Confirmation page of a one-click unsubscribe link (does not unsubscribe)', tags: ['unsubscribe'], params, produces: ['text/html'], response: { 200: html } },
-  }, async (req, reply) => {
-    const found = await resolve(req.params.token);
-    if (!found) return unknown(req, reply);
-    return page(reply, 200, 'Unsubscribe', `<p>Stop mailings from <b>${escapeHtml(found.email.projectName)}</b> to <b>${escapeHtml(mask(found.address))}</b>?</p>`
-      + '<p>Messages you need, such as receipts and sign-in codes, will still arrive.</p>'
-      + '<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>');
-  });
-
-  app.post<{ Params: { token: string } }>('/unsubscribe/:token', {
-    schema: {
-      summary: 'One-click unsubscribe (RFC 8058): the recipient leaves the project\'s bulk mail',
-      tags: ['unsubscribe'], params, consumes: ['application/x-www-form-urlencoded', 'multipart/form-data'], produces: ['text/html'],
-      response: { 200: html },
+  app.get<{ Params: { token: string } }>(
+    '/unsubscribe/:token',
+    {
+      schema: {
+        summary: 'Confirmation page of a one-click unsubscribe link (does not unsubscribe)',
+        tags: ['unsubscribe'],
+        params,
+        produces: ['text/html'],
+        response: { 200: html },
+      },
     },
-  }, async (req, reply) => {
-    const found = await resolve(req.params.token);
-    if (!found) return unknown(req, reply);
-    await store.unsubscribe(found.email.projectId, found.email.id, found.address, 'one-click', clock.now());
-    req.log.info({ emailId: found.email.id, projectId: found.email.projectId }, 'unsubscribed from bulk mail');
-    return page(reply, 200, 'Unsubscribed', `<p><b>${escapeHtml(mask(found.address))}</b> will get no more mailings from <b>${escapeHtml(found.email.projectName)}</b>.</p>`);
-  });
+    async (req, reply) => {
+      const found = await resolve(req.params.token);
+      if (!found) return unknown(req, reply);
+      return page(
+        reply,
+        200,
+        'Unsubscribe',
+        `<p>Stop mailings from <b>${escapeHtml(found.email.projectName)}</b> to <b>${escapeHtml(mask(found.address))}</b>?</p>` +
+          '<p>Messages you need, such as receipts and sign-in codes, will still arrive.</p>' +
+          '<form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>',
+      );
+    },
+  );
+
+  app.post<{ Params: { token: string } }>(
+    '/unsubscribe/:token',
+    {
+      schema: {
+        summary: "One-click unsubscribe (RFC 8058): the recipient leaves the project's bulk mail",
+        tags: ['unsubscribe'],
+        params,
+        consumes: ['application/x-www-form-urlencoded', 'multipart/form-data'],
+        produces: ['text/html'],
+        response: { 200: html },
+      },
+    },
+    async (req, reply) => {
+      const found = await resolve(req.params.token);
+      if (!found) return unknown(req, reply);
+      await store.unsubscribe(found.email.projectId, found.email.id, found.address, 'one-click', clock.now());
+      req.log.info({ emailId: found.email.id, projectId: found.email.projectId }, 'unsubscribed from bulk mail');
+      return page(
+        reply,
+        200,
+        'Unsubscribed',
+        `<p><b>${escapeHtml(mask(found.address))}</b> will get no more mailings from <b>${escapeHtml(found.email.projectName)}</b>.</p>`,
+      );
+    },
+  );
 };

@@ -27,7 +27,10 @@ const UNSUBSCRIBE = /^(?:u\+)?([0-9a-f]{32})\.(\d{1,3})\.([0-9a-f]{16})$/;
 export function parseToken(token: string): ParsedToken | undefined {
   const t = token.toLowerCase();
   let m = BOUNCE.exec(t);
-  if (m) return m[2] === undefined ? { kind: 'bounce', emailId: uuidOf(m[1]!), mac: m[3]! } : { kind: 'bounce', emailId: uuidOf(m[1]!), index: Number(m[2]), mac: m[3]! };
+  if (m)
+    return m[2] === undefined
+      ? { kind: 'bounce', emailId: uuidOf(m[1]!), mac: m[3]! }
+      : { kind: 'bounce', emailId: uuidOf(m[1]!), index: Number(m[2]), mac: m[3]! };
   m = UNSUBSCRIBE.exec(t);
   if (m && (t.startsWith('u+') || !token.includes('+'))) return { kind: 'unsubscribe', emailId: uuidOf(m[1]!), index: Number(m[2]), mac: m[3]! };
   return undefined;

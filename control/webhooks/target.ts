@@ -12,7 +12,10 @@ import type { Resolver } from '../../core/dns.js';
 export type FailureClass = 'address_not_allowed' | 'dns_failed' | 'connection_failed' | 'timeout' | `HTTP ${number}`;
 
 class TargetError extends Error {
-  constructor(readonly failure: FailureClass, detail: string) {
+  constructor(
+    readonly failure: FailureClass,
+    detail: string,
+  ) {
     super(detail);
   }
 }
@@ -20,7 +23,10 @@ class TargetError extends Error {
 const isLocalName = (host: string) => /(^|\.)localhost\.?$/i.test(host);
 
 export class WebhookTargets {
-  constructor(private readonly guard: AddressGuard, private readonly resolver: Resolver) {}
+  constructor(
+    private readonly guard: AddressGuard,
+    private readonly resolver: Resolver,
+  ) {}
 
   /** Every address a name resolves to (A and AAAA); empty when it has none. */
   private async addresses(host: string): Promise<string[]> {
@@ -49,7 +55,11 @@ export class WebhookTargets {
         const ok = ips.filter((a) => this.guard.permits(a));
         if (ok.length < ips.length || !ok.length) return fail(new TargetError('address_not_allowed', `${host} resolves to a refused address`));
         const family = (a: string) => (a.includes(':') ? 6 : 4);
-        if (all) (cb as (e: null, a: Array<{ address: string; family: number }>) => void)(null, ok.map((address) => ({ address, family: family(address) })));
+        if (all)
+          (cb as (e: null, a: Array<{ address: string; family: number }>) => void)(
+            null,
+            ok.map((address) => ({ address, family: family(address) })),
+          );
         else cb(null, ok[0]!, family(ok[0]!));
       },
       (err: Error) => fail(new TargetError('dns_failed', err.message)),
@@ -66,7 +76,13 @@ export class WebhookTargets {
       const ip = hostIp(u.hostname);
       if (ip && !this.guard.permits(ip)) return reject(new TargetError('address_not_allowed', `${ip} is refused`));
       const mod = u.protocol === 'https:' ? https : http;
-      const req = mod.request(u, { method: 'POST', headers: { ...headers, 'content-length': Buffer.byteLength(body) }, lookup: this.lookup, timeout: timeoutMs, agent: false });
+      const req = mod.request(u, {
+        method: 'POST',
+        headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+        lookup: this.lookup,
+        timeout: timeoutMs,
+        agent: false,
+      });
       const timer = setTimeout(() => req.destroy(new TargetError('timeout', `no answer in ${timeoutMs} ms`)), timeoutMs);
       req.on('timeout', () => req.destroy(new TargetError('timeout', `idle for ${timeoutMs} ms`)));
       req.on('response', (res) => {

@@ -69,7 +69,13 @@ export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> 
       let requeued: Promise<unknown> = Promise.resolve();
       if (rejected.length && delay !== undefined) {
         const due = now + delay * 1000;
-        requeued = requeueRejected(outbound, hmail, rejected.map((e) => e.recipient), due, rejected[0]!.attempt).then(
+        requeued = requeueRejected(
+          outbound,
+          hmail,
+          rejected.map((e) => e.recipient),
+          due,
+          rejected[0]!.attempt,
+        ).then(
           () => {
             for (const e of rejected) e.nextAttemptMs = due;
           },

@@ -87,7 +87,10 @@ export async function inboundHooks(): Promise<InboundHooks> {
           .then((lists) => lists.flat())
           .then(async (events) => {
             if (events.length) await rt.record(events);
-            log.info({ from, rcpts: txn.rcpt_to.length, events: events.map((e) => `${e.type}:${e.emailId}`) }, events.length ? 'inbound report recorded' : 'inbound mail ignored');
+            log.info(
+              { from, rcpts: txn.rcpt_to.length, events: events.map((e) => `${e.type}:${e.emailId}`) },
+              events.length ? 'inbound report recorded' : 'inbound mail ignored',
+            );
             next(constants.ok, 'thanks');
           })
           .catch((err) => {

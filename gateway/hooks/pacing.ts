@@ -87,11 +87,21 @@ export async function pacingHooks(outbound: HarakaOutbound): Promise<PacingHooks
   /** Which holds are worth an event: a next-day hold always, a wait for a slot once it lasted a while. */
   function report(hmail: HMailItem, d: PaceDecision & { kind: 'hold' }, provider: string): ReturnType<typeof pacingEvents> | undefined {
     if (d.hold === 'warmup') {
-      return pacingEvents(hmail, d, provider, `postgate pacing: this project's warm-up norm at ${provider} for today (${d.norm} messages) is reached (${d.used} sent); bulk mail continues on the next day`);
+      return pacingEvents(
+        hmail,
+        d,
+        provider,
+        `postgate pacing: this project's warm-up norm at ${provider} for today (${d.norm} messages) is reached (${d.used} sent); bulk mail continues on the next day`,
+      );
     }
     if (d.hold === 'limit' && (d.waitedMs ?? 0) >= LIMIT_RECHECK_MS && !hmail.notes[WAIT_REPORTED]) {
       hmail.notes[WAIT_REPORTED] = true;
-      return pacingEvents(hmail, d, provider, `postgate pacing: waiting for a free connection or the rate limit at ${provider} (${Math.round(d.waitedMs! / 1000)} s so far)`);
+      return pacingEvents(
+        hmail,
+        d,
+        provider,
+        `postgate pacing: waiting for a free connection or the rate limit at ${provider} (${Math.round(d.waitedMs! / 1000)} s so far)`,
+      );
     }
     return undefined;
   }

@@ -55,7 +55,10 @@ export function parseFieldBlocks(text: string): Fields[] {
 
 /** "rfc822; ann@example.com" → "ann@example.com"; "<a@b>" → "a@b". */
 const typedValue = (v: string | undefined): string =>
-  (v ?? '').replace(/^[a-z0-9-]+\s*;\s*/i, '').replace(/^<|>$/g, '').trim();
+  (v ?? '')
+    .replace(/^[a-z0-9-]+\s*;\s*/i, '')
+    .replace(/^<|>$/g, '')
+    .trim();
 
 const attachment = (mail: ParsedMail, type: string) => mail.attachments.find((a) => a.contentType.toLowerCase() === type);
 
@@ -124,10 +127,16 @@ export async function readInbound(raw: Buffer, rcptLocal: string, mailFrom: stri
     const to = await originalRecipients(mail);
     // Providers often redact the recipient; then the email's own recipients are meant.
     const recipient = typedValue(f.get('original-rcpt-to')).toLowerCase() || (to.length === 1 ? to[0]!.toLowerCase() : '');
-    return [{
-      type: 'complained', recipient, response: `${kind} report from ${typedValue(f.get('user-agent')) || mailFrom || 'a receiver'}`,
-      enhancedCode: '', mx: typedValue(f.get('reporting-mta')), source: 'arf',
-    }];
+    return [
+      {
+        type: 'complained',
+        recipient,
+        response: `${kind} report from ${typedValue(f.get('user-agent')) || mailFrom || 'a receiver'}`,
+        enhancedCode: '',
+        mx: typedValue(f.get('reporting-mta')),
+        source: 'arf',
+      },
+    ];
   }
   return [];
 }

@@ -85,13 +85,17 @@ export class Pacer {
   /** When each item waiting for a slot or a token began to wait (real time). */
   private readonly waitingSince = new Map<string, number>();
 
-  constructor(defaults: Record<string, ProviderThrottle>, private readonly persist: (rows: UsageRow[]) => void) {
+  constructor(
+    defaults: Record<string, ProviderThrottle>,
+    private readonly persist: (rows: UsageRow[]) => void,
+  ) {
     this.setThrottles(Object.entries(defaults).map(([provider, t]) => ({ provider, ...t })));
   }
 
   setThrottles(list: readonly Throttle[]): void {
     const next = new Map(list.map((t) => [t.provider, { ...t }]));
-    if (!next.has(OTHER)) next.set(OTHER, this.throttles.get(OTHER) ?? { provider: OTHER, dailyNorm: 0, growth: 1, maxDailyNorm: 0, ratePerMinute: 0, connections: 0 });
+    if (!next.has(OTHER))
+      next.set(OTHER, this.throttles.get(OTHER) ?? { provider: OTHER, dailyNorm: 0, growth: 1, maxDailyNorm: 0, ratePerMinute: 0, connections: 0 });
     this.throttles = next;
     // Norms or limits may have grown: everything held gets a fresh look.
     this.reconsider(true);
@@ -136,7 +140,9 @@ export class Pacer {
         c.transactional += req.recipients;
       }
       this.counted.set(req.key, day);
-      this.persist([{ day, projectId: req.projectId, provider: req.provider, transactional: req.bulk ? 0 : req.recipients, bulk: req.bulk ? req.recipients : 0 }]);
+      this.persist([
+        { day, projectId: req.projectId, provider: req.provider, transactional: req.bulk ? 0 : req.recipients, bulk: req.bulk ? req.recipients : 0 },
+      ]);
     }
     return this.admit(req, wake);
   }
@@ -271,7 +277,11 @@ export class Pacer {
   }
 
   /** One project's counters for a day, per provider, with the bulk it has held by warm-up now. */
-  stats(projectId: string, day: string, persisted: readonly UsageRow[] = []): Array<{ provider: string; transactional: number; bulk: number; heldBulk: number }> {
+  stats(
+    projectId: string,
+    day: string,
+    persisted: readonly UsageRow[] = [],
+  ): Array<{ provider: string; transactional: number; bulk: number; heldBulk: number }> {
     const out = new Map<string, { provider: string; transactional: number; bulk: number; heldBulk: number }>();
     const row = (provider: string) => {
       let r = out.get(provider);

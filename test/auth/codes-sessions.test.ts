@@ -27,7 +27,10 @@ beforeAll(async () => {
   // Code emails really travel: DNS on loopback names a loopback MX for inbox.test.
   [mx, dns, sms] = await Promise.all([
     startMxSink(),
-    startDnsServer([{ type: 'MX', name: 'inbox.test', exchange: 'mx.inbox.test' }, { type: 'A', name: 'mx.inbox.test', address: '127.0.0.1' }]),
+    startDnsServer([
+      { type: 'MX', name: 'inbox.test', exchange: 'mx.inbox.test' },
+      { type: 'A', name: 'mx.inbox.test', address: '127.0.0.1' },
+    ]),
     startSmsGateway(),
   ]);
   stack = await authStack({ POSTGATE_DNS_SERVERS: dns.address, POSTGATE_DELIVERY_PORT: String(mx.port) });
@@ -150,7 +153,9 @@ describe('email codes, test environment', () => {
     expect(statuses.slice(0, 30).every((s) => s === 200)).toBe(true);
     expect(statuses[30]).toBe(429);
     // Another client IP is not limited by the first one's sends.
-    expect((await client(stack, p.keys.test, { 'x-service-client-ip': freshIp() }).post('/sign-in/email-otp/send', { email: 'other@example.com' })).status).toBe(200);
+    expect(
+      (await client(stack, p.keys.test, { 'x-service-client-ip': freshIp() }).post('/sign-in/email-otp/send', { email: 'other@example.com' })).status,
+    ).toBe(200);
   });
 
   it('refuses malformed input with {error, code}', async () => {
@@ -191,7 +196,10 @@ describe('email codes, live environment', () => {
     const v = await api.post('/sign-in/email-otp/verify', { email: 'live@inbox.test', code });
     expect(v.status).toBe(200);
     // No log line carries the code (numbers such as timestamps aside).
-    const lines = fs.readFileSync(stack.logFile, 'utf8').split('\n').map((l) => l.replace(/"(time|pid|seq|lastSeq)":\d+/g, ''));
+    const lines = fs
+      .readFileSync(stack.logFile, 'utf8')
+      .split('\n')
+      .map((l) => l.replace(/"(time|pid|seq|lastSeq)":\d+/g, ''));
     expect(lines.filter((l) => l.includes(code))).toEqual([]);
   });
 });
@@ -206,7 +214,9 @@ describe('SMS codes', () => {
     const msg = sms.messages.at(-1)!;
     expect(msg).toMatchObject({ to: '+79991234567', auth: 'Bearer sms-gw-token' });
     const code = /\b(\d{6})\b/.exec(msg.text)![1]!;
-    expect((await api.post('/sign-in/sms-otp/verify', { phone: '+79991234567', code: '000000' })).body.code).toBe(code === '000000' ? undefined : 'INVALID_CODE');
+    expect((await api.post('/sign-in/sms-otp/verify', { phone: '+79991234567', code: '000000' })).body.code).toBe(
+      code === '000000' ? undefined : 'INVALID_CODE',
+    );
     const v = await api.post('/sign-in/sms-otp/verify', { phone: '+79991234567', code });
     expect(v.status).toBe(200);
     expect(v.body.user).toEqual({ id: expect.any(String), phone: '+79991234567' });
@@ -273,7 +283,13 @@ describe('GET /session and POST /sign-out', () => {
     const fromMemory = async () => Number(/^postgate_fast_lane_answers_total (\d+)$/m.exec(await (await fetch(`${stack.url}/metrics`)).text())?.[1] ?? 0);
     const check = async (headers: Record<string, string> = {}) => {
       const res = await fetch(`${stack.url}/api/v1/auth/session`, { headers: { 'x-service-key': p.keys.test, authorization: `Bearer ${token}`, ...headers } });
-      return { status: res.status, type: res.headers.get('content-type'), length: res.headers.get('content-length'), cors: res.headers.get('access-control-allow-origin'), text: await res.text() };
+      return {
+        status: res.status,
+        type: res.headers.get('content-type'),
+        length: res.headers.get('content-length'),
+        cors: res.headers.get('access-control-allow-origin'),
+        text: await res.text(),
+      };
     };
     // The first check finds the session only in the store: Fastify answers, and the cache fills.
     const before = await fromMemory();
@@ -353,7 +369,8 @@ describe('isolation', () => {
     // Each payload is usable once: a different auth_date makes a new one for the same account.
     // One base time: reading the clock per call could land two calls on the same auth_date.
     const base = unixNow();
-    const tg = (key: string, age: number) => client(stack, key).post('/sign-in/telegram/widget', signedWidget({ id: 5150, first_name: 'Same', auth_date: base - age }));
+    const tg = (key: string, age: number) =>
+      client(stack, key).post('/sign-in/telegram/widget', signedWidget({ id: 5150, first_name: 'Same', auth_date: base - age }));
     const live = await tg(p.keys.live, 1);
     const liveAgain = await tg(p.keys.live, 2);
     const test = await tg(p.keys.test, 3);

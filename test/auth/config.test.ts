@@ -25,8 +25,26 @@ afterAll(async () => {
 
 describe('CLI', () => {
   it('provider set / list / disable, with endpoint overrides and secrets never shown', async () => {
-    const set = await cli('provider', 'set', '--provider', 'google', '--client-id', 'gid.apps', '--client-secret', 'SUPER-SECRET-VALUE-1', '--jwks-url', 'https://keys.example.net/jwks');
-    expect(set).toMatchObject({ provider: 'google', enabled: true, methods: ['oauth', 'id_token'], clientId: 'gid.apps', hasClientSecret: true, endpoints: { jwksUrl: 'https://keys.example.net/jwks' } });
+    const set = await cli(
+      'provider',
+      'set',
+      '--provider',
+      'google',
+      '--client-id',
+      'gid.apps',
+      '--client-secret',
+      'SUPER-SECRET-VALUE-1',
+      '--jwks-url',
+      'https://keys.example.net/jwks',
+    );
+    expect(set).toMatchObject({
+      provider: 'google',
+      enabled: true,
+      methods: ['oauth', 'id_token'],
+      clientId: 'gid.apps',
+      hasClientSecret: true,
+      endpoints: { jwksUrl: 'https://keys.example.net/jwks' },
+    });
     expect(JSON.stringify(set)).not.toContain('SUPER-SECRET');
     await admin('PUT', 'providers/telegram', { botToken: '42:SUPER-SECRET-BOT-TOKEN', methods: ['widget', 'miniapp'] });
     const [list, text] = await Promise.all([cli('provider', 'list'), stack.cli('provider', 'list', '--project', p.slug)]);
@@ -43,14 +61,21 @@ describe('CLI', () => {
 
   it('refuses impossible settings with a clear message', async () => {
     await expect(stack.cli('provider', 'set', '--project', p.slug, '--provider', 'myspace')).rejects.toThrow(/Unknown provider/);
-    const refusals = await Promise.all([
-      admin('PUT', 'providers/github', { methods: ['oauth'] }),
-      admin('PUT', 'providers/vk', { clientId: 'x', methods: ['widget'] }),
-      admin('PUT', 'providers/vk', { clientId: 'x', tokenUrl: 'ftp://x' }),
-      admin('PUT', 'providers/vk', { clientId: 'x', denyCountries: ['Russia'] }),
-      admin('PUT', 'providers/vk', { clientId: 'x', allowCidrs: ['10.0.0.0/33'] }),
-      admin('PUT', 'providers/github', {}),
-    ].map((call) => call.then(() => 'accepted', (err: Error) => err.message)));
+    const refusals = await Promise.all(
+      [
+        admin('PUT', 'providers/github', { methods: ['oauth'] }),
+        admin('PUT', 'providers/vk', { clientId: 'x', methods: ['widget'] }),
+        admin('PUT', 'providers/vk', { clientId: 'x', tokenUrl: 'ftp://x' }),
+        admin('PUT', 'providers/vk', { clientId: 'x', denyCountries: ['Russia'] }),
+        admin('PUT', 'providers/vk', { clientId: 'x', allowCidrs: ['10.0.0.0/33'] }),
+        admin('PUT', 'providers/github', {}),
+      ].map((call) =>
+        call.then(
+          () => 'accepted',
+          (err: Error) => err.message,
+        ),
+      ),
+    );
     expect(refusals[0]).toMatch(/needs clientId, clientSecret/);
     expect(refusals[1]).toMatch(/supports the methods/);
     expect(refusals[2]).toMatch(/http/);
@@ -61,14 +86,32 @@ describe('CLI', () => {
 
   it('refuses a flag the provider does not use, instead of storing it silently', async () => {
     // Yandex has no API URL; the email provider has no credentials; Google has no bot token.
-    await expect(stack.cli('provider', 'set', '--project', p.slug, '--provider', 'yandex', '--client-id', 'y', '--client-secret', 's', '--api-url', 'https://api.example.net'))
-      .rejects.toThrow(/Yandex ID does not use apiUrl; its settings are .*userinfoUrl/);
-    await expect(admin('PUT', 'providers/email', { clientSecret: 'x' })).rejects.toThrow(/Email does not use clientSecret; its settings are methods and region rules only/);
+    await expect(
+      stack.cli(
+        'provider',
+        'set',
+        '--project',
+        p.slug,
+        '--provider',
+        'yandex',
+        '--client-id',
+        'y',
+        '--client-secret',
+        's',
+        '--api-url',
+        'https://api.example.net',
+      ),
+    ).rejects.toThrow(/Yandex ID does not use apiUrl; its settings are .*userinfoUrl/);
+    await expect(admin('PUT', 'providers/email', { clientSecret: 'x' })).rejects.toThrow(
+      /Email does not use clientSecret; its settings are methods and region rules only/,
+    );
     await expect(admin('PUT', 'providers/google', { clientId: 'g', botToken: '1:x' })).rejects.toThrow(/Google does not use botToken/);
     expect((await admin('GET', 'providers')).data.map((x: any) => x.provider)).not.toContain('yandex');
     // What a provider does read is taken: SMS's gateway URL and token, a generic issuer's endpoints.
     expect(await admin('PUT', 'providers/sms', { apiUrl: 'https://sms.example.net/send', clientSecret: 't' })).toMatchObject({ enabled: true });
-    expect(await admin('PUT', 'providers/oidc', { clientId: 'c', issuer: 'https://id.example.net', jwksUrl: 'https://id.example.net/keys', methods: ['oidc'] })).toMatchObject({ enabled: true });
+    expect(
+      await admin('PUT', 'providers/oidc', { clientId: 'c', issuer: 'https://id.example.net', jwksUrl: 'https://id.example.net/keys', methods: ['oidc'] }),
+    ).toMatchObject({ enabled: true });
     await admin('DELETE', 'providers/sms');
     await admin('DELETE', 'providers/oidc');
   });
@@ -95,7 +138,12 @@ describe('CLI', () => {
 
   it('auth set / show: session lifetime, code sender, Telegram window', async () => {
     expect(await cli('auth', 'show')).toEqual({ sessionTtlSeconds: 2592000, codeFrom: null, telegramWindowSeconds: 600, requireCodeVerifier: false });
-    expect(await cli('auth', 'set', '--session-ttl', '86400', '--code-from', 'Acme <login@acme.test>')).toEqual({ sessionTtlSeconds: 86400, codeFrom: 'Acme <login@acme.test>', telegramWindowSeconds: 600, requireCodeVerifier: false });
+    expect(await cli('auth', 'set', '--session-ttl', '86400', '--code-from', 'Acme <login@acme.test>')).toEqual({
+      sessionTtlSeconds: 86400,
+      codeFrom: 'Acme <login@acme.test>',
+      telegramWindowSeconds: 600,
+      requireCodeVerifier: false,
+    });
     expect(await admin('PATCH', 'settings', { sessionTtlSeconds: null, codeFrom: null })).toMatchObject({ sessionTtlSeconds: 2592000, codeFrom: null });
     await expect(admin('PATCH', 'settings', { sessionTtlSeconds: 5 })).rejects.toThrow(/>= 60/);
     await expect(stack.cli('auth', 'set', '--project', p.slug, '--require-code-verifier', 'maybe')).rejects.toThrow(/takes on or off/);
@@ -113,19 +161,26 @@ describe('GET /providers and the regional filter', () => {
     ]);
   });
 
-  it("hides and refuses a provider in a denied country (X-Service-Client-IP from a server key; CIDR rules win)", async () => {
+  it('hides and refuses a provider in a denied country (X-Service-Client-IP from a server key; CIDR rules win)', async () => {
     const q = await stack.createProject('cfg-region');
     await stack.admin('POST', `/admin/v1/projects/${q.slug}/auth/origins`, { origin: APP });
-    await stack.admin('PUT', `/admin/v1/projects/${q.slug}/auth/providers/github`, { clientId: 'g', clientSecret: 's', denyCountries: ['RU'], allowCidrs: ['77.88.8.0/24'] });
+    await stack.admin('PUT', `/admin/v1/projects/${q.slug}/auth/providers/github`, {
+      clientId: 'g',
+      clientSecret: 's',
+      denyCountries: ['RU'],
+      allowCidrs: ['77.88.8.0/24'],
+    });
     await stack.admin('PUT', `/admin/v1/projects/${q.slug}/auth/providers/vk`, { clientId: 'v', allowCountries: ['RU', 'BY'] });
     await stack.admin('PUT', `/admin/v1/projects/${q.slug}/auth/providers/email`, { denyCidrs: ['192.0.2.0/24'] });
-    const ids = async (ip: string) => ((await client(stack, q.keys.live, { 'x-service-client-ip': ip }).get('/providers')).body.providers as any[]).map((x) => x.id);
+    const ids = async (ip: string) =>
+      ((await client(stack, q.keys.live, { 'x-service-client-ip': ip }).get('/providers')).body.providers as any[]).map((x) => x.id);
     expect(await ids(US)).toEqual(['github', 'email']);
     expect(await ids(RU)).toEqual(['vk', 'github', 'email']); // RU is denied for github, but its CIDR is allowed
     expect(await ids('77.88.55.60')).toEqual(['vk', 'email']);
     expect(await ids('192.0.2.10')).toEqual(['github']);
 
-    const social = (ip: string, prov: string) => client(stack, q.keys.live, { 'x-service-client-ip': ip }).post('/sign-in/social', { provider: prov, callbackURL: `${APP}/cb` });
+    const social = (ip: string, prov: string) =>
+      client(stack, q.keys.live, { 'x-service-client-ip': ip }).post('/sign-in/social', { provider: prov, callbackURL: `${APP}/cb` });
     const refused = await social('77.88.55.60', 'github');
     expect(refused.status).toBe(403);
     expect(refused.body).toMatchObject({ code: 'REGION_NOT_ALLOWED', error: expect.any(String) });
@@ -136,7 +191,10 @@ describe('GET /providers and the regional filter', () => {
 
     // A browser-safe (auth-scope) key cannot choose its client IP: the connection's address counts.
     const browserKey = (await stack.admin('POST', `/admin/v1/projects/${q.slug}/keys`, { kind: 'live', scope: 'auth' })).key as string;
-    expect((await client(stack, browserKey, { 'x-service-client-ip': RU }).get('/providers')).body.providers.map((x: any) => x.id)).toEqual(['github', 'email']);
+    expect((await client(stack, browserKey, { 'x-service-client-ip': RU }).get('/providers')).body.providers.map((x: any) => x.id)).toEqual([
+      'github',
+      'email',
+    ]);
   });
 });
 
@@ -157,13 +215,25 @@ describe('errors and the OpenAPI document', () => {
   it('documents every auth route with a summary, tag auth, schemas, and the key requirement', async () => {
     const doc = (await stack.api('GET', '/openapi.json', undefined)).body;
     // The public hosted-widget routes (no key) are documented and tested with the widget.
-    const auth = Object.entries(doc.paths as Record<string, Record<string, any>>).filter(([k]) => (k.startsWith('/api/v1/auth/') && !k.startsWith('/api/v1/auth/hosted')) || k.startsWith('/callback/'));
+    const auth = Object.entries(doc.paths as Record<string, Record<string, any>>).filter(
+      ([k]) => (k.startsWith('/api/v1/auth/') && !k.startsWith('/api/v1/auth/hosted')) || k.startsWith('/callback/'),
+    );
     const routes = auth.flatMap(([k, ops]) => Object.entries(ops).map(([m, op]) => ({ route: `${m.toUpperCase()} ${k}`, op })));
     expect(routes.map((r) => r.route).sort()).toEqual([
-      'GET /api/v1/auth/callback/{provider}', 'GET /api/v1/auth/providers', 'GET /api/v1/auth/session', 'GET /api/v1/auth/test/code', 'GET /callback/{provider}',
-      'POST /api/v1/auth/exchange-code', 'POST /api/v1/auth/sign-in/email-otp/send', 'POST /api/v1/auth/sign-in/email-otp/verify',
-      'POST /api/v1/auth/sign-in/sms-otp/send', 'POST /api/v1/auth/sign-in/sms-otp/verify', 'POST /api/v1/auth/sign-in/social',
-      'POST /api/v1/auth/sign-in/telegram/widget', 'POST /api/v1/auth/sign-out', 'POST /api/v1/auth/verify-token',
+      'GET /api/v1/auth/callback/{provider}',
+      'GET /api/v1/auth/providers',
+      'GET /api/v1/auth/session',
+      'GET /api/v1/auth/test/code',
+      'GET /callback/{provider}',
+      'POST /api/v1/auth/exchange-code',
+      'POST /api/v1/auth/sign-in/email-otp/send',
+      'POST /api/v1/auth/sign-in/email-otp/verify',
+      'POST /api/v1/auth/sign-in/sms-otp/send',
+      'POST /api/v1/auth/sign-in/sms-otp/verify',
+      'POST /api/v1/auth/sign-in/social',
+      'POST /api/v1/auth/sign-in/telegram/widget',
+      'POST /api/v1/auth/sign-out',
+      'POST /api/v1/auth/verify-token',
     ]);
     for (const { route, op } of routes) {
       expect(op.tags, route).toEqual(['auth']);

@@ -38,7 +38,8 @@ async function svcCode(body: Record<string, unknown>, sub: string): Promise<{ st
   const res = await fetch(viaLoopback(back), { redirect: 'manual' });
   return { status: 200, code: new URL(res.headers.get('location')!).searchParams.get('svc_code'), body: start.body };
 }
-const exchange = (code: string, codeVerifier?: string) => client(stack, p.keys.live).post('/exchange-code', { code, ...(codeVerifier ? { codeVerifier } : {}) });
+const exchange = (code: string, codeVerifier?: string) =>
+  client(stack, p.keys.live).post('/exchange-code', { code, ...(codeVerifier ? { codeVerifier } : {}) });
 
 describe('browser binding of svc_code', () => {
   it("refuses the attacker's bound code to the victim (no verifier, or another), and keeps it for its owner", async () => {
@@ -95,14 +96,26 @@ describe('exact callback URLs', () => {
     expect(out).toEqual({ url: `${APP}/auth/done` });
     try {
       expect(JSON.parse(await stack.cli('callback', 'list', '--project', p.slug, '--json'))).toEqual([`${APP}/auth/done`]);
-      for (const bad of [`${APP}/any/path?next=https://evil.test`, `${APP}/auth/done?next=https://evil.test`, `${APP}/auth/done/`, `${APP}/auth/done#x`, `${APP}/auth`]) {
+      for (const bad of [
+        `${APP}/any/path?next=https://evil.test`,
+        `${APP}/auth/done?next=https://evil.test`,
+        `${APP}/auth/done/`,
+        `${APP}/auth/done#x`,
+        `${APP}/auth`,
+      ]) {
         const r = await start(bad);
         expect([r.status, r.body.code], bad).toEqual([400, 'REDIRECT_NOT_ALLOWED']);
       }
       expect((await start(`${APP}/auth/done`)).status).toBe(200);
       expect((await start('https://APP.example.com:443/auth/done')).status).toBe(200); // the same URL, normalised
       // Hosted flows obey the same list.
-      const hosted = await stack.api('POST', '/api/v1/auth/hosted/email-otp/send', undefined, { slug: p.slug, email: 'x@corp.test', redirectUri: `${APP}/elsewhere` }, { origin: APP });
+      const hosted = await stack.api(
+        'POST',
+        '/api/v1/auth/hosted/email-otp/send',
+        undefined,
+        { slug: p.slug, email: 'x@corp.test', redirectUri: `${APP}/elsewhere` },
+        { origin: APP },
+      );
       expect(hosted.body.code).toBe('REDIRECT_NOT_ALLOWED');
     } finally {
       await stack.cli('callback', 'remove', `${APP}/auth/done`, '--project', p.slug);
@@ -111,7 +124,11 @@ describe('exact callback URLs', () => {
   });
 
   it('refuses to register a URL with a fragment, credentials, another scheme, or an origin not allowed', async () => {
-    const admin = (url: string) => stack.admin('POST', `/admin/v1/projects/${p.slug}/auth/callbacks`, { url }).then(() => 'accepted', (e: Error) => e.message);
+    const admin = (url: string) =>
+      stack.admin('POST', `/admin/v1/projects/${p.slug}/auth/callbacks`, { url }).then(
+        () => 'accepted',
+        (e: Error) => e.message,
+      );
     expect(await admin(`${APP}/cb#frag`)).toMatch(/without credentials or fragment/);
     expect(await admin('https://user:pw@app.example.com/cb')).toMatch(/without credentials/);
     expect(await admin('javascript:alert(1)')).toMatch(/http/);

@@ -18,10 +18,11 @@ async function listen(server: http.Server): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-const closer = (server: http.Server) => () => new Promise<void>((resolve) => {
-  server.closeAllConnections();
-  server.close(() => resolve());
-});
+const closer = (server: http.Server) => () =>
+  new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  });
 
 async function readBody(req: http.IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
@@ -78,7 +79,12 @@ export async function startOpenIdProvider(clients: OidcClient[]): Promise<OpenId
     if (!c.redirect_uris.includes(sdkRedirect)) c.redirect_uris.push(sdkRedirect);
   }
   const provider = new Provider(issuer, {
-    clients: allClients.map((c) => ({ token_endpoint_auth_method: 'client_secret_basic', grant_types: ['authorization_code'], response_types: ['code'], ...c })),
+    clients: allClients.map((c) => ({
+      token_endpoint_auth_method: 'client_secret_basic',
+      grant_types: ['authorization_code'],
+      response_types: ['code'],
+      ...c,
+    })),
     jwks: { keys: [jwk] },
     cookies: { keys: ['peer-cookie-key'] },
     ttl: { AccessToken: 600, AuthorizationCode: 60, IdToken: 3600, Interaction: 600, Session: 3600, Grant: 3600 },
@@ -140,15 +146,24 @@ export async function startOpenIdProvider(clients: OidcClient[]): Promise<OpenId
       const verifier = crypto.randomBytes(32).toString('base64url');
       const auth = new URL(`${issuer}/auth`);
       auth.search = new URLSearchParams({
-        response_type: 'code', client_id: clientId, redirect_uri: sdkRedirect, scope: 'openid email profile', state: 'sdk',
-        code_challenge: s256(verifier), code_challenge_method: 'S256', ...(nonce ? { nonce } : {}),
+        response_type: 'code',
+        client_id: clientId,
+        redirect_uri: sdkRedirect,
+        scope: 'openid email profile',
+        state: 'sdk',
+        code_challenge: s256(verifier),
+        code_challenge_method: 'S256',
+        ...(nonce ? { nonce } : {}),
       }).toString();
       const landed = await browse(auth.toString(), (u) => u.startsWith(sdkRedirect));
       const code = new URL(landed).searchParams.get('code');
       if (!code) throw new Error(`no code: ${landed}`);
       const res = await fetch(`${issuer}/token`, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${clientId}:${client.client_secret}`).toString('base64')}` },
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from(`${clientId}:${client.client_secret}`).toString('base64')}`,
+        },
         body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: sdkRedirect, code_verifier: verifier }),
       });
       const body = (await res.json()) as { id_token?: string };
@@ -164,11 +179,19 @@ export async function startOpenIdProvider(clients: OidcClient[]): Promise<OpenId
  * Location satisfies `stop`, and returns that Location. `rewrite` maps
  * addresses (postgate's base URL names localhost; the stack listens on 127.0.0.1).
  */
-export async function browse(start: string, stop: (url: string) => boolean, rewrite: (url: string) => string = (u) => u, jar = new Map<string, string>()): Promise<string> {
+export async function browse(
+  start: string,
+  stop: (url: string) => boolean,
+  rewrite: (url: string) => string = (u) => u,
+  jar = new Map<string, string>(),
+): Promise<string> {
   let url = start;
   for (let hop = 0; hop < 20; hop++) {
     if (stop(url)) return url;
-    const res = await fetch(rewrite(url), { redirect: 'manual', headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '), 'user-agent': 'TestBrowser/1.0' } });
+    const res = await fetch(rewrite(url), {
+      redirect: 'manual',
+      headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '), 'user-agent': 'TestBrowser/1.0' },
+    });
     for (const c of res.headers.getSetCookie()) {
       const [pair] = c.split(';');
       const eq = pair!.indexOf('=');
@@ -198,14 +221,21 @@ interface PendingCode {
 function authorizeHandler(codes: Map<string, PendingCode>, currentUser: () => string, extra: Record<string, string> = {}, withDevice = false) {
   return (url: URL, res: http.ServerResponse) => {
     const q = url.searchParams;
-    if (q.get('code_challenge_method') !== 'S256' || !q.get('code_challenge')) return json(res, 400, { error: 'invalid_request', error_description: 'PKCE S256 required' });
+    if (q.get('code_challenge_method') !== 'S256' || !q.get('code_challenge'))
+      return json(res, 400, { error: 'invalid_request', error_description: 'PKCE S256 required' });
     const redirect = new URL(q.get('redirect_uri')!);
     if (q.get('deny')) {
       redirect.searchParams.set('error', 'access_denied');
     } else {
       const code = crypto.randomBytes(16).toString('hex');
       const deviceId = crypto.randomUUID();
-      codes.set(code, { clientId: q.get('client_id')!, redirectUri: q.get('redirect_uri')!, challenge: q.get('code_challenge')!, deviceId, user: currentUser() });
+      codes.set(code, {
+        clientId: q.get('client_id')!,
+        redirectUri: q.get('redirect_uri')!,
+        challenge: q.get('code_challenge')!,
+        deviceId,
+        user: currentUser(),
+      });
       redirect.searchParams.set('code', code);
       for (const [k, v] of Object.entries(extra)) redirect.searchParams.set(k, v);
       if (withDevice) redirect.searchParams.set('device_id', deviceId);
@@ -227,7 +257,14 @@ function checkCode(codes: Map<string, PendingCode>, form: URLSearchParams, needD
   return c;
 }
 
-export interface VkUser { user_id: string; first_name: string; last_name: string; email?: string; phone?: string; avatar?: string }
+export interface VkUser {
+  user_id: string;
+  first_name: string;
+  last_name: string;
+  email?: string;
+  phone?: string;
+  avatar?: string;
+}
 
 export interface VkPeer extends Peer {
   users: Map<string, VkUser>;
@@ -256,31 +293,64 @@ export async function startVk(clientId: string): Promise<VkPeer> {
       const access = `vk1.a.${crypto.randomBytes(16).toString('hex')}`;
       tokens.set(access, c.user);
       return json(res, 200, {
-        refresh_token: 'vk2.a.refresh', access_token: access, id_token: 'eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJWSyJ9.c2ln', token_type: 'Bearer',
-        expires_in: 3600, user_id: Number(c.user), state: form.get('state'), scope: 'vkid.personal_info email',
+        refresh_token: 'vk2.a.refresh',
+        access_token: access,
+        id_token: 'eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJWSyJ9.c2ln',
+        token_type: 'Bearer',
+        expires_in: 3600,
+        user_id: Number(c.user),
+        state: form.get('state'),
+        scope: 'vkid.personal_info email',
       });
     }
     if (url.pathname === '/oauth2/user_info' && req.method === 'POST') {
       const user = tokens.get(form.get('access_token') ?? '');
-      if (!user || form.get('client_id') !== clientId) return json(res, 401, { error: 'invalid_token', error_description: 'access_token is missing or invalid' });
+      if (!user || form.get('client_id') !== clientId)
+        return json(res, 401, { error: 'invalid_token', error_description: 'access_token is missing or invalid' });
       const u = peer.users.get(user)!;
       return json(res, 200, { user: { ...u, sex: 2, verified: false, birthday: '01.01.1990' } });
     }
     if (url.pathname === '/method/auth.exchangeSilentAuthToken') {
       const s = peer.silent.get(form.get('token') ?? '');
-      if (form.get('access_token') !== peer.serviceToken) return json(res, 200, { error: { error_code: 5, error_msg: 'User authorization failed: invalid access_token' } });
+      if (form.get('access_token') !== peer.serviceToken)
+        return json(res, 200, { error: { error_code: 5, error_msg: 'User authorization failed: invalid access_token' } });
       if (!s || s.uuid !== form.get('uuid')) return json(res, 200, { error: { error_code: 104, error_msg: 'Not found' } });
       peer.silent.delete(form.get('token')!);
       const access = `vk1.a.${crypto.randomBytes(16).toString('hex')}`;
       tokens.set(access, s.user);
       const u = peer.users.get(s.user)!;
-      return json(res, 200, { response: { access_token: access, access_token_id: '1', user_id: Number(s.user), phone: u.phone ?? '', phone_validated: 1, is_partial: false, is_service: false, email: u.email ?? '', source: 1, source_description: 'silent' } });
+      return json(res, 200, {
+        response: {
+          access_token: access,
+          access_token_id: '1',
+          user_id: Number(s.user),
+          phone: u.phone ?? '',
+          phone_validated: 1,
+          is_partial: false,
+          is_service: false,
+          email: u.email ?? '',
+          source: 1,
+          source_description: 'silent',
+        },
+      });
     }
     if (url.pathname === '/method/users.get') {
       const user = tokens.get(form.get('access_token') ?? '');
       if (!user) return json(res, 200, { error: { error_code: 5, error_msg: 'User authorization failed' } });
       const u = peer.users.get(user)!;
-      return json(res, 200, { response: [{ id: Number(user), first_name: u.first_name, last_name: u.last_name, photo_200: u.avatar, screen_name: `id${user}`, can_access_closed: true, is_closed: false }] });
+      return json(res, 200, {
+        response: [
+          {
+            id: Number(user),
+            first_name: u.first_name,
+            last_name: u.last_name,
+            photo_200: u.avatar,
+            screen_name: `id${user}`,
+            can_access_closed: true,
+            is_closed: false,
+          },
+        ],
+      });
     }
     json(res, 404, { error: 'not found' });
   });
@@ -288,7 +358,13 @@ export async function startVk(clientId: string): Promise<VkPeer> {
   return peer;
 }
 
-export interface YandexUser { id: string; login: string; real_name: string; default_email?: string; default_phone?: string }
+export interface YandexUser {
+  id: string;
+  login: string;
+  real_name: string;
+  default_email?: string;
+  default_phone?: string;
+}
 
 export interface YandexPeer extends Peer {
   users: Map<string, YandexUser>;
@@ -305,7 +381,11 @@ export async function startYandex(clientId: string, clientSecret: string): Promi
   const tokens = new Map<string, { user: string; clientId: string }>();
   const server = http.createServer();
   const peer: YandexPeer = {
-    url: '', close: closer(server), users: new Map(), current: '', tokenInUrl: 0,
+    url: '',
+    close: closer(server),
+    users: new Map(),
+    current: '',
+    tokenInUrl: 0,
     instantToken(cid, user) {
       const t = `y0_${crypto.randomBytes(16).toString('hex')}`;
       tokens.set(t, { user, clientId: cid });
@@ -331,9 +411,20 @@ export async function startYandex(clientId: string, clientSecret: string): Promi
       const u = peer.users.get(t.user)!;
       const [first, last] = u.real_name.split(' ');
       return json(res, 200, {
-        id: u.id, login: u.login, client_id: t.clientId, display_name: u.login, real_name: u.real_name, first_name: first, last_name: last, sex: 'male',
-        default_email: u.default_email, emails: u.default_email ? [u.default_email] : [], default_avatar_id: '131652443', is_avatar_empty: false,
-        ...(u.default_phone ? { default_phone: { id: 12345678, number: u.default_phone } } : {}), psuid: '1.AAceCw.tbHgw5DtJ9_zeqPrk-Ba2w.qPWSRC5v2t2IaksPJgnge',
+        id: u.id,
+        login: u.login,
+        client_id: t.clientId,
+        display_name: u.login,
+        real_name: u.real_name,
+        first_name: first,
+        last_name: last,
+        sex: 'male',
+        default_email: u.default_email,
+        emails: u.default_email ? [u.default_email] : [],
+        default_avatar_id: '131652443',
+        is_avatar_empty: false,
+        ...(u.default_phone ? { default_phone: { id: 12345678, number: u.default_phone } } : {}),
+        psuid: '1.AAceCw.tbHgw5DtJ9_zeqPrk-Ba2w.qPWSRC5v2t2IaksPJgnge',
       });
     }
     json(res, 404, { error: 'not found' });
@@ -342,7 +433,12 @@ export async function startYandex(clientId: string, clientSecret: string): Promi
   return peer;
 }
 
-export interface GitHubUser { id: number; login: string; name: string; emails: Array<{ email: string; primary: boolean; verified: boolean; visibility: string | null }> }
+export interface GitHubUser {
+  id: number;
+  login: string;
+  name: string;
+  emails: Array<{ email: string; primary: boolean; verified: boolean; visibility: string | null }>;
+}
 
 export interface GitHubPeer extends Peer {
   users: Map<string, GitHubUser>;
@@ -362,7 +458,8 @@ export async function startGitHub(clientId: string, clientSecret: string): Promi
     if (url.pathname === '/login/oauth/authorize') return authorize(url, res);
     if (url.pathname === '/login/oauth/access_token' && req.method === 'POST') {
       // GitHub answers errors with 200 and an error body.
-      if (form.get('client_id') !== clientId || form.get('client_secret') !== clientSecret) return json(res, 200, { error: 'incorrect_client_credentials', error_description: 'The client_id and/or client_secret passed are incorrect.' });
+      if (form.get('client_id') !== clientId || form.get('client_secret') !== clientSecret)
+        return json(res, 200, { error: 'incorrect_client_credentials', error_description: 'The client_id and/or client_secret passed are incorrect.' });
       const c = checkCode(codes, form);
       if (typeof c === 'string') return json(res, 200, { error: 'bad_verification_code', error_description: c });
       const t = `gho_${crypto.randomBytes(16).toString('hex')}`;
@@ -371,10 +468,19 @@ export async function startGitHub(clientId: string, clientSecret: string): Promi
     }
     const m = /^(?:Bearer|token) (.+)$/.exec(req.headers.authorization ?? '');
     const user = m ? tokens.get(m[1]!) : undefined;
-    if (!req.headers['user-agent']) return json(res, 403, { message: 'Request forbidden by administrative rules. Please make sure your request has a User-Agent header' });
+    if (!req.headers['user-agent'])
+      return json(res, 403, { message: 'Request forbidden by administrative rules. Please make sure your request has a User-Agent header' });
     if ((url.pathname === '/user' || url.pathname === '/user/emails') && !user) return json(res, 401, { message: 'Bad credentials' });
     const u = user ? peer.users.get(user)! : undefined;
-    if (url.pathname === '/user') return json(res, 200, { login: u!.login, id: u!.id, avatar_url: `https://avatars.githubusercontent.com/u/${u!.id}?v=4`, name: u!.name, email: null, type: 'User' });
+    if (url.pathname === '/user')
+      return json(res, 200, {
+        login: u!.login,
+        id: u!.id,
+        avatar_url: `https://avatars.githubusercontent.com/u/${u!.id}?v=4`,
+        name: u!.name,
+        email: null,
+        type: 'User',
+      });
     if (url.pathname === '/user/emails') return json(res, 200, u!.emails);
     json(res, 404, { message: 'Not Found' });
   });

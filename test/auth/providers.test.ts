@@ -6,7 +6,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import crypto from 'node:crypto';
 import type { Stack, Project } from '../helpers/stack.js';
-import { APP, TEST_BOT as BOT, allowOrigin, authStack, checkString, client, hmacHex as hmac, provider, setClock, signedWidget as widget, unixNow as now, viaLoopback } from './setup.js';
+import {
+  APP,
+  TEST_BOT as BOT,
+  allowOrigin,
+  authStack,
+  checkString,
+  client,
+  hmacHex as hmac,
+  provider,
+  setClock,
+  signedWidget as widget,
+  unixNow as now,
+  viaLoopback,
+} from './setup.js';
 import { browse, startGitHub, startOpenIdProvider, startVk, startYandex, type GitHubPeer, type OpenIdProvider, type VkPeer, type YandexPeer } from './peers.js';
 
 let stack: Stack;
@@ -26,7 +39,12 @@ beforeAll(async () => {
   base = `http://localhost:${new URL(stack.url).port}`;
   [idp, vk, yandex, github] = await Promise.all([
     startOpenIdProvider([
-      { client_id: 'google-client', client_secret: 'google-secret', redirect_uris: [`${base}/callback/google`], token_endpoint_auth_method: 'client_secret_post' },
+      {
+        client_id: 'google-client',
+        client_secret: 'google-secret',
+        redirect_uris: [`${base}/callback/google`],
+        token_endpoint_auth_method: 'client_secret_post',
+      },
       { client_id: 'oidc-client', client_secret: 'oidc-secret', redirect_uris: [`${base}/callback/oidc`] },
       ...['other-client', 'tg-client'].map((id) => ({ client_id: id, client_secret: `${id}-secret`, redirect_uris: [] })),
     ]),
@@ -40,18 +58,36 @@ beforeAll(async () => {
   await Promise.all([
     allowOrigin(stack, p),
     provider(stack, p, 'google', {
-      clientId: 'google-client', clientSecret: 'google-secret', issuer: idp.issuer,
-      authorizationUrl: `${idp.issuer}/auth`, tokenUrl: `${idp.issuer}/token`, jwksUrl: `${idp.issuer}/jwks`,
+      clientId: 'google-client',
+      clientSecret: 'google-secret',
+      issuer: idp.issuer,
+      authorizationUrl: `${idp.issuer}/auth`,
+      tokenUrl: `${idp.issuer}/token`,
+      jwksUrl: `${idp.issuer}/jwks`,
     }),
     provider(stack, p, 'oidc', { clientId: 'oidc-client', clientSecret: 'oidc-secret', issuer: idp.issuer }), // endpoints by discovery
     provider(stack, p, 'vk', {
-      clientId: 'vk-app', clientSecret: vk.serviceToken, authorizationUrl: `${vk.url}/authorize`, tokenUrl: `${vk.url}/oauth2/auth`,
-      userinfoUrl: `${vk.url}/oauth2/user_info`, apiUrl: `${vk.url}/method`,
+      clientId: 'vk-app',
+      clientSecret: vk.serviceToken,
+      authorizationUrl: `${vk.url}/authorize`,
+      tokenUrl: `${vk.url}/oauth2/auth`,
+      userinfoUrl: `${vk.url}/oauth2/user_info`,
+      apiUrl: `${vk.url}/method`,
     }),
-    provider(stack, p, 'yandex', { clientId: 'ya-app', clientSecret: 'ya-secret', authorizationUrl: `${yandex.url}/authorize`, tokenUrl: `${yandex.url}/token`, userinfoUrl: `${yandex.url}/info` }),
+    provider(stack, p, 'yandex', {
+      clientId: 'ya-app',
+      clientSecret: 'ya-secret',
+      authorizationUrl: `${yandex.url}/authorize`,
+      tokenUrl: `${yandex.url}/token`,
+      userinfoUrl: `${yandex.url}/info`,
+    }),
     provider(stack, p, 'github', {
-      clientId: 'gh-app', clientSecret: 'gh-secret', authorizationUrl: `${github.url}/login/oauth/authorize`,
-      tokenUrl: `${github.url}/login/oauth/access_token`, userinfoUrl: `${github.url}/user`, apiUrl: github.url,
+      clientId: 'gh-app',
+      clientSecret: 'gh-secret',
+      authorizationUrl: `${github.url}/login/oauth/authorize`,
+      tokenUrl: `${github.url}/login/oauth/access_token`,
+      userinfoUrl: `${github.url}/user`,
+      apiUrl: github.url,
     }),
     provider(stack, tp, 'google', { clientId: 'google-client', methods: ['id_token'], ...jwks }),
     provider(stack, tp, 'oidc', { clientId: 'oidc-client', methods: ['oidc'], ...jwks }),
@@ -105,7 +141,14 @@ describe('OAuth with an OpenID provider (Google)', () => {
     const ex = await client(stack, p.keys.live).post('/exchange-code', { code });
     expect(ex.status).toBe(200);
     expect(ex.body.token).toMatch(/^pgs_[A-Za-z0-9_-]{43}$/);
-    expect(ex.body.user).toMatchObject({ email: 'alice@gmail.com', emailVerified: true, name: 'Alice', avatarUrl: 'https://img.test/a.png', provider: 'google', phone: null });
+    expect(ex.body.user).toMatchObject({
+      email: 'alice@gmail.com',
+      emailVerified: true,
+      name: 'Alice',
+      avatarUrl: 'https://img.test/a.png',
+      provider: 'google',
+      phone: null,
+    });
     expect(ex.body.user.id).toMatch(/^[0-9a-f-]{36}$/);
     const s = await client(stack, p.keys.live).session(ex.body.token);
     expect(s.status).toBe(200);
@@ -210,10 +253,24 @@ describe('generic OpenID issuer (discovery)', () => {
 
 describe('VK ID', () => {
   it('exchanges the code with device_id and PKCE; the VK email is not trusted', async () => {
-    vk.users.set('1234567', { user_id: '1234567', first_name: 'Ivan', last_name: 'Petrov', email: 'alice@gmail.com', phone: '79991234567', avatar: 'https://vk.test/a.jpg' });
+    vk.users.set('1234567', {
+      user_id: '1234567',
+      first_name: 'Ivan',
+      last_name: 'Petrov',
+      email: 'alice@gmail.com',
+      phone: '79991234567',
+      avatar: 'https://vk.test/a.jpg',
+    });
     vk.current = '1234567';
     const r = await signIn(p.keys.live, 'vk');
-    expect(r.user).toMatchObject({ provider: 'vk', name: 'Ivan Petrov', email: 'alice@gmail.com', emailVerified: false, phone: '+79991234567', avatarUrl: 'https://vk.test/a.jpg' });
+    expect(r.user).toMatchObject({
+      provider: 'vk',
+      name: 'Ivan Petrov',
+      email: 'alice@gmail.com',
+      emailVerified: false,
+      phone: '+79991234567',
+      avatarUrl: 'https://vk.test/a.jpg',
+    });
     // Not linked to the Google user with the same (verified) address.
     const g = await client(stack, p.keys.live).session((await signInGoogleAlice()).token);
     expect(g.body.user.id).not.toBe(r.user.id);
@@ -234,18 +291,34 @@ async function signInGoogleAlice() {
 
 describe('Yandex ID', () => {
   it('signs in with the token in Authorization: OAuth, never in the URL', async () => {
-    yandex.users.set('1000034426', { id: '1000034426', login: 'ivan', real_name: 'Ivan Ivanov', default_email: 'ivan@yandex.ru', default_phone: '+79037659418' });
+    yandex.users.set('1000034426', {
+      id: '1000034426',
+      login: 'ivan',
+      real_name: 'Ivan Ivanov',
+      default_email: 'ivan@yandex.ru',
+      default_phone: '+79037659418',
+    });
     yandex.current = '1000034426';
     const r = await signIn(p.keys.live, 'yandex');
-    expect(r.user).toMatchObject({ provider: 'yandex', name: 'Ivan Ivanov', email: 'ivan@yandex.ru', emailVerified: false, phone: '+79037659418', username: 'ivan' });
+    expect(r.user).toMatchObject({
+      provider: 'yandex',
+      name: 'Ivan Ivanov',
+      email: 'ivan@yandex.ru',
+      emailVerified: false,
+      phone: '+79037659418',
+      username: 'ivan',
+    });
     expect(yandex.tokenInUrl).toBe(0);
   });
 });
 
 describe('GitHub', () => {
-  it("takes the verified primary email from /user/emails and links an email-code sign-in to it", async () => {
+  it('takes the verified primary email from /user/emails and links an email-code sign-in to it', async () => {
     github.users.set('42', {
-      id: 42, login: 'octo', name: 'Octo Cat', emails: [
+      id: 42,
+      login: 'octo',
+      name: 'Octo Cat',
+      emails: [
         { email: 'octo@unverified.test', primary: false, verified: false, visibility: null },
         { email: 'octo@example.com', primary: true, verified: true, visibility: 'public' },
       ],
@@ -263,7 +336,12 @@ describe('GitHub', () => {
   });
 
   it('without a verified email the user has none verified', async () => {
-    github.users.set('43', { id: 43, login: 'nomail', name: 'No Mail', emails: [{ email: 'x@unverified.test', primary: true, verified: false, visibility: null }] });
+    github.users.set('43', {
+      id: 43,
+      login: 'nomail',
+      name: 'No Mail',
+      emails: [{ email: 'x@unverified.test', primary: true, verified: false, visibility: null }],
+    });
     github.current = '43';
     const r = await signIn(p.keys.live, 'github');
     expect(r.user).toMatchObject({ email: null, emailVerified: false, username: 'nomail' });
@@ -316,11 +394,16 @@ describe('isolation of svc_codes', () => {
 
 // ---------------------------------------------------------------- POST /verify-token
 
-const verify = (provider: string, method: string, credential: string, extra: Record<string, unknown> = {}) => api.post('/verify-token', { provider, method, credential, ...extra });
+const verify = (provider: string, method: string, credential: string, extra: Record<string, unknown> = {}) =>
+  api.post('/verify-token', { provider, method, credential, ...extra });
 
 describe('Google id_token (One Tap)', () => {
   it('accepts a real id_token: JWKS signature, iss, aud = project client id, nonce', async () => {
-    const jwt = await idp.idToken('google-client', { sub: 'g-1', email: 'ann@gmail.com', email_verified: true, name: 'Ann', picture: 'https://img.test/ann.png' }, 'n-123');
+    const jwt = await idp.idToken(
+      'google-client',
+      { sub: 'g-1', email: 'ann@gmail.com', email_verified: true, name: 'Ann', picture: 'https://img.test/ann.png' },
+      'n-123',
+    );
     const r = await verify('google', 'id_token', jwt, { nonce: 'n-123' });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.token).toMatch(/^pgs_/);
@@ -420,7 +503,12 @@ describe('Yandex instant token', () => {
 // ---------------------------------------------------------------- Telegram
 
 function initData(user: Record<string, unknown>, authDate = now(), bot = BOT): string {
-  const params = new URLSearchParams({ query_id: 'AAHdF6IQAAAAAN0XohDhrOrc', user: JSON.stringify(user), auth_date: String(authDate), signature: 'sig-ed25519-not-checked' });
+  const params = new URLSearchParams({
+    query_id: 'AAHdF6IQAAAAAN0XohDhrOrc',
+    user: JSON.stringify(user),
+    auth_date: String(authDate),
+    signature: 'sig-ed25519-not-checked',
+  });
   params.set('hash', hmac(crypto.createHmac('sha256', 'WebAppData').update(bot).digest(), checkString([...params.entries()])));
   return params.toString();
 }
@@ -429,7 +517,14 @@ describe('Telegram Login Widget', () => {
   const tg = (body: unknown) => api.post('/sign-in/telegram/widget', body);
 
   it('accepts signed data including fields beyond the five the spec names, once', async () => {
-    const data = widget({ id: 99001, first_name: 'Tom', last_name: 'Riddle', username: 'tom', photo_url: 'https://t.me/i/userpic/320/tom.jpg', auth_date: now() });
+    const data = widget({
+      id: 99001,
+      first_name: 'Tom',
+      last_name: 'Riddle',
+      username: 'tom',
+      photo_url: 'https://t.me/i/userpic/320/tom.jpg',
+      auth_date: now(),
+    });
     const r = await tg(data);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body.user).toEqual({ id: expect.any(String), name: 'Tom Riddle', phone: null });

@@ -29,7 +29,8 @@ export function client(stack: Stack, key: string, extra: Record<string, string> 
 /** Moves control's clock (the admin test route, present with POSTGATE_TEST_CLOCK=1 only). */
 export const setClock = (stack: Stack, offsetMs: number) => stack.admin('POST', '/admin/v1/test/clock', { offset_ms: offsetMs });
 
-export const provider = (stack: Stack, p: Project, id: string, body: Record<string, unknown>) => stack.admin('PUT', `/admin/v1/projects/${p.slug}/auth/providers/${id}`, body);
+export const provider = (stack: Stack, p: Project, id: string, body: Record<string, unknown>) =>
+  stack.admin('PUT', `/admin/v1/projects/${p.slug}/auth/providers/${id}`, body);
 export const allowOrigin = (stack: Stack, p: Project, origin = APP) => stack.admin('POST', `/admin/v1/projects/${p.slug}/auth/origins`, { origin });
 
 /** postgate's base URL names localhost; the stack listens on 127.0.0.1. */
@@ -39,7 +40,11 @@ export const TEST_BOT = '123456789:AAEtestbottokenXXXXXXXXXXXXXXXXXXXXX';
 export const unixNow = () => Math.floor(Date.now() / 1000);
 export const hmacHex = (key: crypto.BinaryLike, data: string) => crypto.createHmac('sha256', key).update(data).digest('hex');
 export const checkString = (entries: Array<[string, string]>) =>
-  entries.filter(([k]) => k !== 'hash').sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => `${k}=${v}`).join('\n');
+  entries
+    .filter(([k]) => k !== 'hash')
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([k, v]) => `${k}=${v}`)
+    .join('\n');
 
 /** Telegram Login Widget data signed as Telegram does (secret = SHA-256 of the bot token). */
 export function signedWidget(fields: Record<string, string | number>, bot = TEST_BOT): Record<string, string | number> {

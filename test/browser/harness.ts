@@ -25,7 +25,15 @@ export function launch(): Promise<Browser> {
   return chromium.launch({
     executablePath: '/usr/bin/chromium',
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-quic',
+    ],
   });
 }
 
@@ -50,7 +58,12 @@ export async function startEnv(slug: string): Promise<Env> {
     { type: 'A', name: `mx.${INBOX}`, address: '127.0.0.1' },
   ]);
   const stack = await Stack.start({
-    env: { POSTGATE_DNS_SERVERS: dns.address, POSTGATE_DELIVERY_PORT: String(sink.port), POSTGATE_SYSTEM_FROM: 'no-reply@postgate.test', POSTGATE_TEST_CLOCK: '1' },
+    env: {
+      POSTGATE_DNS_SERVERS: dns.address,
+      POSTGATE_DELIVERY_PORT: String(sink.port),
+      POSTGATE_SYSTEM_FROM: 'no-reply@postgate.test',
+      POSTGATE_TEST_CLOCK: '1',
+    },
     config: { delivery: { retryDelays: [1], maxTempFailures: 3, connectTimeout: 5, concurrency: 10, rejectRetryDelays: [] } },
   });
   const id = `http://localhost:${new URL(stack.url).port}`;
@@ -59,12 +72,22 @@ export async function startEnv(slug: string): Promise<Env> {
   ]);
   const project = await stack.createProject(slug, 'Acme');
   await stack.admin('PUT', `/admin/v1/projects/${slug}/auth/providers/google`, {
-    clientId: 'google-client', clientSecret: 'google-secret', issuer: idp.issuer,
-    authorizationUrl: `${idp.issuer}/auth`, tokenUrl: `${idp.issuer}/token`, jwksUrl: `${idp.issuer}/jwks`,
+    clientId: 'google-client',
+    clientSecret: 'google-secret',
+    issuer: idp.issuer,
+    authorizationUrl: `${idp.issuer}/auth`,
+    tokenUrl: `${idp.issuer}/token`,
+    jwksUrl: `${idp.issuer}/jwks`,
   });
   const authKey = (await stack.admin('POST', `/admin/v1/projects/${slug}/keys`, { kind: 'live', scope: 'auth' })).key as string;
   return {
-    stack, dns, sink, idp, id, project, authKey,
+    stack,
+    dns,
+    sink,
+    idp,
+    id,
+    project,
+    authKey,
     async close() {
       await Promise.all([idp.close(), stack.stop()]);
       await Promise.all([sink.close(), dns.close()]);
@@ -99,7 +122,8 @@ export interface DemoApp {
 }
 
 const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-const page = (title: string, body: string) => `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${esc(title)}</title></head><body style="font-family:system-ui;margin:16px">${body}</body></html>`;
+const page = (title: string, body: string) =>
+  `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${esc(title)}</title></head><body style="font-family:system-ui;margin:16px">${body}</body></html>`;
 
 let bundle: Promise<string> | undefined;
 
@@ -108,8 +132,14 @@ export function reactBundle(): Promise<string> {
   bundle ??= (async () => {
     const out = fs.mkdtempSync(path.join(os.tmpdir(), 'postgate-react-'));
     await build({
-      entryPoints: [path.join(root, 'test/browser/fixtures/react-app.tsx')], bundle: true, format: 'iife', jsx: 'automatic', target: ['es2020'],
-      outfile: path.join(out, 'react-app.js'), define: { 'process.env.NODE_ENV': '"development"' }, logLevel: 'silent',
+      entryPoints: [path.join(root, 'test/browser/fixtures/react-app.tsx')],
+      bundle: true,
+      format: 'iife',
+      jsx: 'automatic',
+      target: ['es2020'],
+      outfile: path.join(out, 'react-app.js'),
+      define: { 'process.env.NODE_ENV': '"development"' },
+      logLevel: 'silent',
     });
     return fs.readFileSync(path.join(out, 'react-app.js'), 'utf8');
   })();
@@ -127,10 +157,12 @@ export async function startDemoApp(env: Env, opts: { redirectOrigin?: string } =
   const sessions = new Map<string, string>();
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const api = (p: string, body: unknown, token?: string) => fetch(`${env.stack.url}/api/v1/auth${p}`, {
-    method: 'POST', headers: { 'content-type': 'application/json', 'x-service-key': env.project.keys.live, ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify(body),
-  }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+  const api = (p: string, body: unknown, token?: string) =>
+    fetch(`${env.stack.url}/api/v1/auth${p}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-service-key': env.project.keys.live, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify(body),
+    }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
 
   server.on('request', async (req, res) => {
     const url = new URL(req.url!, origin);
@@ -140,13 +172,23 @@ export async function startDemoApp(env: Env, opts: { redirectOrigin?: string } =
     };
     if (url.pathname === '/') {
       const lang = url.searchParams.get('lang');
-      return html(200, page('Demo app', `<h1>Demo app</h1><div id="signin"></div>
-<script src="${env.id}/embed/v1.js" data-slug="${env.project.slug}" data-redirect-uri="${opts.redirectOrigin ?? origin}/callback?from=widget" data-id-host="${env.id}" data-target="#signin"${lang ? ` data-lang="${lang}"` : ''}></script>`));
+      return html(
+        200,
+        page(
+          'Demo app',
+          `<h1>Demo app</h1><div id="signin"></div>
+<script src="${env.id}/embed/v1.js" data-slug="${env.project.slug}" data-redirect-uri="${opts.redirectOrigin ?? origin}/callback?from=widget" data-id-host="${env.id}" data-target="#signin"${lang ? ` data-lang="${lang}"` : ''}></script>`,
+        ),
+      );
     }
     // The callback page is the browser's: it holds the verifier the embed script kept in sessionStorage
     // (login CSRF binding) and hands it with svc_code to the app's server, which exchanges both.
     if (url.pathname === '/callback') {
-      return html(200, page('Callback', `<div id="out"></div><script>(async () => {
+      return html(
+        200,
+        page(
+          'Callback',
+          `<div id="out"></div><script>(async () => {
   const q = new URL(location.href).searchParams;
   const out = document.getElementById('out');
   const code = q.get('svc_code');
@@ -154,7 +196,9 @@ export async function startDemoApp(env: Env, opts: { redirectOrigin?: string } =
   const codeVerifier = sessionStorage.getItem('postgate.code-verifier');
   const r = await fetch('/callback/exchange', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code, codeVerifier }) });
   out.innerHTML = await r.text();
-})();</script>`));
+})();</script>`,
+        ),
+      );
     }
     if (url.pathname === '/callback/exchange' && req.method === 'POST') {
       const chunks: Buffer[] = [];
@@ -165,14 +209,20 @@ export async function startDemoApp(env: Env, opts: { redirectOrigin?: string } =
       tokens.push(r.body.token);
       const sid = crypto.randomUUID();
       sessions.set(sid, r.body.token);
-      return html(200, `<p id="result">Signed in as <b id="who">${esc(r.body.user.email ?? r.body.user.name)}</b> via <span id="via">${esc(r.body.user.provider)}</span></p>
-<form method="post" action="/signout"><button id="signout">Sign out</button></form>`, { 'set-cookie': `app_sid=${sid}; Path=/; HttpOnly; SameSite=Lax` });
+      return html(
+        200,
+        `<p id="result">Signed in as <b id="who">${esc(r.body.user.email ?? r.body.user.name)}</b> via <span id="via">${esc(r.body.user.provider)}</span></p>
+<form method="post" action="/signout"><button id="signout">Sign out</button></form>`,
+        { 'set-cookie': `app_sid=${sid}; Path=/; HttpOnly; SameSite=Lax` },
+      );
     }
     if (url.pathname === '/signout' && req.method === 'POST') {
       const sid = /app_sid=([\w-]+)/.exec(req.headers.cookie ?? '')?.[1];
       const token = sid ? sessions.get(sid) : undefined;
       const r = token ? await api('/sign-out', {}, token) : { status: 401, body: {} };
-      return html(200, page('Signed out', `<p id="result">${r.status === 200 ? 'Signed out' : 'Not signed in'}</p>`), { 'set-cookie': 'app_sid=; Path=/; Max-Age=0' });
+      return html(200, page('Signed out', `<p id="result">${r.status === 200 ? 'Signed out' : 'Not signed in'}</p>`), {
+        'set-cookie': 'app_sid=; Path=/; Max-Age=0',
+      });
     }
     if (url.pathname === '/react') {
       const demo = { apiKey: url.searchParams.get('key') ?? env.authKey, baseURL: env.id, callbackURL: `${origin}/react` };
@@ -185,11 +235,13 @@ export async function startDemoApp(env: Env, opts: { redirectOrigin?: string } =
     res.writeHead(404).end();
   });
   return {
-    origin, tokens,
-    close: () => new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
+    origin,
+    tokens,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 
@@ -197,13 +249,17 @@ export async function startDemoApp(env: Env, opts: { redirectOrigin?: string } =
 
 /** Waits until the embed script has sized the frame to its content (the widget reports its height as it changes). */
 export async function settled(page: Page): Promise<void> {
-  await page.waitForFunction(() => {
-    const h = document.querySelector<HTMLIFrameElement>('.postgate-widget iframe')?.style.height ?? '';
-    const w = window as unknown as { lastHeight?: string };
-    const stable = h === w.lastHeight;
-    w.lastHeight = h;
-    return stable;
-  }, undefined, { polling: 150 });
+  await page.waitForFunction(
+    () => {
+      const h = document.querySelector<HTMLIFrameElement>('.postgate-widget iframe')?.style.height ?? '';
+      const w = window as unknown as { lastHeight?: string };
+      const stable = h === w.lastHeight;
+      w.lastHeight = h;
+      return stable;
+    },
+    undefined,
+    { polling: 150 },
+  );
   // The frame's own compositor output lags a resize by a frame or two; a shot taken then comes out stretched.
   for (const f of page.frames()) await f.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
   await page.waitForTimeout(200);

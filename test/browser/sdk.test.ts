@@ -45,7 +45,8 @@ async function open(origin = app.origin, query = ''): Promise<Page> {
 const state = (page: Page) => page.locator('#state').textContent();
 const events = (page: Page) => page.evaluate(() => window.events);
 const keptToken = (page: Page) => page.evaluate(() => Object.entries(localStorage).find(([k]) => k.startsWith('postgate.session:'))?.[1] ?? null);
-const sessionOf = (token: string) => env.stack.api('GET', '/api/v1/auth/session', undefined, undefined, { 'x-service-key': env.authKey, authorization: `Bearer ${token}` });
+const sessionOf = (token: string) =>
+  env.stack.api('GET', '/api/v1/auth/session', undefined, undefined, { 'x-service-key': env.authKey, authorization: `Bearer ${token}` });
 
 async function emailSignIn(page: Page, address: string): Promise<void> {
   await page.locator('#email').fill(address);
@@ -140,7 +141,13 @@ describe('React SDK in the browser', () => {
     const code = new URL(lure).searchParams.get('svc_code')!;
     const bare = await env.stack.api('POST', '/api/v1/auth/exchange-code', undefined, { code }, { 'x-service-key': env.authKey });
     expect(bare.body.code).toBe('INVALID_CODE');
-    const other = await env.stack.api('POST', '/api/v1/auth/exchange-code', undefined, { code, codeVerifier: 'v'.repeat(43) }, { 'x-service-key': env.authKey });
+    const other = await env.stack.api(
+      'POST',
+      '/api/v1/auth/exchange-code',
+      undefined,
+      { code, codeVerifier: 'v'.repeat(43) },
+      { 'x-service-key': env.authKey },
+    );
     expect(other.body.code).toBe('INVALID_CODE');
     // The starting tab finishes it.
     await attacker.unroute('**/api/v1/auth/exchange-code');
@@ -226,7 +233,9 @@ describe('low-level client (Node) against the stack', () => {
     const byToken = await api.verifyToken('google', 'id_token', { credential: idToken });
     expect(byToken.user).toMatchObject({ email: 'tok@gmail.com', name: 'Tok' });
 
-    const tg = await api.signInTelegramWidget(signedWidget({ id: 4242, first_name: 'Tg', username: 'tguser', auth_date: Math.floor(Date.now() / 1000) }) as never);
+    const tg = await api.signInTelegramWidget(
+      signedWidget({ id: 4242, first_name: 'Tg', username: 'tguser', auth_date: Math.floor(Date.now() / 1000) }) as never,
+    );
     expect(tg.user).toMatchObject({ name: 'Tg' });
 
     const address = `cli@${INBOX}`;
@@ -252,10 +261,12 @@ describe('low-level client (Node) against the stack', () => {
     expect(hosted.providers.map((p) => p.id)).toEqual(['google', 'email']);
     await allowOrigin(env, 'https://app.example.com');
     // Keyless hosted calls must come from a browser page (an Origin header): from Node they are refused.
-    await expect(api.hostedStart({ slug: env.project.slug, provider: 'google', redirectUri: 'https://app.example.com/cb' })).rejects.toMatchObject({ code: 'REDIRECT_NOT_ALLOWED' });
+    await expect(api.hostedStart({ slug: env.project.slug, provider: 'google', redirectUri: 'https://app.example.com/cb' })).rejects.toMatchObject({
+      code: 'REDIRECT_NOT_ALLOWED',
+    });
   });
 
-  it('gives every API error as PostgateError with the API\'s code and message', async () => {
+  it("gives every API error as PostgateError with the API's code and message", async () => {
     const seen: Record<string, PostgateError> = {};
     const take = async (p: Promise<unknown>) => {
       const e = await fails(p);
@@ -287,8 +298,19 @@ describe('low-level client (Node) against the stack', () => {
     await take(new PostgateClient({ apiKey: env.authKey, baseURL: 'http://127.0.0.1:1' }).getProviders());
 
     expect(Object.keys(seen).sort()).toEqual([
-      'CODE_EXPIRED', 'INVALID_API_KEY', 'INVALID_CODE', 'INVALID_CREDENTIAL', 'INVALID_REQUEST', 'NETWORK_ERROR', 'NOT_FOUND',
-      'PROVIDER_NOT_ENABLED', 'RATE_LIMIT_EXCEEDED', 'REDIRECT_NOT_ALLOWED', 'REGION_NOT_ALLOWED', 'SESSION_INVALID', 'TOO_MANY_ATTEMPTS',
+      'CODE_EXPIRED',
+      'INVALID_API_KEY',
+      'INVALID_CODE',
+      'INVALID_CREDENTIAL',
+      'INVALID_REQUEST',
+      'NETWORK_ERROR',
+      'NOT_FOUND',
+      'PROVIDER_NOT_ENABLED',
+      'RATE_LIMIT_EXCEEDED',
+      'REDIRECT_NOT_ALLOWED',
+      'REGION_NOT_ALLOWED',
+      'SESSION_INVALID',
+      'TOO_MANY_ATTEMPTS',
     ]);
     for (const e of Object.values(seen)) {
       expect(e.message.length).toBeGreaterThan(0);

@@ -26,9 +26,13 @@ afterAll(async () => {
 });
 
 let context: BrowserContext;
-async function open(path = '/', opts: { viewport?: { width: number; height: number }; mobile?: boolean; locale?: string } = {}): Promise<{ page: Page; widget: FrameLocator }> {
+async function open(
+  path = '/',
+  opts: { viewport?: { width: number; height: number }; mobile?: boolean; locale?: string } = {},
+): Promise<{ page: Page; widget: FrameLocator }> {
   context = await browser.newContext({
-    viewport: opts.viewport ?? { width: 1000, height: 800 }, locale: opts.locale ?? 'en-US',
+    viewport: opts.viewport ?? { width: 1000, height: 800 },
+    locale: opts.locale ?? 'en-US',
     ...(opts.mobile ? { isMobile: true, hasTouch: true, deviceScaleFactor: 2 } : {}),
   });
   const page = await context.newPage();
@@ -124,7 +128,10 @@ describe('embedded widget', () => {
     await page.locator('#signout').click();
     await page.waitForURL(`${app.origin}/signout`);
     expect(await page.locator('#result').textContent()).toBe('Signed out');
-    const after = await env.stack.api('GET', '/api/v1/auth/session', undefined, undefined, { 'x-service-key': env.project.keys.live, authorization: `Bearer ${token}` });
+    const after = await env.stack.api('GET', '/api/v1/auth/session', undefined, undefined, {
+      'x-service-key': env.project.keys.live,
+      authorization: `Bearer ${token}`,
+    });
     expect(after.status).toBe(401);
     expect(after.body.code).toBe('SESSION_INVALID');
     await done();
@@ -147,13 +154,25 @@ describe('embedded widget', () => {
     await done();
 
     // The endpoints themselves refuse redirects and browser origins outside the list.
-    const start = await env.stack.api('POST', '/api/v1/auth/hosted-start', undefined, { slug: env.project.slug, provider: 'google', redirectUri: `${evil.origin}/callback` });
+    const start = await env.stack.api('POST', '/api/v1/auth/hosted-start', undefined, {
+      slug: env.project.slug,
+      provider: 'google',
+      redirectUri: `${evil.origin}/callback`,
+    });
     expect(start.status).toBe(400);
     expect(start.body.code).toBe('REDIRECT_NOT_ALLOWED');
-    const send = await env.stack.api('POST', '/api/v1/auth/hosted/email-otp/send', undefined, { slug: env.project.slug, email: `x@${INBOX}`, redirectUri: `${app.origin}/callback` }, { origin: evil.origin });
+    const send = await env.stack.api(
+      'POST',
+      '/api/v1/auth/hosted/email-otp/send',
+      undefined,
+      { slug: env.project.slug, email: `x@${INBOX}`, redirectUri: `${app.origin}/callback` },
+      { origin: evil.origin },
+    );
     expect(send.body.code).toBe('REDIRECT_NOT_ALLOWED');
     // A page claiming an origin that is not allowed gets the refusal text, not the form.
-    const claimed = await fetch(`${env.stack.url}/api/v1/auth/hosted/widget?slug=${env.project.slug}&redirect_uri=${encodeURIComponent(`${app.origin}/callback`)}&origin=${encodeURIComponent(evil.origin)}`);
+    const claimed = await fetch(
+      `${env.stack.url}/api/v1/auth/hosted/widget?slug=${env.project.slug}&redirect_uri=${encodeURIComponent(`${app.origin}/callback`)}&origin=${encodeURIComponent(evil.origin)}`,
+    );
     expect(claimed.status).toBe(400);
     expect(await claimed.text()).not.toContain('pg-email-form');
   });
@@ -163,10 +182,11 @@ describe('embedded widget', () => {
     const frame = widgetFrame(page);
     const focused = () => frame.evaluate(() => document.activeElement?.id ?? '');
     // What has focus inside the frame ('' until focus has crossed into it: that happens asynchronously).
-    const stop = () => frame.evaluate(() => {
-      const a = document.activeElement;
-      return document.hasFocus() && a && a !== document.body ? a.textContent?.trim() || a.id : '';
-    });
+    const stop = () =>
+      frame.evaluate(() => {
+        const a = document.activeElement;
+        return document.hasFocus() && a && a !== document.body ? a.textContent?.trim() || a.id : '';
+      });
     const stops: string[] = [];
     for (let i = 0; i < 10 && (await focused()) !== 'pg-email'; i++) {
       const before = stops.at(-1);

@@ -78,8 +78,15 @@ describe('answers of the receiving server', () => {
     expect(seq(email)).toEqual(['queued', 'sending#1', 'rejected#1', 'sending#2', 'sent#2']);
     const rejected = email.events.find((e: any) => e.type === 'rejected');
     expect(rejected).toMatchObject({
-      recipient: 'picky@inbox.test', attempt: 1, mx: 'mx.inbox.test', enhanced_code: '5.7.1', cause: 'receiver', provider: 'other',
-      response: expect.stringMatching(/^550 5\.7\.1 .*spam/), at: expect.any(String), next_attempt_at: expect.any(String),
+      recipient: 'picky@inbox.test',
+      attempt: 1,
+      mx: 'mx.inbox.test',
+      enhanced_code: '5.7.1',
+      cause: 'receiver',
+      provider: 'other',
+      response: expect.stringMatching(/^550 5\.7\.1 .*spam/),
+      at: expect.any(String),
+      next_attempt_at: expect.any(String),
     });
     expect(Date.parse(rejected.next_attempt_at) - Date.parse(rejected.at)).toBeGreaterThanOrEqual(900);
     const sending2 = email.events.filter((e: any) => e.type === 'sending')[1];
@@ -105,7 +112,7 @@ describe('answers of the receiving server', () => {
     expect(await suppressed('wall@inbox.test')).toBeUndefined();
   });
 
-  it('a 451 that outlasts the retry schedule is rejected with the receiver\'s text and code, then retried; 421 then 250 is deferred then sent', async () => {
+  it("a 451 that outlasts the retry schedule is rejected with the receiver's text and code, then retried; 421 then 250 is deferred then sent", async () => {
     sink.setBehaviour('busy@inbox.test', { rcpt: tempFailFirst(3, replies.tryLater) });
     sink.setBehaviour('closing@inbox.test', { data: [replies.closing] });
     const busy = await send('busy@inbox.test');
@@ -113,11 +120,26 @@ describe('answers of the receiving server', () => {
     const b = await wait(busy, (e) => e.status === 'sent');
     expect(seq(b)).toEqual(['queued', 'sending#1', 'deferred#1', 'sending#2', 'deferred#2', 'sending#3', 'rejected#3', 'sending#4', 'sent#4']);
     const deferred = b.events.find((e: any) => e.type === 'deferred');
-    expect(deferred).toMatchObject({ cause: 'receiver', enhanced_code: '4.3.0', mx: 'mx.inbox.test', response: expect.stringMatching(/^451 4\.3\.0/), next_attempt_at: expect.any(String) });
-    expect(b.events.find((e: any) => e.type === 'rejected')).toMatchObject({ cause: 'receiver', enhanced_code: '4.3.0', response: expect.stringMatching(/451 4\.3\.0/), next_attempt_at: expect.any(String) });
+    expect(deferred).toMatchObject({
+      cause: 'receiver',
+      enhanced_code: '4.3.0',
+      mx: 'mx.inbox.test',
+      response: expect.stringMatching(/^451 4\.3\.0/),
+      next_attempt_at: expect.any(String),
+    });
+    expect(b.events.find((e: any) => e.type === 'rejected')).toMatchObject({
+      cause: 'receiver',
+      enhanced_code: '4.3.0',
+      response: expect.stringMatching(/451 4\.3\.0/),
+      next_attempt_at: expect.any(String),
+    });
     const c = await wait(closing, (e) => e.status === 'sent');
     expect(seq(c)).toEqual(['queued', 'sending#1', 'deferred#1', 'sending#2', 'sent#2']);
-    expect(c.events.find((e: any) => e.type === 'deferred')).toMatchObject({ cause: 'receiver', enhanced_code: '4.7.0', response: expect.stringMatching(/^421 4\.7\.0/) });
+    expect(c.events.find((e: any) => e.type === 'deferred')).toMatchObject({
+      cause: 'receiver',
+      enhanced_code: '4.7.0',
+      response: expect.stringMatching(/^421 4\.7\.0/),
+    });
     expect(await suppressed('busy@inbox.test')).toBeUndefined();
   });
 
@@ -139,10 +161,22 @@ describe('reports at the inbound port', () => {
     await wait(id, (e) => e.status === 'sent');
     const verp = sentTo(id)[0]!.mailFrom;
     // Like every DSN, sent with the null sender.
-    const answer = await sendToInbound(inbound, '', verp, dsn(verp, [{ recipient: 'later@inbox.test', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 <later@inbox.test>: mailbox unavailable' }]));
+    const answer = await sendToInbound(
+      inbound,
+      '',
+      verp,
+      dsn(verp, [{ recipient: 'later@inbox.test', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 <later@inbox.test>: mailbox unavailable' }]),
+    );
     expect(answer).toMatch(/^250/);
     const email = await wait(id, (e) => e.status === 'bounced');
-    expect(email.events.at(-1)).toMatchObject({ type: 'bounced', recipient: 'later@inbox.test', source: 'dsn', enhanced_code: '5.1.1', mx: 'mx.inbox.test', response: '550 5.1.1 <later@inbox.test>: mailbox unavailable' });
+    expect(email.events.at(-1)).toMatchObject({
+      type: 'bounced',
+      recipient: 'later@inbox.test',
+      source: 'dsn',
+      enhanced_code: '5.1.1',
+      mx: 'mx.inbox.test',
+      response: '550 5.1.1 <later@inbox.test>: mailbox unavailable',
+    });
     expect(await suppressed('later@inbox.test')).toMatchObject({ reason: 'bounced', scope: 'all' });
   });
 
@@ -163,7 +197,9 @@ describe('reports at the inbound port', () => {
     const email = await wait(id, (e) => e.status === 'complained');
     expect(email.events.at(-1)).toMatchObject({ type: 'complained', source: 'arf', recipient: 'angry@inbox.test' });
     expect(await suppressed('angry@inbox.test')).toMatchObject({ reason: 'complained', scope: 'bulk' });
-    expect((await stack.api('POST', '/v1/emails', p.keys.live, { from: 'hello@acme.test', to: 'angry@inbox.test', subject: 'more', text: 'x', bulk: true })).status).toBe(422);
+    expect(
+      (await stack.api('POST', '/v1/emails', p.keys.live, { from: 'hello@acme.test', to: 'angry@inbox.test', subject: 'more', text: 'x', bulk: true })).status,
+    ).toBe(422);
     await wait(await send('angry@inbox.test'), (e) => e.status === 'sent');
   });
 
@@ -176,7 +212,12 @@ describe('reports at the inbound port', () => {
     expect(new Set(paths.values()).size).toBe(3);
     // first's return path, with a DSN that claims second bounced.
     const first = paths.get('first@inbox.test')!;
-    await sendToInbound(inbound, '', first, dsn(first, [{ recipient: 'second@inbox.test', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 no such user' }]));
+    await sendToInbound(
+      inbound,
+      '',
+      first,
+      dsn(first, [{ recipient: 'second@inbox.test', action: 'failed', status: '5.1.1', diagnostic: '550 5.1.1 no such user' }]),
+    );
     let email = await wait(id, (e) => e.events.some((x: any) => x.type === 'bounced'));
     expect(email.recipients.find((r: any) => r.email === 'second@inbox.test').status).toBe('sent');
     expect(email.recipients.find((r: any) => r.email === 'first@inbox.test').status).toBe('bounced');
@@ -198,7 +239,11 @@ describe('reports at the inbound port', () => {
     // sub1 forges a complaint about sub2 to its own return path.
     await sendToInbound(inbound, 'fbl@inbox.test', path1, arf({ to: path1, recipient: 'sub2@inbox.test', feedbackType: 'abuse' }));
     const email = await wait(id, (e) => e.status === 'complained');
-    expect(email.recipients.map((r: any) => [r.email, r.status])).toEqual([['sub1@inbox.test', 'complained'], ['sub2@inbox.test', 'sent'], ['sub3@inbox.test', 'sent']]);
+    expect(email.recipients.map((r: any) => [r.email, r.status])).toEqual([
+      ['sub1@inbox.test', 'complained'],
+      ['sub2@inbox.test', 'sent'],
+      ['sub3@inbox.test', 'sent'],
+    ]);
     expect(await suppressed('sub2@inbox.test')).toBeUndefined();
     expect(await suppressed('sub3@inbox.test')).toBeUndefined();
     expect(await suppressed('sub1@inbox.test')).toMatchObject({ reason: 'complained', scope: 'bulk' });
@@ -221,7 +266,9 @@ describe('reports at the inbound port', () => {
     await wait(id, (e) => e.status === 'sent');
     const verp = sentTo(id)[0]!.mailFrom;
     const forged = verp.replace(/\.([0-9a-f]{16})@/, (_m, mac: string) => `.${mac.startsWith('0') ? '1' : '0'}${mac.slice(1)}@`);
-    expect(await sendToInbound(inbound, 'MAILER-DAEMON@evil.test', forged, dsn(forged, [{ recipient: 'safe@inbox.test', action: 'failed', status: '5.1.1' }]))).toMatch(/^250/);
+    expect(
+      await sendToInbound(inbound, 'MAILER-DAEMON@evil.test', forged, dsn(forged, [{ recipient: 'safe@inbox.test', action: 'failed', status: '5.1.1' }])),
+    ).toMatch(/^250/);
     await sleep(1500);
     expect((await stack.api('GET', `/v1/emails/${id}`, p.keys.live)).body.status).toBe('sent');
     expect(await suppressed('safe@inbox.test')).toBeUndefined();
@@ -235,7 +282,16 @@ describe('webhooks', () => {
     while (Date.now() < until && !(find('email.rejected') && find('email.sent'))) await sleep(100);
     expect(find('email.rejected').data).toMatchObject({
       status: 'rejected',
-      event: { type: 'rejected', attempt: 1, mx: 'mx.inbox.test', enhanced_code: '5.7.1', response: expect.stringMatching(/^550/), at: expect.any(String), next_attempt_at: expect.any(String), cause: 'receiver' },
+      event: {
+        type: 'rejected',
+        attempt: 1,
+        mx: 'mx.inbox.test',
+        enhanced_code: '5.7.1',
+        response: expect.stringMatching(/^550/),
+        at: expect.any(String),
+        next_attempt_at: expect.any(String),
+        cause: 'receiver',
+      },
     });
     expect(find('email.sent').data).toMatchObject({ status: 'sent', event: { type: 'sent', attempt: 2, mx: 'mx.inbox.test', response: expect.any(String) } });
     expect(webhooks.some((w) => w.type === 'email.deferred' && w.data.event.cause === 'receiver' && w.data.event.enhanced_code)).toBe(true);

@@ -70,7 +70,7 @@ const pacing = async () => (await stack.api('GET', '/v1/pacing', p.keys.live)).b
 const google = async () => (await pacing()).providers.find((x: any) => x.provider === 'google');
 
 describe('warm-up per receiving provider', () => {
-  it('the operator sets a provider\'s throttle with the CLI, live', async () => {
+  it("the operator sets a provider's throttle with the CLI, live", async () => {
     const before = JSON.parse(await stack.cli('throttle', 'list', '--json'));
     expect(before.find((t: any) => t.provider === 'google')).toMatchObject({ daily_norm: 50, source: 'config' });
     expect(before.map((t: any) => t.provider)).toEqual(expect.arrayContaining(['google', 'microsoft', 'yahoo', 'mailru', 'yandex', 'apple', 'other']));
@@ -79,7 +79,7 @@ describe('warm-up per receiving provider', () => {
     await expect(stack.cli('throttle', 'set', '--provider', 'nosuch', '--rate', '5')).rejects.toThrow(/unknown provider/);
   });
 
-  it('a Google-hosted company domain shares gmail.com\'s budget; bulk over the norm is deferred to the next day, transactional never', async () => {
+  it("a Google-hosted company domain shares gmail.com's budget; bulk over the norm is deferred to the next day, transactional never", async () => {
     await sent('t1@company.test');
     const b1 = await sent('b1@gmail.com', { bulk: true });
     await sent('b2@company.test', { bulk: true });
@@ -91,7 +91,13 @@ describe('warm-up per receiving provider', () => {
     for (const id of held) {
       const email = await stack.waitEmail(p.keys.live, id, (e) => e.events.some((x: any) => x.type === 'deferred'));
       const d = email.events.find((x: any) => x.type === 'deferred');
-      expect(d).toMatchObject({ cause: 'pacing', provider: 'google', next_attempt_at: tomorrow(), attempt: 1, response: expect.stringMatching(/warm-up norm at google .*\(3 messages\)/) });
+      expect(d).toMatchObject({
+        cause: 'pacing',
+        provider: 'google',
+        next_attempt_at: tomorrow(),
+        attempt: 1,
+        response: expect.stringMatching(/warm-up norm at google .*\(3 messages\)/),
+      });
       expect(email.status).toBe('sending');
     }
     // Transactional mail goes, even over the norm; other providers have their own budget.
@@ -142,7 +148,9 @@ describe('bulk volume rules', () => {
     expect(over.body.id).toBeUndefined();
     // Transactional mail with that subject is not bulk.
     expect((await send('s4@inbox.test', { subject: 'Flash sale' })).status).toBe(202);
-    const batch = await stack.api('POST', '/v1/emails/batch', p.keys.live, [{ from: 'hello@acme.test', to: 's5@inbox.test', subject: 'Flash sale', text: 'x', bulk: true }]);
+    const batch = await stack.api('POST', '/v1/emails/batch', p.keys.live, [
+      { from: 'hello@acme.test', to: 's5@inbox.test', subject: 'Flash sale', text: 'x', bulk: true },
+    ]);
     expect(batch.body.data[0]).toMatchObject({ code: 'BULK_LIMIT_EXCEEDED' });
   });
 
@@ -153,7 +161,10 @@ describe('bulk volume rules', () => {
     expect(spike.status).toBe(202);
     const held = await stack.waitEmail(p.keys.live, spike.body.id, (e) => e.events.some((x: any) => x.type === 'deferred'));
     expect(held.status).toBe('queued');
-    expect(held.events.find((x: any) => x.type === 'deferred')).toMatchObject({ cause: 'volume', reason: expect.stringContaining('POST /v1/pacing/announcements') });
+    expect(held.events.find((x: any) => x.type === 'deferred')).toMatchObject({
+      cause: 'volume',
+      reason: expect.stringContaining('POST /v1/pacing/announcements'),
+    });
     await sleep(500);
     expect(sentTo(spike.body.id)).toHaveLength(0);
     expect((await pacing()).bulk_volume.held_emails).toBe(1);

@@ -58,10 +58,18 @@ describe('pacer', () => {
     other: { dailyNorm: 0, growth: 1, maxDailyNorm: 0, ratePerMinute: 0, connections: 0 },
   });
   const req = (key: string, over: Partial<PaceRequest> = {}): PaceRequest => ({
-    key, projectId: 'p1', bulk: true, domain: 'gmail.com', provider: 'google', recipients: 1, warmupStartMs: 0, notBeforeMs: 0, ...over,
+    key,
+    projectId: 'p1',
+    bulk: true,
+    domain: 'gmail.com',
+    provider: 'google',
+    recipients: 1,
+    warmupStartMs: 0,
+    notBeforeMs: 0,
+    ...over,
   });
 
-  it('holds bulk over the day\'s norm until the next UTC day, never transactional; a new day lets it go', () => {
+  it("holds bulk over the day's norm until the next UTC day, never transactional; a new day lets it go", () => {
     const persisted: unknown[] = [];
     const pacer = new Pacer(throttle({ dailyNorm: 2 }), (rows) => persisted.push(...rows));
     const woken: string[] = [];
@@ -139,7 +147,11 @@ describe('return-path tokens', () => {
     expect(tokens.verify(local.replace('.49.', '.48.'))).toBeUndefined();
     expect(tokens.verify(local.replace('.49.', '.'))).toBeUndefined();
     // The return paths of mail queued before per-recipient VERP still verify (without an index).
-    const legacy = `b+${id.replace(/-/g, '')}.${crypto.createHmac('sha256', deriveKey('a master secret', 'mail-tokens')).update(`b:${id.replace(/-/g, '')}`).digest('hex').slice(0, 16)}`;
+    const legacy = `b+${id.replace(/-/g, '')}.${crypto
+      .createHmac('sha256', deriveKey('a master secret', 'mail-tokens'))
+      .update(`b:${id.replace(/-/g, '')}`)
+      .digest('hex')
+      .slice(0, 16)}`;
     expect(tokens.verify(legacy)).toEqual({ kind: 'bounce', emailId: id, mac: legacy.slice(-16) });
     expect(tokens.verify(local.toUpperCase())).toMatchObject({ emailId: id });
     expect(tokens.verify(local.slice(0, -1) + (local.endsWith('0') ? '1' : '0'))).toBeUndefined();
@@ -164,22 +176,40 @@ describe('DKIM', () => {
     const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
     const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
     const raw = Buffer.from(
-      'From: Acme <hello@acme.test>\r\nTo: ann@inbox.test\r\nSubject: Hi\r\nDate: Sun, 01 Mar 2026 10:00:00 +0000\r\nMessage-ID: <x@acme.test>\r\n'
-      + 'List-Unsubscribe: <https://pg.test/unsubscribe/abc>\r\nList-Unsubscribe-Post: List-Unsubscribe=One-Click\r\nFeedback-ID: p1:bulk:postgate\r\n'
-      + 'MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHello\r\n',
+      'From: Acme <hello@acme.test>\r\nTo: ann@inbox.test\r\nSubject: Hi\r\nDate: Sun, 01 Mar 2026 10:00:00 +0000\r\nMessage-ID: <x@acme.test>\r\n' +
+        'List-Unsubscribe: <https://pg.test/unsubscribe/abc>\r\nList-Unsubscribe-Post: List-Unsubscribe=One-Click\r\nFeedback-ID: p1:bulk:postgate\r\n' +
+        'MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHello\r\n',
     );
     const signed = await signMessage(raw, { domain: 'acme.test', selector: 'pg202603', privateKeyPem: pem });
     const header = signed.toString().split('\r\n\r\n')[0]!;
     expect(header).toMatch(/^DKIM-Signature: v=1; a=rsa-sha256; c=relaxed\/relaxed; d=acme.test;/);
-    const h = /\bh=([^;]+);/.exec(header.replace(/\r\n\s+/g, ''))![1]!.toLowerCase().split(':').map((x) => x.trim());
-    expect(h).toEqual(expect.arrayContaining(['from', 'to', 'subject', 'date', 'message-id', 'mime-version', 'content-type', 'list-unsubscribe', 'list-unsubscribe-post', 'feedback-id']));
+    const h = /\bh=([^;]+);/
+      .exec(header.replace(/\r\n\s+/g, ''))![1]!
+      .toLowerCase()
+      .split(':')
+      .map((x) => x.trim());
+    expect(h).toEqual(
+      expect.arrayContaining([
+        'from',
+        'to',
+        'subject',
+        'date',
+        'message-id',
+        'mime-version',
+        'content-type',
+        'list-unsubscribe',
+        'list-unsubscribe-post',
+        'feedback-id',
+      ]),
+    );
     const p = publicKey.export({ type: 'spki', format: 'der' }).toString('base64');
-    const verify = (m: Buffer) => dkimVerify(m, {
-      resolver: async (name: string) => {
-        if (name === 'pg202603._domainkey.acme.test') return [[`v=DKIM1; k=rsa; p=${p}`]];
-        throw Object.assign(new Error('nx'), { code: 'ENOTFOUND' });
-      },
-    } as never);
+    const verify = (m: Buffer) =>
+      dkimVerify(m, {
+        resolver: async (name: string) => {
+          if (name === 'pg202603._domainkey.acme.test') return [[`v=DKIM1; k=rsa; p=${p}`]];
+          throw Object.assign(new Error('nx'), { code: 'ENOTFOUND' });
+        },
+      } as never);
     const result = await verify(signed);
     expect(result.results[0]!.status.result).toBe('pass');
 
@@ -194,7 +224,9 @@ describe('DKIM', () => {
       restore();
     }
     expect((await verify(ticking)).results[0]!.status.result).toBe('pass');
-    await expect(signMessage(raw, { domain: 'acme.test', selector: 's', privateKeyPem: 'not a key' })).rejects.toThrow(/DKIM signing for acme.test \(s\) failed/);
+    await expect(signMessage(raw, { domain: 'acme.test', selector: 's', privateKeyPem: 'not a key' })).rejects.toThrow(
+      /DKIM signing for acme.test \(s\) failed/,
+    );
 
     // The gateway signs on a worker thread, and the result verifies the same.
     const signer = new Signer();
@@ -212,7 +244,9 @@ describe('DKIM', () => {
 
 describe('reports that come back', () => {
   it('reads DSN fields, folded lines included', () => {
-    const [msg, rcpt] = parseFieldBlocks('Reporting-MTA: dns; mx.test\r\n\r\nFinal-Recipient: rfc822; Ann@Inbox.test\r\nDiagnostic-Code: smtp; 550 5.1.1\r\n  user unknown\r\n');
+    const [msg, rcpt] = parseFieldBlocks(
+      'Reporting-MTA: dns; mx.test\r\n\r\nFinal-Recipient: rfc822; Ann@Inbox.test\r\nDiagnostic-Code: smtp; 550 5.1.1\r\n  user unknown\r\n',
+    );
     expect(msg!.get('reporting-mta')).toBe('dns; mx.test');
     expect(rcpt!.get('diagnostic-code')).toBe('smtp; 550 5.1.1 user unknown');
   });
@@ -237,7 +271,9 @@ describe('reports that come back', () => {
 
   it('turns an ARF abuse report into a complaint about its recipient; not-spam is none', async () => {
     const out = await readInbound(arf({ to: 'b+x@pg-bounces.acme.test', recipient: 'ann@inbox.test', feedbackType: 'abuse' }), 'b+x', 'fbl@inbox.test');
-    expect(out).toEqual([{ type: 'complained', recipient: 'ann@inbox.test', response: 'abuse report from TestFBL/1.0', enhancedCode: '', mx: '', source: 'arf' }]);
+    expect(out).toEqual([
+      { type: 'complained', recipient: 'ann@inbox.test', response: 'abuse report from TestFBL/1.0', enhancedCode: '', mx: '', source: 'arf' },
+    ]);
     // Redacted recipient: taken from the attached original when it names one.
     const redacted = await readInbound(arf({ to: 'b+x@pg-bounces.acme.test', recipient: '', originalTo: 'bob@inbox.test', feedbackType: 'abuse' }), 'b+x', '');
     expect(redacted[0]).toMatchObject({ recipient: 'bob@inbox.test' });

@@ -43,7 +43,13 @@ afterAll(async () => {
 });
 
 async function send(body: Record<string, unknown>) {
-  const r = await stack.api('POST', '/v1/emails', p.keys.live, { from: 'Acme <hello@acme.test>', subject: 'Hello', text: 'Hi there', html: '<p>Hi there</p>', ...body });
+  const r = await stack.api('POST', '/v1/emails', p.keys.live, {
+    from: 'Acme <hello@acme.test>',
+    subject: 'Hello',
+    text: 'Hi there',
+    html: '<p>Hi there</p>',
+    ...body,
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(202);
   await stack.waitEmail(p.keys.live, r.body.id, (e) => e.status === 'sent');
   return r.body.id as string;
@@ -53,7 +59,13 @@ describe('From is one mailbox, headers fit in a line, and DKIM over-signs', () =
   const lines = (raw: Buffer) => raw.toString('latin1').split('\r\n');
 
   it('refuses a from that hides another mailbox (list or group), in single and batch sends', async () => {
-    const spoofs = ['ceo@bank.test, <hello@acme.test>', 'undisclosed:ceo@bank.test; <hello@acme.test>', 'CEO (bank) <hello@acme.test>', 'a@b.test <hello@acme.test>', 'x:; <hello@acme.test>'];
+    const spoofs = [
+      'ceo@bank.test, <hello@acme.test>',
+      'undisclosed:ceo@bank.test; <hello@acme.test>',
+      'CEO (bank) <hello@acme.test>',
+      'a@b.test <hello@acme.test>',
+      'x:; <hello@acme.test>',
+    ];
     for (const from of spoofs) {
       const r = await stack.api('POST', '/v1/emails', p.keys.live, { from, to: 'ann@inbox.test', subject: 'Spoof', text: 'x' });
       expect([from, r.status, r.body.code]).toEqual([from, 400, 'INVALID_REQUEST']);
@@ -124,11 +136,30 @@ describe('signing and the return path', () => {
       expect(auth).toMatchObject({ dkim: ['pass'], spf: 'pass', dmarc: 'pass' });
       const raw = c.raw.toString();
       const lu = /^List-Unsubscribe: (.*)$/m.exec(raw)![1]!;
-      expect(lu).toMatch(/^<https:\/\/mail\.postgate\.test\/unsubscribe\/[0-9a-f]{32}\.\d\.[0-9a-f]{16}>, <mailto:u\+[0-9a-f]{32}\.\d\.[0-9a-f]{16}@pg-bounces\.acme\.test\?subject=unsubscribe>$/);
+      expect(lu).toMatch(
+        /^<https:\/\/mail\.postgate\.test\/unsubscribe\/[0-9a-f]{32}\.\d\.[0-9a-f]{16}>, <mailto:u\+[0-9a-f]{32}\.\d\.[0-9a-f]{16}@pg-bounces\.acme\.test\?subject=unsubscribe>$/,
+      );
       expect(raw).toMatch(/^List-Unsubscribe-Post: List-Unsubscribe=One-Click\r$/m);
       expect(raw).toMatch(/^Feedback-ID: [^:]+:bulk:postgate\r$/m);
-      const h = /\bh=([^;]+);/.exec(raw.match(/^DKIM-Signature:[\s\S]*?(?=\r\n\S)/m)![0].replace(/\r\n\s+/g, ''))![1]!.toLowerCase().split(':').map((x) => x.trim());
-      expect(h).toEqual(expect.arrayContaining(['list-unsubscribe', 'list-unsubscribe-post', 'feedback-id', 'from', 'to', 'subject', 'date', 'message-id', 'mime-version', 'content-type']));
+      const h = /\bh=([^;]+);/
+        .exec(raw.match(/^DKIM-Signature:[\s\S]*?(?=\r\n\S)/m)![0].replace(/\r\n\s+/g, ''))![1]!
+        .toLowerCase()
+        .split(':')
+        .map((x) => x.trim());
+      expect(h).toEqual(
+        expect.arrayContaining([
+          'list-unsubscribe',
+          'list-unsubscribe-post',
+          'feedback-id',
+          'from',
+          'to',
+          'subject',
+          'date',
+          'message-id',
+          'mime-version',
+          'content-type',
+        ]),
+      );
       links.add(lu);
     }
     expect(links.size).toBe(2);
@@ -148,7 +179,12 @@ describe('signing and the return path', () => {
     expect((await stack.api('GET', '/v1/suppressions', p.keys.live)).body.data).toEqual([]);
 
     // What Gmail sends: a form POST, no cookies, no credentials; the answer is 200, not a redirect.
-    const post = await fetch(stack.url + link, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'List-Unsubscribe=One-Click', redirect: 'manual' });
+    const post = await fetch(stack.url + link, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'List-Unsubscribe=One-Click',
+      redirect: 'manual',
+    });
     expect(post.status).toBe(200);
     const again = await fetch(stack.url + link, { method: 'POST', body: new URLSearchParams({ 'List-Unsubscribe': 'One-Click' }) });
     expect(again.status).toBe(200);
@@ -159,16 +195,30 @@ describe('signing and the return path', () => {
     const list = (await stack.api('GET', '/v1/suppressions', p.keys.live)).body.data;
     expect(list).toEqual([expect.objectContaining({ email: 'dora@inbox.test', reason: 'unsubscribed', scope: 'bulk', email_id: id })]);
     const email = (await stack.api('GET', `/v1/emails/${id}`, p.keys.live)).body;
-    expect(email.events.filter((e: any) => e.type === 'unsubscribed')).toEqual([expect.objectContaining({ recipient: 'dora@inbox.test', source: 'one-click' })]);
+    expect(email.events.filter((e: any) => e.type === 'unsubscribed')).toEqual([
+      expect.objectContaining({ recipient: 'dora@inbox.test', source: 'one-click' }),
+    ]);
 
-    const bulk = await stack.api('POST', '/v1/emails', p.keys.live, { from: 'hello@acme.test', to: 'dora@inbox.test', subject: 'More news', text: 'x', bulk: true });
+    const bulk = await stack.api('POST', '/v1/emails', p.keys.live, {
+      from: 'hello@acme.test',
+      to: 'dora@inbox.test',
+      subject: 'More news',
+      text: 'x',
+      bulk: true,
+    });
     expect(bulk.status).toBe(422);
     expect(bulk.body.code).toBe('RECIPIENT_IN_SUPPRESSION_LIST');
     const failed = (await stack.api('GET', `/v1/emails/${bulk.body.id}`, p.keys.live)).body;
     expect(failed.status).toBe('failed');
 
     // With another recipient the email goes to them, and says why dora was left out.
-    const mixed = await stack.api('POST', '/v1/emails', p.keys.live, { from: 'hello@acme.test', to: ['dora@inbox.test', 'emil@inbox.test'], subject: 'More news', text: 'x', bulk: true });
+    const mixed = await stack.api('POST', '/v1/emails', p.keys.live, {
+      from: 'hello@acme.test',
+      to: ['dora@inbox.test', 'emil@inbox.test'],
+      subject: 'More news',
+      text: 'x',
+      bulk: true,
+    });
     const m = await stack.waitEmail(p.keys.live, mixed.body.id, (e) => e.status === 'sent');
     expect(m.recipients.find((r: any) => r.email === 'dora@inbox.test').status).toBe('failed');
     expect(m.events).toContainEqual(expect.objectContaining({ type: 'failed', recipient: 'dora@inbox.test', reason: 'unsubscribed' }));
@@ -178,7 +228,11 @@ describe('signing and the return path', () => {
   });
 
   it('a link that was tampered with is refused, and the API documents the routes', async () => {
-    const bad = await fetch(`${stack.url}/unsubscribe/${'0'.repeat(32)}.0.${'f'.repeat(16)}`, { method: 'POST', body: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const bad = await fetch(`${stack.url}/unsubscribe/${'0'.repeat(32)}.0.${'f'.repeat(16)}`, {
+      method: 'POST',
+      body: 'List-Unsubscribe=One-Click',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(bad.status).toBe(404);
     expect(await bad.json()).toMatchObject({ code: 'NOT_FOUND' });
     const badPage = await fetch(`${stack.url}/unsubscribe/${'0'.repeat(32)}.0.${'f'.repeat(16)}`, { headers: { accept: 'text/html' } });

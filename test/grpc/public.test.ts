@@ -48,7 +48,10 @@ async function failure(p: Promise<unknown>): Promise<grpc.ServiceError & { apiCo
     await p;
   } catch (err) {
     const e = err as grpc.ServiceError;
-    return Object.assign(e, { apiCode: e.metadata?.get('x-postgate-code')[0] as string | undefined, emailId: e.metadata?.get('x-postgate-email-id')[0] as string | undefined });
+    return Object.assign(e, {
+      apiCode: e.metadata?.get('x-postgate-code')[0] as string | undefined,
+      emailId: e.metadata?.get('x-postgate-email-id')[0] as string | undefined,
+    });
   }
   throw new Error('the call succeeded');
 }
@@ -120,7 +123,9 @@ describe('PostgateService', () => {
 
   it('SendBatch refuses an empty batch and more than 100 emails with INVALID_ARGUMENT', async () => {
     for (const n of [0, 101]) {
-      const e = await failure(unary(client, 'sendBatch', create(SendBatchRequestSchema, { emails: Array.from({ length: n }, () => base) }), md(acme.keys.live)));
+      const e = await failure(
+        unary(client, 'sendBatch', create(SendBatchRequestSchema, { emails: Array.from({ length: n }, () => base) }), md(acme.keys.live)),
+      );
       expect(e.code).toBe(grpc.status.INVALID_ARGUMENT);
       expect(e.apiCode).toBe('INVALID_REQUEST');
     }
@@ -152,7 +157,11 @@ describe('PostgateService', () => {
   it('GetEmail of an unknown id or of another project is NOT_FOUND', async () => {
     const other = await stack.createProject('other');
     const { id } = await send(acme.keys.live, base);
-    for (const [key, emailId] of [[acme.keys.live, 'nope'], [acme.keys.live, ''], [other.keys.live, id]] as const) {
+    for (const [key, emailId] of [
+      [acme.keys.live, 'nope'],
+      [acme.keys.live, ''],
+      [other.keys.live, id],
+    ] as const) {
       const e = await failure(unary(client, 'getEmail', create(GetEmailRequestSchema, { id: emailId }), md(key)));
       expect(e.code).toBe(grpc.status.NOT_FOUND);
       expect(e.apiCode).toBe('NOT_FOUND');
@@ -170,7 +179,13 @@ describe('PostgateService', () => {
     const token = signedIn.body.token as string;
 
     const ok = await unary<any>(client, 'checkSession', create(CheckSessionRequestSchema, { token }), md(acme.keys.test));
-    expect(ok).toMatchObject({ valid: true, userId: signedIn.body.user.id, email: 'grpc@inbox.test', sessionId: expect.any(String), expiresAt: expect.any(String) });
+    expect(ok).toMatchObject({
+      valid: true,
+      userId: signedIn.body.user.id,
+      email: 'grpc@inbox.test',
+      sessionId: expect.any(String),
+      expiresAt: expect.any(String),
+    });
     // The live environment does not know a test-environment session.
     const other = await unary<any>(client, 'checkSession', create(CheckSessionRequestSchema, { token }), md(acme.keys.live)).catch((e) => e);
     expect(other.valid === true).toBe(false);
@@ -181,7 +196,7 @@ describe('PostgateService', () => {
   });
 });
 
-describe('CheckSession with the auth area\'s function injected', () => {
+describe("CheckSession with the auth area's function injected", () => {
   // In process, with stand-ins for the key lookup: only the mapping is under test here.
   const caller = { key: { kind: 'live', scope: 'all' }, project: { id: 'p1' } } as unknown as Caller;
   let server: PublicGrpc;
@@ -189,7 +204,9 @@ describe('CheckSession with the auth area\'s function injected', () => {
   const seen: Array<[string, string]> = [];
 
   beforeAll(async () => {
-    const access = { resolve: async (key: string | undefined) => (key === 'good' ? caller : Promise.reject(new ApiError('INVALID_API_KEY', 'Invalid API key'))) } as unknown as Access;
+    const access = {
+      resolve: async (key: string | undefined) => (key === 'good' ? caller : Promise.reject(new ApiError('INVALID_API_KEY', 'Invalid API key'))),
+    } as unknown as Access;
     server = await startPublicGrpc({
       config: { host: '127.0.0.1', grpcPort: 0, limits: { maxBodyBytes: 1024 } } as Config,
       log: createLogger('test', 'silent'),

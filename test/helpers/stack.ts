@@ -29,7 +29,11 @@ export class Stack {
   proc: ChildProcess | undefined;
   readonly logFile: string;
 
-  constructor(readonly url: string, readonly dataDir: string, readonly env: Record<string, string>) {
+  constructor(
+    readonly url: string,
+    readonly dataDir: string,
+    readonly env: Record<string, string>,
+  ) {
     this.logFile = path.join(dataDir, 'stack.log');
   }
 
@@ -156,12 +160,24 @@ export class Stack {
     return `http://127.0.0.1:${this.env.POSTGATE_ADMIN_PORT}`;
   }
 
-  async api(method: string, p: string, key: string | undefined, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
+  async api(
+    method: string,
+    p: string,
+    key: string | undefined,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: any; headers: Headers }> {
     return request(this.url + p, method, key, body, headers);
   }
 
   /** A raw call to the admin listener: any token, any answer (admin() is the checked form). */
-  async adminApi(method: string, p: string, token: string | undefined, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
+  async adminApi(
+    method: string,
+    p: string,
+    token: string | undefined,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: any; headers: Headers }> {
     return request(this.adminUrl + p, method, token, body, headers);
   }
 
@@ -189,7 +205,13 @@ export class Stack {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function request(url: string, method: string, key: string | undefined, body: unknown, headers: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }> {
+async function request(
+  url: string,
+  method: string,
+  key: string | undefined,
+  body: unknown,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: any; headers: Headers }> {
   const res = await fetch(url, {
     method,
     headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },

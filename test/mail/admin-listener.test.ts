@@ -19,7 +19,12 @@ afterAll(async () => {
 
 describe('admin listener', () => {
   it('the public listener has no admin routes, even with the right token', async () => {
-    for (const [method, p] of [['GET', '/admin/v1/projects'], ['POST', '/admin/v1/projects'], ['GET', '/admin/v1/throttles'], ['POST', '/admin/v1/test/clock']] as const) {
+    for (const [method, p] of [
+      ['GET', '/admin/v1/projects'],
+      ['POST', '/admin/v1/projects'],
+      ['GET', '/admin/v1/throttles'],
+      ['POST', '/admin/v1/test/clock'],
+    ] as const) {
       const r = await stack.api(method, p, token, method === 'POST' ? { name: 'x', slug: 'x' } : undefined);
       expect(r.status, `${method} ${p}`).toBe(404);
       expect(r.body.code).toBe('NOT_FOUND');

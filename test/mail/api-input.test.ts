@@ -6,15 +6,21 @@ import { Stack, type Project } from '../helpers/stack.js';
 
 function rawPost(url: string, key: string, body: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      let text = '';
-      res.on('data', (c) => (text += c));
-      res.on('end', () => {
-        req.destroy();
-        resolve({ status: res.statusCode!, body: text });
-      });
-    });
-    req.on('error', (err) => ((err as NodeJS.ErrnoException).code === 'EPIPE' || (err as NodeJS.ErrnoException).code === 'ECONNRESET' ? undefined : reject(err)));
+    const req = http.request(
+      url,
+      { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => {
+          req.destroy();
+          resolve({ status: res.statusCode!, body: text });
+        });
+      },
+    );
+    req.on('error', (err) =>
+      (err as NodeJS.ErrnoException).code === 'EPIPE' || (err as NodeJS.ErrnoException).code === 'ECONNRESET' ? undefined : reject(err),
+    );
     // The full length is announced but only the start is sent: the answer must not wait for the upload.
     req.write(body.slice(0, 64 * 1024));
   });
@@ -25,7 +31,14 @@ let a: Project;
 let b: Project;
 // Each send goes to a new address: with no DNS for example.test the gateway bounces them, which suppresses the address.
 let n = 0;
-const valid = { from: 'Acme <hello@acme.test>', subject: 'Hi', text: 'Hello', get to() { return `user${++n}@example.test`; } };
+const valid = {
+  from: 'Acme <hello@acme.test>',
+  subject: 'Hi',
+  text: 'Hello',
+  get to() {
+    return `user${++n}@example.test`;
+  },
+};
 const send = () => ({ ...valid });
 
 beforeAll(async () => {
@@ -100,7 +113,10 @@ describe('send request validation', () => {
     ['to with a bad address', { ...valid, to: ['ok@example.test', 'bad@'] }],
     ['to with header injection', { ...valid, to: 'x@example.test\nBcc: y@example.test' }],
     ['to as object', { ...valid, to: { a: 1 } }],
-    ['too many recipients', { ...valid, to: Array.from({ length: 30 }, (_, i) => `u${i}@example.test`), cc: Array.from({ length: 21 }, (_, i) => `c${i}@example.test`) }],
+    [
+      'too many recipients',
+      { ...valid, to: Array.from({ length: 30 }, (_, i) => `u${i}@example.test`), cc: Array.from({ length: 21 }, (_, i) => `c${i}@example.test`) },
+    ],
     ['subject with newline', { ...valid, subject: 'Hi\r\nX-Evil: 1' }],
     ['subject too long', { ...valid, subject: long(1000) }],
     ['subject as array', { ...valid, subject: ['a'] }],
@@ -172,7 +188,10 @@ describe('send request validation', () => {
       bulk: false,
     });
     expect(got.body.recipients.map((x: any) => [x.email, x.kind])).toEqual([
-      ['one@example.test', 'to'], ['two@example.test', 'to'], ['cc@example.test', 'cc'], ['bcc@example.test', 'bcc'],
+      ['one@example.test', 'to'],
+      ['two@example.test', 'to'],
+      ['cc@example.test', 'cc'],
+      ['bcc@example.test', 'bcc'],
     ]);
     expect(got.body.events[0]).toMatchObject({ type: 'queued', at: expect.any(String) });
   });
@@ -196,7 +215,11 @@ describe('operations', () => {
 
   it('the CLI creates a project with its keys shown once, and lists projects', async () => {
     const created = JSON.parse(await stack.cli('project', 'create', '--name', 'Via CLI', '--slug', 'via-cli', '--json'));
-    expect(created).toEqual({ id: expect.any(String), slug: 'via-cli', keys: { live: expect.stringMatching(/^pg_live_/), test: expect.stringMatching(/^pg_test_/) } });
+    expect(created).toEqual({
+      id: expect.any(String),
+      slug: 'via-cli',
+      keys: { live: expect.stringMatching(/^pg_live_/), test: expect.stringMatching(/^pg_test_/) },
+    });
     const list = JSON.parse(await stack.cli('project', 'list', '--json'));
     // postgate-system owns the platform's sender domain (sign-in codes).
     expect(list.map((p: any) => p.slug).sort()).toEqual(['acme', 'other', 'postgate-system', 'via-cli']);

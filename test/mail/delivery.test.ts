@@ -92,7 +92,9 @@ describe('delivery', () => {
     const email = await stack.waitEmail(p.keys.live, r.body.id, (e) => e.status === 'bounced');
     expect(email.events.find((e: any) => e.type === 'bounced')).toMatchObject({ recipient: 'gone@inbox.test', enhanced_code: '5.1.1', mx: 'mx.inbox.test' });
     const list = (await stack.api('GET', '/v1/suppressions', p.keys.live)).body.data;
-    expect(list).toContainEqual(expect.objectContaining({ email: 'gone@inbox.test', reason: 'bounced', scope: 'all', email_id: r.body.id, created_at: expect.any(String) }));
+    expect(list).toContainEqual(
+      expect.objectContaining({ email: 'gone@inbox.test', reason: 'bounced', scope: 'all', email_id: r.body.id, created_at: expect.any(String) }),
+    );
 
     const again = await stack.api('POST', '/v1/emails', p.keys.live, { from: 'hello@acme.test', to: 'gone@inbox.test', subject: 'x', text: 'x' });
     expect(again.status).toBe(422);
@@ -100,7 +102,12 @@ describe('delivery', () => {
     expect((await stack.api('GET', `/v1/emails/${again.body.id}`, p.keys.live)).body.status).toBe('failed');
 
     // Only some suppressed: the others are sent.
-    const mixed = await stack.api('POST', '/v1/emails', p.keys.live, { from: 'hello@acme.test', to: ['gone@inbox.test', 'kept@inbox.test'], subject: 'mixed', text: 'x' });
+    const mixed = await stack.api('POST', '/v1/emails', p.keys.live, {
+      from: 'hello@acme.test',
+      to: ['gone@inbox.test', 'kept@inbox.test'],
+      subject: 'mixed',
+      text: 'x',
+    });
     expect(mixed.status).toBe(202);
     const m = await stack.waitEmail(p.keys.live, mixed.body.id, (e) => e.status === 'sent');
     expect(Object.fromEntries(m.recipients.map((x: any) => [x.email, x.status]))).toEqual({ 'gone@inbox.test': 'failed', 'kept@inbox.test': 'sent' });

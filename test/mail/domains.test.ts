@@ -10,7 +10,9 @@ let p: Project;
 
 beforeAll(async () => {
   dns = await startDnsServer();
-  stack = await Stack.start({ env: { POSTGATE_DNS_SERVERS: dns.address, POSTGATE_SENDING_IPS: '192.0.2.10,2001:db8::10', POSTGATE_MX_HOST: 'mx.postgate.test' } });
+  stack = await Stack.start({
+    env: { POSTGATE_DNS_SERVERS: dns.address, POSTGATE_SENDING_IPS: '192.0.2.10,2001:db8::10', POSTGATE_MX_HOST: 'mx.postgate.test' },
+  });
   p = await stack.createProject('shop');
 });
 afterAll(async () => {
@@ -36,7 +38,9 @@ describe('sender domains', () => {
     expect(by.spf).toEqual(expect.objectContaining({ type: 'TXT', name: 'shop.test', value: 'v=spf1 ip4:192.0.2.10 ip6:2001:db8::10 ~all' }));
     expect(by.dmarc).toEqual(expect.objectContaining({ type: 'TXT', name: '_dmarc.shop.test', value: expect.stringMatching(/^v=DMARC1;/) }));
     expect(by.return_path_mx).toEqual(expect.objectContaining({ type: 'MX', name: 'pg-bounces.shop.test', value: 'mx.postgate.test', priority: 10 }));
-    expect(by.return_path_spf).toEqual(expect.objectContaining({ type: 'TXT', name: 'pg-bounces.shop.test', value: 'v=spf1 ip4:192.0.2.10 ip6:2001:db8::10 -all' }));
+    expect(by.return_path_spf).toEqual(
+      expect.objectContaining({ type: 'TXT', name: 'pg-bounces.shop.test', value: 'v=spf1 ip4:192.0.2.10 ip6:2001:db8::10 -all' }),
+    );
   });
 
   it('refuses a second copy, and names that are not domains', async () => {

@@ -50,8 +50,18 @@ function badSendRequests(): unknown[] {
   const out: unknown[] = [null, 0, 'str', true, [], {}];
   for (const [f, values] of Object.entries(wrong)) for (const w of values) out.push({ ...good, [f]: w });
   for (const inj of CRLF) {
-    out.push({ ...good, subject: `Hi${inj}` }, { ...good, from: `a@fuzz.test${inj}` }, { ...good, to: `someone@inbox.test${inj}` }, { ...good, to: [`Name${inj} <someone@inbox.test>`] });
-    out.push({ ...good, cc: [`c@inbox.test${inj}`] }, { ...good, reply_to: `r@inbox.test${inj}` }, { ...good, headers: { 'X-A': `v${inj}` } }, { ...good, headers: { [`X-A${inj}`]: 'v' } });
+    out.push(
+      { ...good, subject: `Hi${inj}` },
+      { ...good, from: `a@fuzz.test${inj}` },
+      { ...good, to: `someone@inbox.test${inj}` },
+      { ...good, to: [`Name${inj} <someone@inbox.test>`] },
+    );
+    out.push(
+      { ...good, cc: [`c@inbox.test${inj}`] },
+      { ...good, reply_to: `r@inbox.test${inj}` },
+      { ...good, headers: { 'X-A': `v${inj}` } },
+      { ...good, headers: { [`X-A${inj}`]: 'v' } },
+    );
     out.push({ ...good, from: `"Evil${inj}" <a@fuzz.test>` });
   }
   return out;
@@ -67,29 +77,49 @@ describe('fuzz', () => {
     let answers = 0;
     for (const [method, path] of routes) {
       const url = path.replace(/\{[^}]+\}/g, (m) => (m === '{email}' ? encodeURIComponent('nobody@inbox.test') : 'no-such-id'));
-      const bodies: unknown[] = method === 'GET' || method === 'DELETE' ? [undefined] : [...raw, ...(path.startsWith('/v1/emails') ? badSendRequests() : [null, 1, 'x', [], { name: 123 }, { url: 5 }, { name: '\r\n' }])];
+      const bodies: unknown[] =
+        method === 'GET' || method === 'DELETE'
+          ? [undefined]
+          : [...raw, ...(path.startsWith('/v1/emails') ? badSendRequests() : [null, 1, 'x', [], { name: 123 }, { url: 5 }, { name: '\r\n' }])];
       for (const body of bodies) {
         // The batch route gets each bad request as a one-item batch.
         const payload = path === '/v1/emails/batch' && !raw.includes(body as string) ? [body] : body;
-        const r = await stack.api(method, url, p.keys.live, payload === undefined ? undefined : typeof payload === 'string' && raw.includes(payload) ? payload : JSON.stringify(payload));
+        const r = await stack.api(
+          method,
+          url,
+          p.keys.live,
+          payload === undefined ? undefined : typeof payload === 'string' && raw.includes(payload) ? payload : JSON.stringify(payload),
+        );
         answers++;
         expect(r.status, `${method} ${url} ${String(JSON.stringify(body)).slice(0, 120)}`).toBeLessThan(500);
         if (r.status >= 400) expect(r.body.code, `${method} ${url}`).toEqual(expect.any(String));
         if (path === '/v1/emails' && method === 'POST') expect(r.status, JSON.stringify(body).slice(0, 120)).toBeGreaterThanOrEqual(400);
-        if (path === '/v1/emails/batch' && r.status === 202) expect(r.body.data.every((x: any) => x.code), JSON.stringify(body).slice(0, 120)).toBe(true);
+        if (path === '/v1/emails/batch' && r.status === 202)
+          expect(
+            r.body.data.every((x: any) => x.code),
+            JSON.stringify(body).slice(0, 120),
+          ).toBe(true);
       }
     }
     expect(answers).toBeGreaterThan(300);
   }, 120_000);
 
   it('wrong methods, unknown paths and odd headers are 4xx with a code', async () => {
-    for (const [m, path] of [['PUT', '/v1/emails'], ['PATCH', '/v1/domains'], ['GET', '/v1/emails/batch/x'], ['POST', '/v1/suppressions']]) {
+    for (const [m, path] of [
+      ['PUT', '/v1/emails'],
+      ['PATCH', '/v1/domains'],
+      ['GET', '/v1/emails/batch/x'],
+      ['POST', '/v1/suppressions'],
+    ]) {
       const r = await stack.api(m!, path!, p.keys.live, m === 'GET' ? undefined : '{}');
       expect(r.status).toBeGreaterThanOrEqual(400);
       expect(r.status).toBeLessThan(500);
       expect(r.body.code).toEqual(expect.any(String));
     }
-    const r = await stack.api('POST', '/v1/emails', undefined, JSON.stringify(good), { authorization: 'Bearer \u00ff\u00fe', 'x-service-key': 'x'.repeat(5000) });
+    const r = await stack.api('POST', '/v1/emails', undefined, JSON.stringify(good), {
+      authorization: 'Bearer \u00ff\u00fe',
+      'x-service-key': 'x'.repeat(5000),
+    });
     expect(r.status).toBe(401);
   });
 

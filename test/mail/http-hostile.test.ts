@@ -51,7 +51,12 @@ describe('hostile HTTP', () => {
     ['NUL in a header', 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n', 400],
     ['a 100 KB query', `GET /healthz?q=${'a'.repeat(100_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431],
     ['malformed framing', 'POST /v1/emails HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', 400],
-    ['a bad chunk size', () => `POST /v1/webhooks HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${p.keys.live}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n`, 400],
+    [
+      'a bad chunk size',
+      () =>
+        `POST /v1/webhooks HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${p.keys.live}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n`,
+      400,
+    ],
     ['a bad URL encoding', 'GET /v1/emails/%E0%A4%A HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 400],
     ['an unknown route method', 'PROPFIND /v1/emails HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', 404],
   ] as Array<[string, string | (() => string), number]>)('%s answers {error, code}', async (_name, request, status) => {
@@ -64,14 +69,19 @@ describe('hostile HTTP', () => {
 
   it('cuts off a body shorter than its Content-Length after the request timeout, with 408 {error, code}', async () => {
     const body = '{"from":"a@b.test"';
-    const r = await raw(`POST /v1/emails HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${p.keys.live}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n${body}`);
+    const r = await raw(
+      `POST /v1/emails HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${p.keys.live}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n${body}`,
+    );
     expect(r.closed).toBe(true);
     expect(r.ms).toBeLessThan(6000);
     expect(parse(r.text)).toMatchObject({ status: 408, json: { code: 'REQUEST_TIMEOUT' } });
   });
 
   it('refuses a Content-Length over the route limit at once, without reading the body', async () => {
-    const r = await raw(`POST /api/v1/auth/sign-in/email-otp/send HTTP/1.1\r\nHost: x\r\nX-Service-Key: ${p.keys.live}\r\nContent-Type: application/json\r\nContent-Length: 50000000\r\n\r\n{`, 3000);
+    const r = await raw(
+      `POST /api/v1/auth/sign-in/email-otp/send HTTP/1.1\r\nHost: x\r\nX-Service-Key: ${p.keys.live}\r\nContent-Type: application/json\r\nContent-Length: 50000000\r\n\r\n{`,
+      3000,
+    );
     expect(r.ms).toBeLessThan(1000);
     expect(parse(r.text)).toMatchObject({ status: 413, json: { code: 'PAYLOAD_TOO_LARGE' } });
   });

@@ -4,7 +4,13 @@ import { Stack, type Project } from '../helpers/stack.js';
 
 let stack: Stack;
 let n = 0;
-const mail = (extra: Record<string, unknown> = {}) => ({ from: 'Team <team@limits.test>', to: `u${++n}@example.test`, subject: `Hello ${n}`, text: 'Hi', ...extra });
+const mail = (extra: Record<string, unknown> = {}) => ({
+  from: 'Team <team@limits.test>',
+  to: `u${++n}@example.test`,
+  subject: `Hello ${n}`,
+  text: 'Hi',
+  ...extra,
+});
 
 async function project(slug: string): Promise<Project> {
   const p = await stack.createProject(slug);
@@ -129,7 +135,12 @@ describe('batch', () => {
   it('accepts 100 and refuses 101, an empty array and a non-array with 400', async () => {
     const p = await project('batch-size');
     await stack.setPlan('batch-size', 'pro');
-    const ok = await stack.api('POST', '/v1/emails/batch', p.keys.live, Array.from({ length: 100 }, () => mail()));
+    const ok = await stack.api(
+      'POST',
+      '/v1/emails/batch',
+      p.keys.live,
+      Array.from({ length: 100 }, () => mail()),
+    );
     expect(ok.status).toBe(202);
     expect(ok.body.data.every((x: any) => x.status === 'queued')).toBe(true);
     expect(new Set(ok.body.data.map((x: any) => x.id)).size).toBe(100);

@@ -10,7 +10,11 @@ const supervisor = path.resolve('dist/control/supervisor.js');
 
 function start(env: Record<string, string>) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'postgate-misconfig-'));
-  const r = spawnSync(process.execPath, [supervisor], { env: { ...process.env, POSTGATE_DATA_DIR: dataDir, POSTGATE_HTTP_PORT: '0', ...env }, encoding: 'utf8', timeout: 20_000 });
+  const r = spawnSync(process.execPath, [supervisor], {
+    env: { ...process.env, POSTGATE_DATA_DIR: dataDir, POSTGATE_HTTP_PORT: '0', ...env },
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
   return { status: r.status, lines: `${r.stdout}${r.stderr}`.trim().split('\n').filter(Boolean) };
 }
 

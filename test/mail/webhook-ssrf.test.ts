@@ -33,7 +33,10 @@ beforeAll(async () => {
   const probe = http.createServer();
   closedPort = await listen(probe, '127.0.0.2');
   probe.close();
-  dns = await startDnsServer([{ type: 'A', name: 'rebind.test', address: '203.0.113.7' }, { type: 'A', name: 'inside.test', address: '10.1.2.3' }]);
+  dns = await startDnsServer([
+    { type: 'A', name: 'rebind.test', address: '203.0.113.7' },
+    { type: 'A', name: 'inside.test', address: '10.1.2.3' },
+  ]);
   stack = await Stack.start({
     env: { POSTGATE_DNS_SERVERS: dns.address },
     config: { webhooks: { retryDelays: [1], maxAgeSeconds: 3600, timeoutMs: 2000, allowCidrs: ['127.0.0.2/32'] } },
@@ -62,10 +65,28 @@ describe('webhook targets', () => {
   it('refuses loopback, private, link-local and unspecified targets in every spelling', async () => {
     const port = (loopback.address() as AddressInfo).port;
     const urls = [
-      `http://127.0.0.1:${port}/`, `http://localhost:${port}/`, 'http://LOCALHOST./x', 'http://api.localhost/', 'http://0.0.0.0/',
-      'http://[::1]/', 'http://[::ffff:127.0.0.1]/', 'http://[::ffff:7f00:1]/', 'http://[::]/', 'http://2130706433/', 'http://0x7f000001/',
-      'http://0177.0.0.1/', 'http://127.1/', 'http://10.0.0.5/', 'http://172.16.3.4/', 'http://192.168.1.1/', 'http://100.64.0.1/',
-      'http://169.254.169.254/latest/meta-data/', 'http://[fe80::1]/', 'http://[fd00::1]/', 'http://[64:ff9b::a00:1]/', 'http://inside.test/',
+      `http://127.0.0.1:${port}/`,
+      `http://localhost:${port}/`,
+      'http://LOCALHOST./x',
+      'http://api.localhost/',
+      'http://0.0.0.0/',
+      'http://[::1]/',
+      'http://[::ffff:127.0.0.1]/',
+      'http://[::ffff:7f00:1]/',
+      'http://[::]/',
+      'http://2130706433/',
+      'http://0x7f000001/',
+      'http://0177.0.0.1/',
+      'http://127.1/',
+      'http://10.0.0.5/',
+      'http://172.16.3.4/',
+      'http://192.168.1.1/',
+      'http://100.64.0.1/',
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[fe80::1]/',
+      'http://[fd00::1]/',
+      'http://[64:ff9b::a00:1]/',
+      'http://inside.test/',
     ];
     for (const url of urls) {
       const r = await stack.api('POST', '/v1/webhooks', p.keys.live, { url });
@@ -106,8 +127,28 @@ describe('webhook targets', () => {
 describe('AddressGuard', () => {
   const guard = new AddressGuard();
   it.each([
-    '127.0.0.1', '127.255.255.254', '0.0.0.0', '10.0.0.1', '172.31.255.255', '192.168.0.1', '100.64.0.1', '169.254.169.254', '224.0.0.1', '255.255.255.255',
-    '::', '::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::127.0.0.1', '::ffff:10.0.0.1', '64:ff9b::7f00:1', '2002:7f00:1::', 'fe80::1', 'fd12:3456::1', 'ff02::1', 'not-an-ip',
+    '127.0.0.1',
+    '127.255.255.254',
+    '0.0.0.0',
+    '10.0.0.1',
+    '172.31.255.255',
+    '192.168.0.1',
+    '100.64.0.1',
+    '169.254.169.254',
+    '224.0.0.1',
+    '255.255.255.255',
+    '::',
+    '::1',
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:1',
+    '::127.0.0.1',
+    '::ffff:10.0.0.1',
+    '64:ff9b::7f00:1',
+    '2002:7f00:1::',
+    'fe80::1',
+    'fd12:3456::1',
+    'ff02::1',
+    'not-an-ip',
   ])('refuses %s', (ip) => expect(guard.permits(ip)).toBe(false));
   it.each(['8.8.8.8', '203.0.113.7', '2001:4860:4860::8888', '::ffff:8.8.8.8', '64:ff9b::808:808'])('permits %s', (ip) => expect(guard.permits(ip)).toBe(true));
   it('admits operator CIDRs and refuses malformed ones', () => {

@@ -57,7 +57,12 @@ describe('webhooks', () => {
     const r = await stack.api('POST', '/v1/webhooks', p.keys.live, { url, statuses: ['queued', 'failed', 'bounced'] });
     expect(r.status).toBe(201);
     hook = r.body;
-    expect(hook).toMatchObject({ id: expect.any(String), url, statuses: ['queued', 'failed', 'bounced'], secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/=]{40,}$/) });
+    expect(hook).toMatchObject({
+      id: expect.any(String),
+      url,
+      statuses: ['queued', 'failed', 'bounced'],
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/=]{40,}$/),
+    });
     expect((await stack.api('GET', '/v1/webhooks', p.keys.live)).body.data).toHaveLength(1);
     for (const bad of [{ url: 'ftp://x.test/' }, { url: 'not a url' }, { url, statuses: ['opened'] }, {}]) {
       const b = await stack.api('POST', '/v1/webhooks', p.keys.live, bad);
@@ -69,7 +74,11 @@ describe('webhooks', () => {
   it('POSTs each status change with a status field, signed', async () => {
     const sent = await stack.api('POST', '/v1/emails', p.keys.live, mail());
     const got = await waitReceived((r) => r.json.data.email_id === sent.body.id && r.json.data.status === 'queued');
-    expect(got.json).toMatchObject({ type: 'email.queued', timestamp: expect.any(String), data: { status: 'queued', email_id: sent.body.id, subject: 'Hook me' } });
+    expect(got.json).toMatchObject({
+      type: 'email.queued',
+      timestamp: expect.any(String),
+      data: { status: 'queued', email_id: sent.body.id, subject: 'Hook me' },
+    });
     expect(got.headers['webhook-id']).toMatch(/^msg_/);
     expect(verify(hook.secret, got.headers, got.body)).toBe(true);
     expect(verify(hook.secret, got.headers, got.body.replace('queued', 'sent'))).toBe(false);

@@ -76,7 +76,10 @@ Content-Type: text/html
       ],
     ];
     for (const [raw, envelope, message] of cases) {
-      const err = await map(raw, envelope).then(() => undefined, (e: unknown) => e);
+      const err = await map(raw, envelope).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err, raw).toBeInstanceOf(ApiError);
       expect((err as ApiError).code).toBe('INVALID_REQUEST');
       expect((err as ApiError).message).toMatch(message);

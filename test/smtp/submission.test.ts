@@ -31,7 +31,14 @@ function transport(pass: string, opts: Options = {}) {
 
 /** Pooled connections, each carrying several messages. */
 function pool(pass: string, maxConnections: number) {
-  const opts: SMTPPool.Options = { pool: true, maxConnections, host: '127.0.0.1', port: smtpPort, auth: { user: 'anything', pass }, tls: { rejectUnauthorized: false } };
+  const opts: SMTPPool.Options = {
+    pool: true,
+    maxConnections,
+    host: '127.0.0.1',
+    port: smtpPort,
+    auth: { user: 'anything', pass },
+    tls: { rejectUnauthorized: false },
+  };
   return nodemailer.createTransport(opts);
 }
 
@@ -78,11 +85,12 @@ afterAll(async () => {
 
 describe('sessions per client address', () => {
   /** Connects and resolves the greeting line, leaving the session open. */
-  const greet = () => new Promise<{ sock: net.Socket; line: string }>((resolve, reject) => {
-    const sock = net.connect(smtpPort, '127.0.0.1');
-    sock.once('data', (d) => resolve({ sock, line: d.toString().split('\r\n')[0]! }));
-    sock.on('error', reject);
-  });
+  const greet = () =>
+    new Promise<{ sock: net.Socket; line: string }>((resolve, reject) => {
+      const sock = net.connect(smtpPort, '127.0.0.1');
+      sock.once('data', (d) => resolve({ sock, line: d.toString().split('\r\n')[0]! }));
+      sock.on('error', reject);
+    });
 
   it(`holds one address to ${PER_IP} sessions at once: the next is 421 4.7.0, and a freed place is taken again`, async () => {
     const open = [];
@@ -110,7 +118,13 @@ describe('authentication and TLS', () => {
 
   it('refuses an unknown MAIL FROM parameter with 555 5.5.4, and takes the ones it offers', async () => {
     const plain = Buffer.from(`\0anything\0${acme.keys.live}`).toString('base64');
-    const lines = await rawSession(['EHLO client.test', `AUTH PLAIN ${plain}`, 'MAIL FROM:<hello@acme.test> FOO=bar', 'MAIL FROM:<hello@acme.test> SIZE=100 BODY=8BITMIME', 'QUIT']);
+    const lines = await rawSession([
+      'EHLO client.test',
+      `AUTH PLAIN ${plain}`,
+      'MAIL FROM:<hello@acme.test> FOO=bar',
+      'MAIL FROM:<hello@acme.test> SIZE=100 BODY=8BITMIME',
+      'QUIT',
+    ]);
     expect(lines.find((l) => l.startsWith('555'))).toMatch(/^555 5\.5\.4 MAIL FROM parameter FOO not recognized/);
     expect(lines.filter((l) => /^250 /.test(l)).length).toBeGreaterThanOrEqual(2);
   });
@@ -267,7 +281,7 @@ describe('refusals carry the API code', () => {
   });
 
   it('a bad recipient address: 553 5.1.3', async () => {
-    const r = await refusal(acme.keys.live, { ...base, to: 'bad@' , envelope: { from: 'hello@acme.test', to: ['bad@nodot'] } });
+    const r = await refusal(acme.keys.live, { ...base, to: 'bad@', envelope: { from: 'hello@acme.test', to: ['bad@nodot'] } });
     expect(r.responseCode).toBe(553);
     expect(r.response).toMatch(/^553 5\.1\.3 INVALID_REQUEST/);
   });

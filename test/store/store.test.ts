@@ -24,16 +24,31 @@ afterEach(() => {
 });
 
 const email = (at = Date.now(), to = 'r@inbox.test'): NewEmail => ({
-  id: uuidv7(at), projectId, status: 'queued', from: 'a@acme.test', subject: 's', bulk: false, createdAt: at,
+  id: uuidv7(at),
+  projectId,
+  status: 'queued',
+  from: 'a@acme.test',
+  subject: 's',
+  bulk: false,
+  createdAt: at,
   request: JSON.stringify({ from: 'a@acme.test', to: [to], cc: [], bcc: [], reply_to: [], subject: 's', text: 't', tags: [], headers: {}, bulk: false }),
   recipients: [{ address: to, kind: 'to' }],
 });
 
-const rowCount = (sql: string, ...args: unknown[]) => store.db.prepare(sql).pluck().get(...args) as number;
+const rowCount = (sql: string, ...args: unknown[]) =>
+  store.db
+    .prepare(sql)
+    .pluck()
+    .get(...args) as number;
 
 describe('group commit', () => {
   it('one group, one commit: a quota that runs out midway refuses exactly the emails beyond it', async () => {
-    const outcomes = await Promise.allSettled(store.insertEmails(Array.from({ length: 8 }, () => email()), { daily: 5, monthly: 100 }));
+    const outcomes = await Promise.allSettled(
+      store.insertEmails(
+        Array.from({ length: 8 }, () => email()),
+        { daily: 5, monthly: 100 },
+      ),
+    );
     expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(5);
     const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
     expect(refused).toHaveLength(3);
@@ -47,7 +62,11 @@ describe('group commit', () => {
 
   it('a write that fails after writing is undone with its counts; the rest of the group commits', async () => {
     const dup = email();
-    const outcomes = await Promise.allSettled([store.insertEmail(dup, { daily: 100, monthly: 100 }), store.insertEmail({ ...dup }, { daily: 100, monthly: 100 }), store.insertEmail(email(), { daily: 100, monthly: 100 })]);
+    const outcomes = await Promise.allSettled([
+      store.insertEmail(dup, { daily: 100, monthly: 100 }),
+      store.insertEmail({ ...dup }, { daily: 100, monthly: 100 }),
+      store.insertEmail(email(), { daily: 100, monthly: 100 }),
+    ]);
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     // The duplicate counted its usage before its insert failed: that count was taken back.
     expect(await store.usage(projectId, Date.now())).toEqual({ day: 2, month: 2 });

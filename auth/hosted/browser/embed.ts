@@ -89,7 +89,7 @@ async function mount(el: HTMLScriptElement): Promise<void> {
     }, 400);
   });
 
-  (window.PostgateWidget ??= { instances: [], setLanguage });
+  window.PostgateWidget ??= { instances: [], setLanguage };
   window.PostgateWidget.instances.push({ frame, origin: idOrigin });
 }
 

@@ -61,7 +61,11 @@ function applyLang(next: Lang): void {
 const binding = cfg.codeChallenge ? { codeChallenge: cfg.codeChallenge } : {};
 
 class ApiFailure extends Error {
-  constructor(readonly code: string, message: string, readonly retryAfter: number | null) {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly retryAfter: number | null,
+  ) {
     super(message);
   }
 }
@@ -69,7 +73,11 @@ class ApiFailure extends Error {
 async function call<T>(path: string, body: Record<string, unknown>): Promise<T> {
   let res: Response;
   try {
-    res = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ slug: cfg.slug, redirectUri: cfg.redirectUri, ...body }) });
+    res = await fetch(path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ slug: cfg.slug, redirectUri: cfg.redirectUri, ...body }),
+    });
   } catch {
     throw new ApiFailure('NETWORK_ERROR', 'network error', null);
   }

@@ -16,8 +16,19 @@ export interface ButtonProps extends Omit<ButtonHTMLAttributes<HTMLButtonElement
 }
 
 const baseStyle: CSSProperties = {
-  display: 'inline-flex', alignItems: 'center', justifyContent: 'center', gap: 10, minHeight: 44, padding: '10px 16px',
-  font: 'inherit', fontWeight: 500, color: '#1f2328', background: '#fff', border: '1px solid #d1d9e0', borderRadius: 10, cursor: 'pointer',
+  display: 'inline-flex',
+  alignItems: 'center',
+  justifyContent: 'center',
+  gap: 10,
+  minHeight: 44,
+  padding: '10px 16px',
+  font: 'inherit',
+  fontWeight: 500,
+  color: '#1f2328',
+  background: '#fff',
+  border: '1px solid #d1d9e0',
+  borderRadius: 10,
+  cursor: 'pointer',
 };
 
 export function ProviderMark({ provider, size = 20 }: { provider: string; size?: number }) {
@@ -31,7 +42,7 @@ export function ProviderMark({ provider, size = 20 }: { provider: string; size?:
 export function Button({ provider, label, lang = 'en', callbackURL, style, disabled, ...rest }: ButtonProps) {
   const { signIn, loading } = usePostgate();
   const mark = markOf(provider);
-  const name = lang === 'ru' ? mark.nameRu ?? mark.name : mark.name;
+  const name = lang === 'ru' ? (mark.nameRu ?? mark.name) : mark.name;
   const text = label ?? (lang === 'ru' ? `Войти через ${name}` : `Continue with ${name}`);
   return (
     <button

@@ -67,7 +67,12 @@ export class PostgateClient {
    */
   async signIn(provider: string, opts: { callbackURL: string; method?: 'oauth'; codeChallenge?: string }): Promise<{ url: string }> {
     const codeChallenge = opts.codeChallenge ?? (inBrowser() ? await pendingChallenge() : undefined);
-    return this.request('POST', '/sign-in/social', { provider, method: opts.method ?? 'oauth', callbackURL: opts.callbackURL, ...(codeChallenge ? { codeChallenge } : {}) });
+    return this.request('POST', '/sign-in/social', {
+      provider,
+      method: opts.method ?? 'oauth',
+      callbackURL: opts.callbackURL,
+      ...(codeChallenge ? { codeChallenge } : {}),
+    });
   }
 
   /** The one-time `svc_code` from the callback address → a session token (once). In a browser, this tab's verifier goes with it. */

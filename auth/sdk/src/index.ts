@@ -1,5 +1,13 @@
 // @postgate/react: sign-in for React apps on postgate's auth API.
-export { PostgateProvider, usePostgate, type PostgateConfig, type PostgateContextValue, type PostgateState, type SignInOptions, type SignInResult } from './react.js';
+export {
+  PostgateProvider,
+  usePostgate,
+  type PostgateConfig,
+  type PostgateContextValue,
+  type PostgateState,
+  type SignInOptions,
+  type SignInResult,
+} from './react.js';
 export { Button, SignInButton, ProviderMark, type ButtonProps, type ButtonProvider } from './button.js';
 export { PostgateClient, createClient, type ClientOptions } from './client.js';
 export { PostgateError } from './errors.js';

@@ -56,7 +56,13 @@ export const marks: Record<string, Mark> = {
     shapes: [
       { tag: 'circle', attrs: { cx: 12, cy: 12, r: 11, fill: '#181717' } },
       // A cat's head with ears, and its neck.
-      { tag: 'path', attrs: { d: 'M8 9.2V6.6l2.2 1.5a6.4 6.4 0 0 1 3.6 0L16 6.6v2.6c.9 1.2 1 2.9.5 4.1-.8 1.7-2.4 2.4-4.5 2.4s-3.7-.7-4.5-2.4c-.5-1.2-.4-2.9.5-4.1z', fill: '#FFFFFF' } },
+      {
+        tag: 'path',
+        attrs: {
+          d: 'M8 9.2V6.6l2.2 1.5a6.4 6.4 0 0 1 3.6 0L16 6.6v2.6c.9 1.2 1 2.9.5 4.1-.8 1.7-2.4 2.4-4.5 2.4s-3.7-.7-4.5-2.4c-.5-1.2-.4-2.9.5-4.1z',
+          fill: '#FFFFFF',
+        },
+      },
       { tag: 'path', attrs: { d: 'M10.6 15.6V19M13.4 15.6V19', ...stroke('#FFFFFF', 1.6) } },
     ],
   },

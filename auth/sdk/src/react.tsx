@@ -93,7 +93,10 @@ const here = () => {
 export function PostgateProvider({ config, children }: { config: PostgateConfig; children?: ReactNode }) {
   const { apiKey, baseURL } = config;
   const client = useMemo(() => new PostgateClient({ apiKey, ...(baseURL !== undefined ? { baseURL } : {}) }), [apiKey, baseURL]);
-  const store = useMemo(() => tokenStore(config.storage ?? 'local', `postgate.session:${baseURL ?? ''}:${apiKey.slice(-8)}`), [config.storage, baseURL, apiKey]);
+  const store = useMemo(
+    () => tokenStore(config.storage ?? 'local', `postgate.session:${baseURL ?? ''}:${apiKey.slice(-8)}`),
+    [config.storage, baseURL, apiKey],
+  );
   // Callbacks are read when they fire, so an inline config object does not restart anything.
   const latest = useRef(config);
   latest.current = config;
@@ -108,22 +111,25 @@ export function PostgateProvider({ config, children }: { config: PostgateConfig;
   }, []);
 
   /** A new session: kept, completed from GET /session (the sign-in answers carry only some user fields), announced. */
-  const adopt = useCallback(async (signed: SignedIn): Promise<User> => {
-    store.set(signed.token);
-    setToken(signed.token);
-    let user: User = signed.user;
-    let session: Session | null = null;
-    try {
-      const s = await client.getSession(signed.token);
-      user = { ...signed.user, ...s.user };
-      session = s.session;
-    } catch {
-      /* the sign-in answer's fields will do */
-    }
-    setState({ user, session, loading: false, error: null, errorCode: null });
-    latest.current.onSignIn?.(user);
-    return user;
-  }, [client, store]);
+  const adopt = useCallback(
+    async (signed: SignedIn): Promise<User> => {
+      store.set(signed.token);
+      setToken(signed.token);
+      let user: User = signed.user;
+      let session: Session | null = null;
+      try {
+        const s = await client.getSession(signed.token);
+        user = { ...signed.user, ...s.user };
+        session = s.session;
+      } catch {
+        /* the sign-in answer's fields will do */
+      }
+      setState({ user, session, loading: false, error: null, errorCode: null });
+      latest.current.onSignIn?.(user);
+      return user;
+    },
+    [client, store],
+  );
 
   const started = useRef<PostgateClient | null>(null);
   useEffect(() => {
@@ -162,37 +168,43 @@ export function PostgateProvider({ config, children }: { config: PostgateConfig;
     })();
   }, [client, store, adopt, fail]);
 
-  const signIn = useCallback(async (provider: string, options: SignInOptions = {}): Promise<SignInResult> => {
-    setState((s) => ({ ...s, loading: true, error: null, errorCode: null }));
-    try {
-      if (options.method === undefined || options.method === 'oauth') {
-        const callbackURL = ('callbackURL' in options && options.callbackURL) || latest.current.callbackURL || here();
-        const { url } = await client.signIn(provider, { callbackURL });
-        window.location.assign(url);
-        return { status: 'redirecting' };
-      }
-      let signed: SignedIn;
-      if (options.method === 'otp') {
-        const byPhone = 'phone' in options;
-        const target = byPhone ? options.phone : options.email;
-        if (options.code === undefined) {
-          await (byPhone ? client.sendSmsOTP(target) : client.sendEmailOTP(target));
-          setState((s) => ({ ...s, loading: false }));
-          return { status: 'code_sent' };
+  const signIn = useCallback(
+    async (provider: string, options: SignInOptions = {}): Promise<SignInResult> => {
+      setState((s) => ({ ...s, loading: true, error: null, errorCode: null }));
+      try {
+        if (options.method === undefined || options.method === 'oauth') {
+          const callbackURL = ('callbackURL' in options && options.callbackURL) || latest.current.callbackURL || here();
+          const { url } = await client.signIn(provider, { callbackURL });
+          window.location.assign(url);
+          return { status: 'redirecting' };
         }
-        signed = await (byPhone ? client.verifySmsOTP(target, options.code) : client.verifyEmailOTP(target, options.code));
-      } else if (options.method === 'widget') {
-        signed = await client.signInTelegramWidget(options.data);
-      } else if ('credential' in options) {
-        signed = await client.verifyToken(provider, options.method, { credential: options.credential, ...(options.nonce !== undefined ? { nonce: options.nonce } : {}) });
-      } else {
-        throw new PostgateError('INVALID_REQUEST', `Unknown sign-in method ${String((options as { method?: unknown }).method)}`, 0);
+        let signed: SignedIn;
+        if (options.method === 'otp') {
+          const byPhone = 'phone' in options;
+          const target = byPhone ? options.phone : options.email;
+          if (options.code === undefined) {
+            await (byPhone ? client.sendSmsOTP(target) : client.sendEmailOTP(target));
+            setState((s) => ({ ...s, loading: false }));
+            return { status: 'code_sent' };
+          }
+          signed = await (byPhone ? client.verifySmsOTP(target, options.code) : client.verifyEmailOTP(target, options.code));
+        } else if (options.method === 'widget') {
+          signed = await client.signInTelegramWidget(options.data);
+        } else if ('credential' in options) {
+          signed = await client.verifyToken(provider, options.method, {
+            credential: options.credential,
+            ...(options.nonce !== undefined ? { nonce: options.nonce } : {}),
+          });
+        } else {
+          throw new PostgateError('INVALID_REQUEST', `Unknown sign-in method ${String((options as { method?: unknown }).method)}`, 0);
+        }
+        return { status: 'signed_in', user: await adopt(signed) };
+      } catch (err) {
+        return { status: 'error', error: fail(err) };
       }
-      return { status: 'signed_in', user: await adopt(signed) };
-    } catch (err) {
-      return { status: 'error', error: fail(err) };
-    }
-  }, [client, adopt, fail]);
+    },
+    [client, adopt, fail],
+  );
 
   const signOut = useCallback(async (): Promise<void> => {
     const t = store.get() ?? token;
@@ -214,7 +226,10 @@ export function PostgateProvider({ config, children }: { config: PostgateConfig;
 
   const clearError = useCallback(() => setState((s) => ({ ...s, error: null, errorCode: null })), []);
 
-  const value = useMemo<PostgateContextValue>(() => ({ ...state, token, client, signIn, signOut, clearError }), [state, token, client, signIn, signOut, clearError]);
+  const value = useMemo<PostgateContextValue>(
+    () => ({ ...state, token, client, signIn, signOut, clearError }),
+    [state, token, client, signIn, signOut, clearError],
+  );
   return <Ctx.Provider value={value}>{children}</Ctx.Provider>;
 }
 
