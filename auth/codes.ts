@@ -13,7 +13,7 @@ import type { Caller } from '../control/access.js';
 import type { MailPipeline } from '../control/mail/pipeline.js';
 import type { AuthStore } from '../control/store/auth.js';
 import type { Store } from '../control/store/store.js';
-import { domainOf, parseMailbox } from '../control/mail/address.js';
+import { domainOf, parseMailbox } from '../common/address.js';
 import { randomDigits, sameHex, type AuthCrypto } from './crypto.js';
 import type { RateLimiter } from './limits.js';
 import { durations, settings } from './settings.js';

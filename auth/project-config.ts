@@ -3,7 +3,7 @@
 // settings. Validated here, once, for the admin API.
 import { invalid, notFound } from '../core/errors.js';
 import { clock } from '../core/clock.js';
-import { parseMailbox } from '../control/mail/address.js';
+import { parseMailbox } from '../common/address.js';
 import type { AuthStore, ProviderRow } from '../control/store/auth.js';
 import type { AuthCrypto } from './crypto.js';
 import { settings } from './settings.js';

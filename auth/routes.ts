@@ -5,7 +5,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ApiError, invalid } from '../core/errors.js';
 import { Access, type Caller, type KeyRequirement } from '../control/access.js';
 import { sendJson, type FastLane } from '../control/fast-lane.js';
-import { isAddress } from '../control/mail/address.js';
+import { isAddress } from '../common/address.js';
 import type { Origin, SessionRow, UserRow } from '../control/store/auth.js';
 import type { AuthContext } from './context.js';
 import { clientIp, connectionIp, regionAllows } from './region.js';

@@ -1,6 +1,6 @@
 // JSON schemas of the auth API: they validate requests and describe the API in
 // the OpenAPI document (tags ['auth']).
-import { errorSchema } from '../control/mail/schema.js';
+import { errorSchema } from '../control/http/schemas.js';
 import type { SessionRow, UserRow } from '../control/store/auth.js';
 
 const s = { type: 'string' } as const;

@@ -1,6 +1,17 @@
-// The one clock. Tests move it (through the admin API) to reach expiry,
-// next-day deferral and warm-up days without waiting.
+// The one clock, and the only UTC-day arithmetic. Tests move the clock (through the
+// admin API) to reach expiry, next-day deferral and warm-up days without waiting.
 let offsetMs = 0;
+
+export const DAY_MS = 86_400_000;
+
+/** The UTC calendar day of ms, YYYY-MM-DD. */
+export const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+
+/** UTC midnight at or before ms. */
+export const dayStart = (ms: number): number => ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS);
+
+/** The next UTC midnight after ms. */
+export const nextDayStart = (ms: number): number => dayStart(ms) + DAY_MS;
 
 export const clock = {
   now(): number {
@@ -14,7 +25,7 @@ export const clock = {
   },
   /** UTC day, YYYY-MM-DD. */
   day(ms: number = clock.now()): string {
-    return new Date(ms).toISOString().slice(0, 10);
+    return dayOf(ms);
   },
   setOffset(ms: number): void {
     offsetMs = ms;

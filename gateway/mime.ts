@@ -3,7 +3,7 @@
 // matters: Message-ID and Date come from the stored email, so a rebuild is the same mail.
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { encodeWord } from 'nodemailer/lib/mime-funcs';
-import { domainOf, parseMailbox } from '../control/mail/address.js';
+import { domainOf, parseMailbox } from '../common/address.js';
 import type { NormalizedRequest } from '../control/mail/pipeline.js';
 
 /**

@@ -5,8 +5,7 @@ import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { create } from '@bufbuild/protobuf';
 import { grpcDefinition } from '../proto/grpc.js';
-import { clock } from '../core/clock.js';
-import { dayOf } from './pacing/warmup.js';
+import { clock, dayOf } from '../core/clock.js';
 import {
   AckResponseSchema,
   PacingStatsResponseSchema,

@@ -4,11 +4,10 @@
 import { loadConfig, type Config } from '../core/config.js';
 import { createLogger, type Logger } from '../core/log.js';
 import { Outbox, type DeliveryEventRow, type NewDeliveryEvent, type UsageRow } from '../control/store/outbox.js';
-import { clock } from '../core/clock.js';
+import { clock, dayOf } from '../core/clock.js';
 import { EventFeed } from './feed.js';
 import { gatewayPaths, type GatewayPaths } from './paths.js';
 import { Pacer } from './pacing/pacer.js';
-import { dayOf } from './pacing/warmup.js';
 
 export interface GatewayContext {
   config: Config;

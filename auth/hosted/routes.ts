@@ -5,7 +5,7 @@
 // app's callback with a single-use svc_code that the app exchanges.
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid } from '../../core/errors.js';
-import { isAddress } from '../../control/mail/address.js';
+import { isAddress } from '../../common/address.js';
 import { marks } from '../sdk/src/marks.js';
 import type { AuthContext } from '../context.js';
 import { connectionIp, regionAllows } from '../region.js';

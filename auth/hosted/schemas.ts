@@ -1,6 +1,6 @@
 // JSON schemas of the hosted (public, keyless) endpoints: they validate
 // requests and describe the endpoints in /openapi.json (tags ['auth']).
-import { errorSchema } from '../../control/mail/schema.js';
+import { errorSchema } from '../../control/http/schemas.js';
 import { codeChallenge } from '../schemas.js';
 
 const s = { type: 'string' } as const;

@@ -7,7 +7,7 @@ import { clock } from '../../core/clock.js';
 import type { Invalidator } from '../../core/invalidation.js';
 import { newApiKey } from '../keys.js';
 import type { KeyKind, KeyScope, Project, Store } from '../store/store.js';
-import { errorSchema } from '../mail/schema.js';
+import { errorSchema } from '../http/schemas.js';
 import { sealer } from '../../core/crypto.js';
 import type { Config } from '../../core/config.js';
 import { PLANS, limitsOf, type PlanName } from '../plans.js';

@@ -2,18 +2,16 @@
 // the emails): an email counts once under each status it reached, on the UTC
 // day it reached it.
 import type { FastifyPluginAsync } from 'fastify';
-import { clock } from '../../core/clock.js';
+import { clock, DAY_MS, dayOf } from '../../core/clock.js';
 import type { Store } from '../store/store.js';
-import { errorSchema } from '../mail/schema.js';
+import { errorSchema } from '../http/schemas.js';
 
 export const STATUSES = ['queued', 'sending', 'sent', 'delivered', 'bounced', 'rejected', 'complained', 'failed'] as const;
-const DAY = 86_400_000;
 const security: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { serviceKey: [] }];
 const counts = { type: 'object', properties: Object.fromEntries(STATUSES.map((s) => [s, { type: 'integer' }])) } as const;
 const errors = { 401: errorSchema, 429: errorSchema };
 
 const zero = () => Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<string, number>;
-const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 export const analyticsRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
   app.get(
@@ -35,8 +33,8 @@ export const analyticsRoutes: FastifyPluginAsync<{ store: Store }> = async (app,
     async (req) => {
       const now = clock.now();
       const today = dayOf(now);
-      const weekFrom = dayOf(now - 6 * DAY);
-      const monthFrom = dayOf(now - 29 * DAY);
+      const weekFrom = dayOf(now - 6 * DAY_MS);
+      const monthFrom = dayOf(now - 29 * DAY_MS);
       const rows = await store.analytics(req.caller!.project.id, monthFrom, today);
       const out = { today: zero(), week: zero(), month: zero() };
       for (const r of rows) {
@@ -67,7 +65,7 @@ export const analyticsRoutes: FastifyPluginAsync<{ store: Store }> = async (app,
     },
     async (req) => {
       const now = clock.now();
-      const days = Array.from({ length: 30 }, (_, i) => dayOf(now - (29 - i) * DAY));
+      const days = Array.from({ length: 30 }, (_, i) => dayOf(now - (29 - i) * DAY_MS));
       const byDay = new Map(days.map((d) => [d, zero()]));
       for (const r of await store.analytics(req.caller!.project.id, days[0]!, days[29]!)) {
         const c = byDay.get(r.day);

@@ -6,7 +6,7 @@ import type { Sealer } from '../../core/crypto.js';
 import type { Resolver } from '../../core/dns.js';
 import type { Config } from '../../core/config.js';
 import type { DomainRow, Store } from '../store/store.js';
-import { errorSchema } from '../mail/schema.js';
+import { errorSchema } from '../http/schemas.js';
 import type { DnsRecord } from './records.js';
 import { createDomain } from './create.js';
 import { verifyRecords } from './verify.js';

@@ -7,7 +7,7 @@ import type { Sealer } from '../../core/crypto.js';
 import type { Config } from '../../core/config.js';
 import type { Logger } from '../../core/log.js';
 import type { Store } from '../store/store.js';
-import { domainOf, parseMailbox } from '../mail/address.js';
+import { domainOf, parseMailbox } from '../../common/address.js';
 import { createDomain } from './create.js';
 
 export const SYSTEM_PROJECT_SLUG = 'postgate-system';

@@ -11,14 +11,13 @@
 // List-Unsubscribe-Post. A bulk email goes as one copy per recipient, because each
 // copy's unsubscribe link names its own recipient.
 import type { Logger } from '../../core/log.js';
-import { clock } from '../../core/clock.js';
+import { clock, dayStart } from '../../core/clock.js';
 import type { Sealer } from '../../core/crypto.js';
 import type { DomainRow, EmailRow, RecipientRow, Store } from '../store/store.js';
 import type { Gateway, Gateways } from '../gateways.js';
 import type { OutboundMessage } from '../../proto/gen/postgate/gateway/v1/gateway_pb.js';
 import type { Tokens } from '../unsubscribe/tokens.js';
-import { dayStart } from '../../gateway/pacing/warmup.js';
-import { domainOf, parseMailbox } from './address.js';
+import { domainOf, parseMailbox } from '../../common/address.js';
 import type { NormalizedRequest } from './pipeline.js';
 import type { Metrics } from '../metrics.js';
 

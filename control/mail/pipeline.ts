@@ -9,7 +9,7 @@ import type { Config } from '../../core/config.js';
 import type { Caller } from '../access.js';
 import type { BulkRules, NewEmail, Quota, Store } from '../store/store.js';
 import { limitsOf, requireSubscription } from '../plans.js';
-import { canonical, domainOf, parseMailbox } from './address.js';
+import { canonical, domainOf, parseMailbox } from '../../common/address.js';
 import { sendRequestSchema } from './schema.js';
 
 export interface SendRequest {

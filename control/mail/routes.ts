@@ -17,7 +17,8 @@ import type { PacingService } from '../pacing/service.js';
 import { type Access, MAIL_KEYS, type Caller } from '../access.js';
 import type { Store } from '../store/store.js';
 import type { MailPipeline, SendRequest } from './pipeline.js';
-import { emailSchema, errorSchema, sendRequestSchema, sendResponseSchema } from './schema.js';
+import { errorSchema } from '../http/schemas.js';
+import { emailSchema, sendRequestSchema, sendResponseSchema } from './schema.js';
 import type { Config } from '../../core/config.js';
 import { emailView } from './view.js';
 

@@ -38,13 +38,6 @@ export function sendRequestSchema(limits: { maxRecipients: number; maxBodyBytes:
   } as const;
 }
 
-export const errorSchema = {
-  $id: 'Error',
-  type: 'object',
-  required: ['error', 'code'],
-  properties: { error: { type: 'string' }, code: { type: 'string' }, id: { type: 'string' } },
-} as const;
-
 export const sendResponseSchema = {
   type: 'object',
   required: ['id', 'status'],

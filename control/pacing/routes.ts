@@ -3,7 +3,7 @@
 // volume rules; POST /v1/pacing/announcements announces a day's bulk volume beforehand
 // (the spec's bulk rule 3 and pacing rule 5), so it is not held as a spike.
 import type { FastifyPluginAsync } from 'fastify';
-import { errorSchema } from '../mail/schema.js';
+import { errorSchema } from '../http/schemas.js';
 import type { PacingService } from './service.js';
 
 const security: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { serviceKey: [] }];

@@ -3,13 +3,13 @@
 // restarted), a project's view of its warm-up (GET /v1/pacing), announced and
 // approved bulk volume, and the test-only clock that control shares with its gateways.
 import { ApiError, invalid } from '../../core/errors.js';
-import { clock } from '../../core/clock.js';
+import { clock, DAY_MS, dayOf, dayStart } from '../../core/clock.js';
 import type { Config, ProviderThrottle } from '../../core/config.js';
 import type { Logger } from '../../core/log.js';
 import type { Project, Store } from '../store/store.js';
 import type { Gateway, Gateways } from '../gateways.js';
 import { OTHER, PROVIDERS } from '../../gateway/pacing/providers.js';
-import { dayOf, dayStart, normFor, warmupDay, DAY_MS } from '../../gateway/pacing/warmup.js';
+import { normFor, warmupDay } from '../../gateway/pacing/warmup.js';
 
 export interface ThrottleView extends ProviderThrottle {
   provider: string;

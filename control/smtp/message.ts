@@ -4,7 +4,7 @@
 // and bulk come from X-Postgate-* headers, which are not passed on.
 import { simpleParser, type AddressObject, type EmailAddress, type ParsedMail } from 'mailparser';
 import { invalid } from '../../core/errors.js';
-import { canonical } from '../mail/address.js';
+import { canonical } from '../../common/address.js';
 
 /** Parsing options: no conversions between text and html (the request keeps what was sent). */
 const PARSE = { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, skipTextLinks: true } as const;

@@ -9,7 +9,7 @@ import type { Logger } from '../../core/log.js';
 import { ApiError } from '../../core/errors.js';
 import { MAIL_KEYS, type Access, type Caller } from '../access.js';
 import type { MailPipeline } from '../mail/pipeline.js';
-import { isAddress } from '../mail/address.js';
+import { isAddress } from '../../common/address.js';
 import { memoryCounters } from '../limits/counters.js';
 import { countersLimiter, type SubmissionLimiter } from './limiter.js';
 import { loadTls } from './tls.js';

@@ -6,8 +6,9 @@
 // Secrets never reach this module in the clear: provider secrets arrive
 // encrypted, tokens and codes arrive hashed.
 import crypto from 'node:crypto';
-import type { Db, Migration } from './db.js';
-import type { GroupWriter } from './writer.js';
+import type { Db, Migration } from '../../core/sqlite/open.js';
+import type { GroupWriter } from '../../core/sqlite/group-writer.js';
+import { DAY_MS } from '../../core/clock.js';
 
 export const authMigrations: Migration[] = [
   {
@@ -638,11 +639,11 @@ export class AuthStore {
     return this.writer.run(() => {
       this.q.pruneStates.run(now);
       // Used exchange codes stay a day, so a late replay still revokes its session.
-      this.q.pruneExchange.run(now - 86_400_000);
+      this.q.pruneExchange.run(now - DAY_MS);
       this.q.pruneOtp.run(now);
       this.q.pruneReplays.run(now);
       // Ended sessions are kept a week (who signed in from where), then dropped.
-      this.q.pruneSessions.run(now - 7 * 86_400_000);
+      this.q.pruneSessions.run(now - 7 * DAY_MS);
     });
   }
 }

@@ -1,6 +1,6 @@
 // Control's schema, one versioned step at a time. Applied steps are recorded in
 // schema_migrations; never edit an applied step, append a new one.
-import type { Migration } from './db.js';
+import type { Migration } from '../../core/sqlite/open.js';
 
 export const controlMigrations: Migration[] = [
   {

@@ -2,8 +2,8 @@
 // outbox that control drains over gRPC, the ids Haraka has queued, which make
 // Enqueue idempotent across retries and crashes, and the warm-up usage counters
 // of pacing. All of the gateway's SQL is here.
-import { openDatabase, type Db, type Migration } from './db.js';
-import { GroupWriter } from './writer.js';
+import { openDatabase, type Db, type Migration } from '../../core/sqlite/open.js';
+import { GroupWriter } from '../../core/sqlite/group-writer.js';
 
 export type DeliveryEventType = 'sending' | 'sent' | 'deferred' | 'bounced' | 'rejected' | 'delivered' | 'complained' | 'unsubscribed';
 

@@ -4,8 +4,9 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import { ApiError } from '../../core/errors.js';
-import { openDatabase, type Db } from './db.js';
-import { GroupWriter } from './writer.js';
+import { DAY_MS, dayOf as day } from '../../core/clock.js';
+import { openDatabase, type Db } from '../../core/sqlite/open.js';
+import { GroupWriter } from '../../core/sqlite/group-writer.js';
 import { DayTallies } from './tallies.js';
 import { controlMigrations } from './migrations.js';
 import { AuthStore, authMigrations } from './auth.js';
@@ -255,7 +256,6 @@ interface StatusRow {
   created_at: number;
 }
 
-const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 /** Subjects that differ only in case or spacing are the same subject. */
 const subjectHash = (subject: string) =>
   crypto.createHash('sha256').update(subject.normalize('NFKC').trim().replace(/\s+/g, ' ').toLowerCase()).digest('hex').slice(0, 32);
@@ -486,7 +486,7 @@ export class Store {
     }
     this.q.addSubject.run(e.projectId, today, hash, n);
     const bulkToday = (this.q.bulkDay.get(e.projectId, today) as number | undefined) ?? 0;
-    const from = day(e.createdAt - rules.spike.days * 86_400_000);
+    const from = day(e.createdAt - rules.spike.days * DAY_MS);
     const average = (this.q.bulkSince.get(e.projectId, from, today) as number) / rules.spike.days;
     const allowed = Math.max(rules.spike.floor, rules.spike.factor * average, this.q.allowed.get(e.projectId, today) as number);
     if (bulkToday + n > allowed) {
@@ -734,7 +734,7 @@ export class Store {
     const today = day(at);
     return {
       today: (this.q.bulkDay.get(projectId, today) as number | undefined) ?? 0,
-      average: (this.q.bulkSince.get(projectId, day(at - days * 86_400_000), today) as number) / days,
+      average: (this.q.bulkSince.get(projectId, day(at - days * DAY_MS), today) as number) / days,
       allowed: this.q.allowed.get(projectId, today) as number,
       held: this.q.heldCount.get(projectId) as number,
     };

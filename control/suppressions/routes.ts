@@ -2,8 +2,8 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { invalid, notFound } from '../../core/errors.js';
 import type { Store } from '../store/store.js';
-import { errorSchema } from '../mail/schema.js';
-import { canonical, isAddress } from '../mail/address.js';
+import { errorSchema } from '../http/schemas.js';
+import { canonical, isAddress } from '../../common/address.js';
 
 const security: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { serviceKey: [] }];
 const errors = { 400: errorSchema, 401: errorSchema, 404: errorSchema, 429: errorSchema };

@@ -6,7 +6,7 @@ import { invalid, notFound } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import type { Sealer } from '../../core/crypto.js';
 import type { Store, WebhookRow } from '../store/store.js';
-import { errorSchema } from '../mail/schema.js';
+import { errorSchema } from '../http/schemas.js';
 import { STATUSES } from '../analytics/routes.js';
 import { newWebhookSecret } from './signature.js';
 import type { WebhookTargets } from './target.js';

@@ -11,11 +11,11 @@
 // simply comes back through this decision. The hook glue (gateway/hooks/pacing.ts)
 // supplies a wake() per held item, so a moved clock, a raised norm or a freed
 // connection releases mail at once instead of at the end of its delay.
-import { clock } from '../../core/clock.js';
+import { clock, dayOf, nextDayStart } from '../../core/clock.js';
 import type { ProviderThrottle } from '../../core/config.js';
 import type { UsageRow } from '../../control/store/outbox.js';
 import { OTHER } from './providers.js';
-import { dayOf, nextDayStart, normFor, warmupDay } from './warmup.js';
+import { normFor, warmupDay } from './warmup.js';
 
 export interface Throttle extends ProviderThrottle {
   provider: string;

@@ -1,16 +1,7 @@
 // Warm-up arithmetic shared by the gateway (which holds bulk mail over the norm) and
 // control (which shows it in GET /v1/pacing). Days are UTC calendar days.
+import { DAY_MS, dayStart } from '../../core/clock.js';
 import type { ProviderThrottle } from '../../core/config.js';
-
-export const DAY_MS = 86_400_000;
-
-export const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
-
-/** UTC midnight at or before ms. */
-export const dayStart = (ms: number): number => ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS);
-
-/** The next UTC midnight after ms: when mail held for today's norm is tried again. */
-export const nextDayStart = (ms: number): number => dayStart(ms) + DAY_MS;
 
 /** 1 on the project's first sending day (also when it has none yet), 2 the next day, ... */
 export function warmupDay(startMs: number, nowMs: number): number {

@@ -6,14 +6,14 @@ import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { dkimVerify } from 'mailauth/lib/dkim/verify.js';
 import { classify, providerOfDomain, providerOfMx } from '../../gateway/pacing/providers.js';
-import { dayOf, nextDayStart, normFor, warmupDay } from '../../gateway/pacing/warmup.js';
+import { dayOf, nextDayStart, clock } from '../../core/clock.js';
+import { normFor, warmupDay } from '../../gateway/pacing/warmup.js';
 import { Pacer, type PaceRequest } from '../../gateway/pacing/pacer.js';
 import { parseToken, Tokens } from '../../control/unsubscribe/tokens.js';
 import { deriveKey } from '../../core/crypto.js';
 import { signMessage, Signer } from '../../gateway/dkim.js';
 import { readInbound, parseFieldBlocks } from '../../gateway/inbound/report.js';
 import { rejectRetryDelay } from '../../gateway/retry.js';
-import { clock } from '../../core/clock.js';
 import { dsn, arf } from './reports.js';
 
 const realm = createRequire(import.meta.url)('./realm-clock.cjs') as { stubNow(fn: () => number): () => void };

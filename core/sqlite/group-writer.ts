@@ -1,8 +1,8 @@
 // Group commit: writes that arrive in the same turn of the event loop share one
 // transaction, and each caller's promise settles only after that transaction has
-// committed and, when durable, reached the disk (control/store/wal-sync.ts). A
+// committed and, when durable, reached the disk (core/sqlite/wal-sync.ts). A
 // failing write rolls back its own savepoint only.
-import type { Db } from './db.js';
+import type { Db } from './open.js';
 import { WalSync } from './wal-sync.js';
 
 /** Work that belongs to the group rather than one write (sums written once per commit). */

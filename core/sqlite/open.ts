@@ -1,5 +1,5 @@
 // Opening a SQLite database: WAL, pragmas, versioned migrations applied at start.
-// Only the storage module (control/store) speaks SQL.
+// Used by the stores that keep data in SQLite (control/store/sqlite, gateway/outbox).
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -17,7 +17,7 @@ export function openDatabase(file: string, migrations: readonly Migration[]): Db
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   // SQLite itself fsyncs the WAL only at checkpoints; with synchronous FULL the group
-  // writer fsyncs each commit off the event loop before answering (control/store/wal-sync.ts).
+  // writer fsyncs each commit off the event loop before answering (core/sqlite/wal-sync.ts).
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
