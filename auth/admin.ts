@@ -4,7 +4,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { invalid, notFound } from '../core/errors.js';
 import { clock } from '../core/clock.js';
-import type { Project } from '../control/store/store.js';
+import type { Project } from '../control/store/index.js';
 import type { AuthContext } from './context.js';
 import { normalizeCallbackUrl, normalizeOrigin, type EffectiveSettings, type ProviderInput, type SettingsInput } from './project-config.js';
 import { endpointNames } from './providers/types.js';
@@ -38,7 +38,7 @@ export const adminRoutes =
     const base = '/admin/v1/projects/:slug/auth';
 
     const project = async (s: string): Promise<Project> => {
-      const p = await ctx.projectsStore.projectBySlug(s);
+      const p = await ctx.projectsStore.projects.bySlug(s);
       if (!p) throw notFound(`No project ${s}`);
       return p;
     };

@@ -1,6 +1,23 @@
 // CLI commands of the auth area: providers, allowed origins, settings. Each
-// calls the auth admin API of the running control.
-import { CliError, type CliContext, type Commands } from '../control/cli/context.js';
+// calls the auth admin API of the running control. The CLI (control/cli) runs them;
+// they know it only through the context below.
+
+/** What a command gets from the CLI that runs it: the parsed options, an admin API client and output helpers. */
+export interface CommandContext {
+  opts: Record<string, string | boolean>;
+  positionals: string[];
+  call(method: string, path: string, body?: unknown): Promise<any>;
+  /** A required --option's value. */
+  need(name: string): string;
+  /** The --project slug, URL-encoded. */
+  slug(): string;
+  table(rows: Array<Record<string, unknown>>): string;
+  /** Ends the command with a message for the operator (exit status 1). */
+  fail(message: string): never;
+}
+
+/** Commands by their two words, e.g. "provider set". */
+export type Commands = Record<string, { usage: string; run(ctx: CommandContext): Promise<{ data: unknown; text: string }> }>;
 
 const flags: Record<string, string> = {
   'client-id': 'clientId',
@@ -26,17 +43,17 @@ const csv = (v: string) =>
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-const str = (c: CliContext, name: string): string | undefined => (typeof c.opts[name] === 'string' ? (c.opts[name] as string) : undefined);
+const str = (c: CommandContext, name: string): string | undefined => (typeof c.opts[name] === 'string' ? (c.opts[name] as string) : undefined);
 
-function origin(c: CliContext): string {
+function origin(c: CommandContext): string {
   const o = c.positionals[0] ?? str(c, 'origin');
-  if (!o) throw new CliError('give the origin, e.g. https://app.example.com');
+  if (!o) c.fail('give the origin, e.g. https://app.example.com');
   return o;
 }
 
-function callbackUrl(c: CliContext): string {
+function callbackUrl(c: CommandContext): string {
   const u = c.positionals[0] ?? str(c, 'url');
-  if (!u) throw new CliError('give the callback URL, e.g. https://app.example.com/auth/callback');
+  if (!u) c.fail('give the callback URL, e.g. https://app.example.com/auth/callback');
   return u;
 }
 
@@ -58,15 +75,15 @@ const providerRow = (p: any) => ({
 const settingsText = (d: any) =>
   `session ttl: ${d.sessionTtlSeconds} s\ncode sender: ${d.codeFrom ?? '(system sender)'}\ntelegram auth_date window: ${d.telegramWindowSeconds} s\ncode verifier required: ${d.requireCodeVerifier ? 'on' : 'off'}`;
 
-function int(c: CliContext, name: string): number | null | undefined {
+function int(c: CommandContext, name: string): number | null | undefined {
   const v = str(c, name);
   if (v === undefined) return undefined;
   if (v === '' || v === 'default') return null;
-  if (!/^\d+$/.test(v)) throw new CliError(`--${name} takes a number of seconds (or "default")`);
+  if (!/^\d+$/.test(v)) c.fail(`--${name} takes a number of seconds (or "default")`);
   return Number(v);
 }
 
-export const authCommands: Commands = {
+const commands: Commands = {
   'provider set': {
     usage:
       'provider set --project S --provider P [--client-id] [--client-secret] [--methods a,b] [--bot-token] [--authorization-url] [--token-url] [--userinfo-url] [--jwks-url] [--issuer] [--api-url] [--allow-countries RU,BY] [--deny-countries] [--allow-cidrs 10.0.0.0/8] [--deny-cidrs]\n' +
@@ -155,7 +172,7 @@ export const authCommands: Commands = {
       if (from !== undefined) body.codeFrom = from === '' || from === 'default' ? null : from;
       const bind = str(c, 'require-code-verifier');
       if (bind !== undefined) {
-        if (!['on', 'off', 'default'].includes(bind)) throw new CliError('--require-code-verifier takes on or off');
+        if (!['on', 'off', 'default'].includes(bind)) c.fail('--require-code-verifier takes on or off');
         body.requireCodeVerifier = bind === 'default' ? null : bind === 'on';
       }
       const d = await c.call('PATCH', `/admin/v1/projects/${c.slug()}/auth/settings`, body);
@@ -163,3 +180,8 @@ export const authCommands: Commands = {
     },
   },
 };
+
+/** The auth area's commands, for the CLI's composition root (control/cli/main.ts) and createAuth. */
+export function authCommands(): Commands {
+  return commands;
+}

@@ -9,13 +9,10 @@ import { ApiError, notFound } from '../core/errors.js';
 import { clock } from '../core/clock.js';
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
-import type { Caller } from '../control/access.js';
-import type { MailPipeline } from '../control/mail/pipeline.js';
-import type { AuthStore } from '../control/store/auth.js';
-import type { Store } from '../control/store/store.js';
+import type { Caller } from '../control/api-keys/authenticate.js';
+import type { Domains, SignInStore } from '../control/store/index.js';
 import { domainOf, parseMailbox } from '../common/address.js';
 import { randomDigits, sameHex, type AuthCrypto } from './crypto.js';
-import type { RateLimiter } from './limits.js';
 import { durations, settings } from './settings.js';
 import { envOf } from './sessions.js';
 import { HttpSmsSender, LogSmsSender } from './sms.js';
@@ -24,13 +21,36 @@ import { escapeHtml } from '../core/html.js';
 
 export type Channel = 'email' | 'sms';
 
+/** A sign-in code email, from the project's code sender or the system sender. */
+export interface SystemMessage {
+  from: string;
+  to: string;
+  subject: string;
+  text: string;
+  html: string;
+}
+
+/**
+ * Queues a system email for the caller's project (outside its quota and bulk rules) and
+ * answers its id, or throws the ApiError of a refusal (RECIPIENT_IN_SUPPRESSION_LIST, …).
+ */
+export type SendSystemMail = (caller: Caller, message: SystemMessage) => Promise<{ id: string }>;
+
+/**
+ * The fixed-window limiter control passes in: counts one event for `key`, and past `limit`
+ * in the window throws RATE_LIMIT_EXCEEDED (with Retry-After) worded by `refusal`.
+ */
+export interface Limiter {
+  take(key: string, limit: number, windowMs: number, refusal: (retryAfterSec: number) => string): unknown;
+}
+
 export interface CodeDeps {
-  store: AuthStore;
+  store: SignInStore;
   /** The project's sender domains (a project's own code sender is used only once its domain is verified). */
-  domains: Pick<Store, 'domainByName'>;
+  domains: Pick<Domains, 'byName'>;
   crypto: AuthCrypto;
-  limiter: RateLimiter;
-  pipeline: MailPipeline;
+  limiter: Limiter;
+  sendSystemMail: SendSystemMail;
   config: Config;
   log: Logger;
   /** Counts capped sends (postgate_auth_code_sends_capped_total), for the operator's alert. */
@@ -44,26 +64,30 @@ export class Codes {
     return this.d.crypto.codeHash(code, caller.project.id, envOf(caller), channel, target);
   }
 
+  /** Counts one event (a send or a check) against a limit of the auth API; past it, "Too many <what>". */
+  private take(key: string, limit: number, windowMs: number, what: string): void {
+    this.d.limiter.take(`auth:${key}`, limit, windowMs, (s) => `Too many ${what}; try again in ${s} s`);
+  }
+
   async send(caller: Caller, channel: Channel, target: string, ip: string, provider: ProviderConfig, codeFrom: string | null): Promise<void> {
-    const { limiter } = this.d;
     const env = envOf(caller);
-    limiter.take(`send-ip:${caller.project.id}:${env}:${ip}`, settings.codeSendsPerIpHour, durations.HOUR, 'code requests from this address');
+    this.take(`send-ip:${caller.project.id}:${env}:${ip}`, settings.codeSendsPerIpHour, durations.HOUR, 'code requests from this address');
     const issued = await this.d.store.otpIssuedAt(caller.project.id, env, channel, target);
     const now = clock.now();
     if (issued !== undefined && now - issued < settings.codeResendCooldownMs) {
       const wait = Math.ceil((issued + settings.codeResendCooldownMs - now) / 1000);
-      throw new ApiError('RATE_LIMIT_EXCEEDED', `A code was just sent; ask again in ${wait} s`, {}, { 'retry-after': String(wait) });
+      throw new ApiError('RATE_LIMIT_EXCEEDED', `A code was just sent; ask again in ${wait} s`, {}, { 'Retry-After': String(wait) });
     }
     try {
-      limiter.take(`send-project:${caller.project.id}:${env}`, this.d.config.auth.codeSendsPerProjectHour, durations.HOUR, 'sign-in codes for this project');
+      this.take(`send-project:${caller.project.id}:${env}`, this.d.config.auth.codeSendsPerProjectHour, durations.HOUR, 'sign-in codes for this project');
     } catch (err) {
       this.d.onCapped?.(caller.project.slug);
       this.d.log.warn({ project: caller.project.slug }, 'sign-in code sends reached the hourly project cap');
       throw err;
     }
     const key = `send:${caller.project.id}:${env}:${channel}:${target}`;
-    limiter.take(`${key}:h`, settings.codeSendsPerTargetHour, durations.HOUR, `codes for this ${channel === 'email' ? 'address' : 'number'}`);
-    limiter.take(`${key}:d`, settings.codeSendsPerTargetDay, durations.DAY, `codes for this ${channel === 'email' ? 'address' : 'number'}`);
+    this.take(`${key}:h`, settings.codeSendsPerTargetHour, durations.HOUR, `codes for this ${channel === 'email' ? 'address' : 'number'}`);
+    this.take(`${key}:d`, settings.codeSendsPerTargetDay, durations.DAY, `codes for this ${channel === 'email' ? 'address' : 'number'}`);
 
     const code = randomDigits(6);
     await this.d.store.putOtp({
@@ -86,20 +110,16 @@ export class Codes {
     }
     // A suppressed address gets the same answer as any other (and no email id): a different
     // answer would let anyone read the project's suppression list through the sign-in form.
-    const accepted = await this.d.pipeline
-      .send(
-        caller,
-        {
-          from: await this.sender(caller, codeFrom),
-          to: target,
-          subject: `Your ${caller.project.name} sign-in code`,
-          text,
-          html:
-            `<p>Your ${escapeHtml(caller.project.name)} sign-in code is</p><p style="font-size:28px;letter-spacing:4px"><b>${code}</b></p>` +
-            `<p>It expires in ${minutes} minutes. If you did not ask for it, ignore this email.</p>`,
-        },
-        { system: true },
-      )
+    const accepted = await this.d
+      .sendSystemMail(caller, {
+        from: await this.sender(caller, codeFrom),
+        to: target,
+        subject: `Your ${caller.project.name} sign-in code`,
+        text,
+        html:
+          `<p>Your ${escapeHtml(caller.project.name)} sign-in code is</p><p style="font-size:28px;letter-spacing:4px"><b>${code}</b></p>` +
+          `<p>It expires in ${minutes} minutes. If you did not ask for it, ignore this email.</p>`,
+      })
       .catch((err: unknown) => {
         if (err instanceof ApiError && err.code === 'RECIPIENT_IN_SUPPRESSION_LIST') return undefined;
         throw err;
@@ -108,11 +128,11 @@ export class Codes {
     else this.d.log.info({ project: caller.project.slug, emailId: accepted.id }, 'sign-in code email queued');
   }
 
-  /** The project's own code sender when its domain is verified; otherwise the platform's system sender (DESIGN.md). */
+  /** The project's own code sender when its domain is verified; otherwise the platform's system sender. */
   private async sender(caller: Caller, codeFrom: string | null): Promise<string> {
     const own = codeFrom ? parseMailbox(codeFrom) : undefined;
     if (own) {
-      const d = await this.d.domains.domainByName(caller.project.id, domainOf(own.address));
+      const d = await this.d.domains.byName(caller.project.id, domainOf(own.address));
       if (d?.status === 'verified') return codeFrom!;
     }
     return this.d.config.systemFrom;
@@ -120,12 +140,7 @@ export class Codes {
 
   /** Consumes the code or throws INVALID_CODE, CODE_EXPIRED or TOO_MANY_ATTEMPTS. */
   async verify(caller: Caller, channel: Channel, target: string, code: string, ip: string): Promise<void> {
-    this.d.limiter.take(
-      `verify-ip:${caller.project.id}:${envOf(caller)}:${ip}`,
-      settings.codeVerifiesPerIp10Min,
-      10 * durations.MINUTE,
-      'code checks from this address',
-    );
+    this.take(`verify-ip:${caller.project.id}:${envOf(caller)}:${ip}`, settings.codeVerifiesPerIp10Min, 10 * durations.MINUTE, 'code checks from this address');
     const candidate = /^\d{6}$/.test(code) ? this.hash(caller, channel, target, code) : '';
     const result = await this.d.store.checkOtp(caller.project.id, envOf(caller), channel, target, clock.now(), settings.codeMaxAttempts, (stored) =>
       sameHex(stored, candidate),

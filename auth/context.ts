@@ -1,22 +1,38 @@
-// The auth area's services, built once per process by the plugin.
+// The auth area's services, built once per process by createAuth (plugin.ts).
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
 import type { Invalidator } from '../core/invalidation.js';
-import type { Access } from '../control/access.js';
-import type { MailPipeline } from '../control/mail/pipeline.js';
-import type { AuthStore } from '../control/store/auth.js';
-import type { Store } from '../control/store/store.js';
+import type { Access } from '../control/api-keys/authenticate.js';
+import type { FastLane } from '../control/http/fast-lane.js';
+import type { SignInStore, Store } from '../control/store/index.js';
 import { AuthCrypto } from './crypto.js';
-import { RateLimiter } from './limits.js';
 import { ProjectAuthConfig } from './project-config.js';
 import { Sessions } from './sessions.js';
-import { Codes } from './codes.js';
+import { Codes, type Limiter, type SendSystemMail } from './codes.js';
 import { OAuthFlows } from './oauth.js';
+
+/** What the composition root gives the auth capability. */
+export interface AuthDeps {
+  config: Config;
+  log: Logger;
+  store: Store;
+  access: Access;
+  invalidator: Invalidator;
+  secret: string;
+  /** Emails sign-in codes (control implements it with its mail pipeline). */
+  sendSystemMail: SendSystemMail;
+  /** The process's fixed-window limiter: code sends and checks are counted on it. */
+  limiter: Limiter;
+  /** Called when a project reaches its hourly cap of sign-in code sends (an operator alert metric). */
+  onCodeSendsCapped?: (projectSlug: string) => void;
+  /** Where GET /session answers from memory without Fastify; absent, Fastify answers every check. */
+  fastLane?: FastLane;
+}
 
 export interface AuthContext {
   config: Config;
   log: Logger;
-  store: AuthStore;
+  store: SignInStore;
   projectsStore: Store;
   access: Access;
   projects: ProjectAuthConfig;
@@ -25,26 +41,17 @@ export interface AuthContext {
   oauth: OAuthFlows;
 }
 
-export function createAuthContext(o: {
-  config: Config;
-  log: Logger;
-  store: Store;
-  access: Access;
-  pipeline: MailPipeline;
-  invalidator: Invalidator;
-  secret: string;
-  onCodeSendsCapped?: (projectSlug: string) => void;
-}): AuthContext {
-  const store = o.store.auth;
+export function createAuthContext(o: AuthDeps): AuthContext {
+  const store = o.store.signIn;
   const crypto = new AuthCrypto(o.secret);
   const projects = new ProjectAuthConfig(store, crypto);
   const sessions = new Sessions(store, o.invalidator);
   const codes = new Codes({
     store,
-    domains: o.store,
+    domains: o.store.domains,
     crypto,
-    limiter: new RateLimiter(),
-    pipeline: o.pipeline,
+    limiter: o.limiter,
+    sendSystemMail: o.sendSystemMail,
     config: o.config,
     log: o.log,
     onCapped: o.onCodeSendsCapped,

@@ -4,7 +4,7 @@
 import { invalid, notFound } from '../core/errors.js';
 import { clock } from '../core/clock.js';
 import { parseMailbox } from '../common/address.js';
-import type { AuthStore, ProviderRow } from '../control/store/auth.js';
+import type { SignInStore, ProviderRow } from '../control/store/index.js';
 import type { AuthCrypto } from './crypto.js';
 import { settings } from './settings.js';
 import { parseCidr, type RegionRule } from './region.js';
@@ -103,7 +103,7 @@ const missing = (def: ProviderDef, method: Method, row: Pick<ProviderRow, 'clien
 
 export class ProjectAuthConfig {
   constructor(
-    private readonly store: AuthStore,
+    private readonly store: SignInStore,
     private readonly crypto: AuthCrypto,
   ) {}
 

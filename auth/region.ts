@@ -4,7 +4,7 @@
 import net from 'node:net';
 import { createRequire } from 'node:module';
 import type { FastifyRequest } from 'fastify';
-import type { Caller } from '../control/access.js';
+import type { Caller } from '../control/api-keys/authenticate.js';
 
 export interface RegionRule {
   allowCountries?: string[];

@@ -1,12 +1,13 @@
-// The auth API's routes (spec/auth-api.md, paths under /api/v1/auth/). Every
+// The auth API's routes (paths under /api/v1/auth/). Every
 // route but the OAuth callback needs a project key of kind live or test and
 // scope all or auth; the key's kind selects the environment.
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ApiError, invalid } from '../core/errors.js';
-import { Access, type Caller, type KeyRequirement } from '../control/access.js';
-import { sendJson, type FastLane } from '../control/fast-lane.js';
+import type { Caller, KeyRequirement } from '../control/api-keys/authenticate.js';
+import { bearerOf, fromHeaders } from '../control/api-keys/credentials.js';
+import { sendJson, type FastLane } from '../control/http/fast-lane.js';
 import { isAddress } from '../common/address.js';
-import type { Origin, SessionRow, UserRow } from '../control/store/auth.js';
+import type { Origin, SessionRow, UserRow } from '../control/store/index.js';
 import type { AuthContext } from './context.js';
 import { clientIp, connectionIp, regionAllows } from './region.js';
 import { checkWidget, type WidgetFields } from './telegram.js';
@@ -18,11 +19,6 @@ export const AUTH_KEYS: KeyRequirement = { kinds: ['live', 'test'], scopes: ['al
 const P = '/api/v1/auth';
 const tags = ['auth'];
 const E164 = /^\+[1-9]\d{6,14}$/;
-
-const bearer = (req: Pick<FastifyRequest, 'headers'>): string | undefined => {
-  const h = req.headers.authorization;
-  return typeof h === 'string' && h.startsWith('Bearer ') ? h.slice(7).trim() : undefined;
-};
 
 function email(input: string): string {
   const e = input.trim().toLowerCase();
@@ -298,7 +294,7 @@ export const keyRoutes =
         },
       },
       async (req, reply) => {
-        const a = answerOf(await sessions.check(req.caller!, bearer(req)));
+        const a = answerOf(await sessions.check(req.caller!, bearerOf(req.headers)));
         return reply.type('application/json; charset=utf-8').send(a.json);
       },
     );
@@ -306,8 +302,8 @@ export const keyRoutes =
     // the ordinary path, where their CORS headers and origin check are.
     fastLane?.get(`${P}/session`, (req, res) => {
       if (req.headers.origin !== undefined) return false;
-      const caller = access.allowedFromCache(Access.keyOf(req), AUTH_KEYS);
-      const info = caller && sessions.cached(caller, bearer(req));
+      const caller = access.allowedFromCache(fromHeaders(req.headers), AUTH_KEYS);
+      const info = caller && sessions.cached(caller, bearerOf(req.headers));
       if (!info) return false;
       const a = answerOf(info);
       return sendJson(res, a.json, a.bytes);
@@ -324,7 +320,7 @@ export const keyRoutes =
         },
       },
       async (req) => {
-        await sessions.signOut(req.caller!, bearer(req));
+        await sessions.signOut(req.caller!, bearerOf(req.headers));
         return { success: true };
       },
     );
@@ -352,7 +348,7 @@ export const keyRoutes =
     );
   };
 
-/** The provider's redirect back (no key: the browser comes here), at both paths of DESIGN.md. */
+/** The provider's redirect back (no key: the browser comes here), under the API prefix and at the short /callback path. */
 export const callbackRoutes =
   (ctx: AuthContext): FastifyPluginAsync =>
   async (app) => {

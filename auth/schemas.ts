@@ -1,7 +1,7 @@
 // JSON schemas of the auth API: they validate requests and describe the API in
 // the OpenAPI document (tags ['auth']).
 import { errorSchema } from '../control/http/schemas.js';
-import type { SessionRow, UserRow } from '../control/store/auth.js';
+import type { SessionRow, UserRow } from '../control/store/index.js';
 
 const s = { type: 'string' } as const;
 const sn = { type: ['string', 'null'] } as const;
@@ -31,7 +31,7 @@ const pick = <K extends keyof typeof userSchema.properties>(...keys: K[]) => ({
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** The User resource; each response schema keeps only the fields the spec gives it. */
+/** The User resource; each response schema keeps only the fields the API documents for it. */
 export function userOut(u: UserRow, provider = u.provider): Record<string, unknown> {
   return {
     id: u.id,

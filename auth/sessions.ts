@@ -6,8 +6,8 @@ import crypto from 'node:crypto';
 import { ApiError } from '../core/errors.js';
 import { clock } from '../core/clock.js';
 import type { Invalidator } from '../core/invalidation.js';
-import type { Caller } from '../control/access.js';
-import type { AuthStore, Env, NewSession, Origin, SessionRow, SignInProfile, UserRow } from '../control/store/auth.js';
+import type { Caller } from '../control/api-keys/authenticate.js';
+import type { SignInStore, Env, NewSession, Origin, SessionRow, SignInProfile, UserRow } from '../control/store/index.js';
 import { randomToken, sha256 } from './crypto.js';
 import { bindingCheck } from './binding.js';
 import { settings } from './settings.js';
@@ -16,6 +16,13 @@ export interface SessionInfo {
   user: UserRow;
   session: SessionRow;
 }
+
+/**
+ * What the rest of control may ask of sessions: the public gRPC CheckSession and the HTTP fast lane.
+ * `check` answers the session of a token for the caller's project and key kind, or throws
+ * ApiError('SESSION_INVALID'); `cached` answers from memory only.
+ */
+export type SessionChecker = Pick<Sessions, 'check' | 'cached'>;
 
 export interface OpenedSession extends SessionInfo {
   token: string;
@@ -35,7 +42,7 @@ export class Sessions {
   private generation = 0;
 
   constructor(
-    private readonly store: AuthStore,
+    private readonly store: SignInStore,
     private readonly invalidator: Invalidator,
   ) {
     invalidator.subscribe(CHANNEL, (key) => {
@@ -152,20 +159,4 @@ export class Sessions {
     if (map.size >= settings.sessionCacheMax) map.delete(map.keys().next().value!);
     map.set(key, value);
   }
-}
-
-let current: Sessions | undefined;
-
-/** Binds the process's session service (done by the auth plugin). */
-export function bindSessions(s: Sessions): void {
-  current = s;
-}
-
-/**
- * For the public gRPC API: the user and session of `token` for the calling
- * key's project and kind, or ApiError('SESSION_INVALID').
- */
-export async function checkSession(caller: Caller, token: string): Promise<SessionInfo> {
-  if (!current) throw new Error('the auth plugin is not registered');
-  return current.check(caller, token);
 }

@@ -6,7 +6,7 @@ const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
 export const settings = {
-  /** Email and SMS codes: 6 digits, 10 minutes (the spec's ceiling), 5 wrong tries per code. */
+  /** Email and SMS codes: 6 digits, valid 10 minutes at most, 5 wrong tries per code. */
   codeTtlMs: 10 * MINUTE,
   codeMaxAttempts: 5,
   /** A new code for the same address no sooner than this. */

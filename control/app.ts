@@ -6,8 +6,8 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { Logger } from '../core/log.js';
 import type { Config } from '../core/config.js';
 import type { Invalidator } from '../core/invalidation.js';
-import type { Store } from './store/store.js';
-import type { Access } from './access.js';
+import type { Store } from './store/index.js';
+import type { Access } from './api-keys/authenticate.js';
 import type { MailPipeline } from './mail/pipeline.js';
 import type { Metrics } from './metrics.js';
 import type { Counters } from './limits/counters.js';
@@ -20,7 +20,7 @@ import { newFastify } from './http/fastify.js';
 import type { PacingService } from './pacing/service.js';
 import { pacingAdminRoutes } from './pacing/admin.js';
 import type { Tokens } from './unsubscribe/tokens.js';
-import type { FastLane } from './fast-lane.js';
+import type { FastLane } from './http/fast-lane.js';
 import { unsubscribeRoutes } from './unsubscribe/routes.js';
 
 export interface AppDeps {
@@ -36,7 +36,7 @@ export interface AppDeps {
   counters: Counters;
   resolver: Resolver;
   webhookTargets: WebhookTargets;
-  /** Answers cached session checks before Fastify (control/fast-lane.ts); auth fills it. */
+  /** Answers cached session checks before Fastify (control/http/fast-lane.ts); auth fills it. */
   fastLane: FastLane;
   /** Pacing and one-click unsubscribe (control/pacing, control/unsubscribe). */
   deliverability?: { pacing: PacingService; tokens: Tokens };

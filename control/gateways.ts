@@ -2,7 +2,7 @@
 // the same gateway (by its id), so a retried enqueue meets the gateway that
 // remembers the id and is not delivered twice.
 import crypto from 'node:crypto';
-import type * as grpc from '@grpc/grpc-js';
+import * as grpc from '@grpc/grpc-js';
 import { create } from '@bufbuild/protobuf';
 import { grpcClient, unary } from '../proto/grpc.js';
 import {
@@ -22,6 +22,10 @@ import {
   type Throttle,
 } from '../proto/gen/postgate/gateway/v1/gateway_pb.js';
 import type { HostPort } from '../core/config.js';
+import { CONTRACT, mismatchText } from '../proto/contract.js';
+
+/** The gateway was built from another commit and refuses this control (see proto/contract.ts). */
+export const contractRefused = (err: unknown): boolean => (err as Partial<grpc.ServiceError> | undefined)?.code === grpc.status.FAILED_PRECONDITION;
 
 export interface Gateway {
   name: string;
@@ -44,9 +48,15 @@ export class Gateways {
     return this.list[h % this.list.length]!;
   }
 
-  enqueue(gw: Gateway, messages: Array<Omit<OutboundMessage, '$typeName'>>): Promise<EnqueueResponse> {
-    const req = create(EnqueueRequestSchema, { messages: messages.map((m) => create(OutboundMessageSchema, m)) });
-    return unary<EnqueueResponse>(gw.client, 'enqueue', req);
+  async enqueue(gw: Gateway, messages: Array<Omit<OutboundMessage, '$typeName'>>): Promise<EnqueueResponse> {
+    const req = create(EnqueueRequestSchema, { contract: CONTRACT, messages: messages.map((m) => create(OutboundMessageSchema, m)) });
+    const res = await unary<EnqueueResponse>(gw.client, 'enqueue', req);
+    // A gateway from before contract versions does not refuse: its answer carries none.
+    if (res.contract !== CONTRACT) {
+      const details = mismatchText(CONTRACT, res.contract);
+      throw Object.assign(new Error(details), { code: grpc.status.FAILED_PRECONDITION, details });
+    }
+    return res;
   }
 
   ack(gw: Gateway, seq: number): Promise<unknown> {
@@ -54,7 +64,7 @@ export class Gateways {
   }
 
   events(gw: Gateway, afterSeq: number): grpc.ClientReadableStream<DeliveryEvent> {
-    return gw.client.events!(create(EventsRequestSchema, { afterSeq: BigInt(afterSeq) })) as grpc.ClientReadableStream<DeliveryEvent>;
+    return gw.client.events!(create(EventsRequestSchema, { contract: CONTRACT, afterSeq: BigInt(afterSeq) })) as grpc.ClientReadableStream<DeliveryEvent>;
   }
 
   setThrottles(gw: Gateway, throttles: Array<Omit<Throttle, '$typeName'>>): Promise<unknown> {

@@ -2,7 +2,7 @@
 // SHA-256 of a key is stored (a slow hash buys nothing for 256-bit secrets);
 // the plain key is shown once, at creation.
 import crypto from 'node:crypto';
-import type { KeyKind, KeyScope, ApiKeyRow } from './store/store.js';
+import type { KeyKind, KeyScope, ApiKeyRow } from './store/index.js';
 
 const alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 

@@ -4,8 +4,8 @@ import { loadConfig } from '../core/config.js';
 import { adminToken, masterSecret } from '../core/secrets.js';
 import { createLogger } from '../core/log.js';
 import { localInvalidator } from '../core/invalidation.js';
-import { Store } from './store/store.js';
-import { Access } from './access.js';
+import { openStore } from './store/index.js';
+import { Access } from './api-keys/authenticate.js';
 import { Gateways } from './gateways.js';
 import { Dispatcher, type DispatchDeliverability } from './mail/dispatcher.js';
 import { ensureSystemSender } from './domains/system.js';
@@ -13,17 +13,16 @@ import { DeliveryEvents } from './mail/delivery-events.js';
 import { MailPipeline } from './mail/pipeline.js';
 import { Metrics } from './metrics.js';
 import { buildApp, buildAdminApp, type AppDeps } from './app.js';
-import { FastLane } from './fast-lane.js';
+import { FastLane } from './http/fast-lane.js';
 import { createAuth } from '../auth/plugin.js';
 import { memoryCounters } from './limits/counters.js';
+import { RateLimiter } from './limits/rate-limit.js';
 import { makeResolver } from '../core/dns.js';
 import { sealer } from '../core/crypto.js';
 import { WebhookSender } from './webhooks/sender.js';
 import { WebhookTargets } from './webhooks/target.js';
 import { AddressGuard } from '../core/net/address-guard.js';
 import { startSmtpSubmission } from './smtp/server.js';
-import { countersLimiter } from './smtp/limiter.js';
-import { checkSession } from '../auth/sessions.js';
 import { startPublicGrpc } from './grpc/public.js';
 import { Tokens } from './unsubscribe/tokens.js';
 import { PacingService } from './pacing/service.js';
@@ -31,8 +30,8 @@ import { PacingService } from './pacing/service.js';
 process.umask(0o077); // data-dir files are the service's alone (core/data-dir.ts), also when run without the supervisor
 const config = loadConfig();
 const log = createLogger('control', config.logLevel);
-const store = new Store(config.dataDir, config.storage);
 const invalidator = localInvalidator();
+const store = await openStore(config, invalidator);
 const metrics = new Metrics();
 const gateways = new Gateways(config.gateways);
 const secret = masterSecret(config);
@@ -48,11 +47,13 @@ const resolver = makeResolver(config.dnsServers);
 const webhookTargets = new WebhookTargets(new AddressGuard(config.webhooks.allowCidrs), resolver);
 const webhooks = new WebhookSender(store, sealer(secret, 'webhooks'), config.webhooks, webhookTargets, log);
 
-metrics.gauge('postgate_store_commits', () => store.writer.commits, 'Grouped SQLite commits since start');
-metrics.gauge('postgate_store_writes', () => store.writer.writes, 'Writes committed since start');
+metrics.gauge('postgate_store_commits', () => store.stats().commits, 'Grouped SQLite commits since start');
+metrics.gauge('postgate_store_writes', () => store.stats().writes, 'Writes committed since start');
 metrics.gauge('postgate_process_rss_bytes', () => process.memoryUsage().rss);
 
+// One set of fixed-window counters for every limit of the process (API rate, sign-in codes, SMTP, admin guard).
 const counters = memoryCounters();
+const limiter = new RateLimiter(counters);
 const fastLane = new FastLane(metrics, config.http);
 const deps: AppDeps = {
   config,
@@ -70,21 +71,24 @@ const deps: AppDeps = {
   fastLane,
   deliverability: { pacing, tokens },
 };
+// The sign-in capability: composed here, the one place control knows it exists.
 const auth = createAuth({
   config,
   log,
   fastLane,
   store,
   access,
-  pipeline,
   invalidator,
   secret,
+  limiter,
+  // Sign-in codes go through the one mail pipeline, as system mail: outside the project's quota and bulk rules.
+  sendSystemMail: (caller, message) => pipeline.send(caller, message, { system: true }),
   onCodeSendsCapped: (slug) => metrics.inc(`postgate_auth_code_sends_capped_total{project="${slug}"}`),
 });
 const app = await buildApp(deps, auth);
 const adminApp = await buildAdminApp(deps, auth);
 // SMTP and gRPC listen before HTTP, so a healthy /healthz means every door is open.
-const smtp = await startSmtpSubmission({ config, log, access, pipeline, limiter: countersLimiter(counters, config.smtpRate) });
+const smtp = await startSmtpSubmission({ config, log, access, pipeline, limiter });
 const grpcApi = await startPublicGrpc({
   config,
   log,
@@ -92,7 +96,7 @@ const grpcApi = await startPublicGrpc({
   pipeline,
   store,
   async checkSession(caller, token) {
-    const { user, session } = await checkSession(caller, token);
+    const { user, session } = await auth.sessions.check(caller, token);
     return { valid: true, userId: user.id, email: user.email ?? '', sessionId: session.id, expiresAt: new Date(session.expiresAt).toISOString() };
   },
 });
@@ -121,7 +125,7 @@ async function shutdown(signal: string): Promise<void> {
   webhooks.stop();
   await events.stop();
   gateways.close();
-  store.close();
+  await store.close();
   log.info('control stopped');
   process.exit(0);
 }

@@ -3,7 +3,7 @@
 // subscription: sending answers SUBSCRIPTION_REQUIRED.
 import { ApiError } from '../core/errors.js';
 import type { Config, PlanLimits } from '../core/config.js';
-import type { Project } from './store/store.js';
+import type { Project } from './store/index.js';
 
 export const PLANS = ['free', 'pro', 'scale', 'none'] as const;
 export type PlanName = (typeof PLANS)[number];

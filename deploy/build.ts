@@ -10,7 +10,7 @@ import { buildSync } from 'esbuild';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const dist = path.join(root, 'dist');
-const SOURCES = ['core', 'control', 'auth', 'gateway', 'plugins', 'proto'];
+const SOURCES = ['core', 'common', 'control', 'auth', 'gateway', 'plugins', 'proto'];
 /** Not server code: the React SDK's own build and packages, and the widget's browser sources (copied). */
 const SKIP = [path.join('auth', 'sdk', 'dist'), path.join('auth', 'sdk', 'node_modules'), path.join('auth', 'hosted', 'browser')];
 const COPY = [path.join('gateway', 'dkim-sign.cjs'), path.join('auth', 'hosted', 'widget.css'), path.join('auth', 'hosted', 'browser')];

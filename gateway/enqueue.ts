@@ -5,11 +5,10 @@
 // that id means queued (a retry is a duplicate), no file means never queued (a retry
 // sends it). So a retried Enqueue never delivers twice and never loses the mail.
 // Ids here are keys: the email id, or email_id/n for one recipient's copy of a bulk email.
-import type { Outbox } from '../control/store/outbox.js';
+import type { Outbox } from './outbox/outbox.js';
 import type { Logger } from '../core/log.js';
 import { Signer, type DkimKey } from './dkim.js';
-import { buildMime } from './mime.js';
-import type { NormalizedRequest } from '../control/mail/pipeline.js';
+import { buildMime, type MessageParts } from './mime.js';
 
 export interface OutgoingMessage {
   emailId: string;
@@ -18,7 +17,7 @@ export interface OutgoingMessage {
   rcptTo: string[];
   /** The message; empty when `compose` says how to build it. */
   raw: Uint8Array;
-  compose?: Composition;
+  compose?: MessageParts;
   bulk: boolean;
   senderDomain: string;
   /** Idempotency key; the email id when empty. */
@@ -27,13 +26,6 @@ export interface OutgoingMessage {
   dkim?: DkimKey;
   /** Day 1 of the project's warm-up (epoch ms); 0 = today. */
   warmupStartMs?: bigint | number;
-}
-
-/** What the gateway needs to build a stored email's message (proto Composition). */
-export interface Composition {
-  request: string;
-  createdAtMs: bigint | number;
-  headers: Record<string, string>;
 }
 
 export interface EnqueueOutcome {
@@ -61,14 +53,10 @@ export async function recoverPending(outbox: Outbox, findQueued: FindQueued, log
   log.warn({ queued: queued.size, notQueued: lost.length }, 'resolved enqueues interrupted by a crash');
 }
 
-function compose(emailId: string, c: Composition): Promise<Buffer> {
-  return buildMime(emailId, Number(c.createdAtMs), JSON.parse(c.request) as NormalizedRequest, c.headers);
-}
-
 function invalid(msg: OutgoingMessage): string {
   if (!msg.emailId) return 'email_id is required';
   if (!msg.rcptTo.length) return 'rcpt_to is empty';
-  if (!msg.raw.length && !msg.compose?.request) return 'raw is empty and there is nothing to compose';
+  if (!msg.raw.length && !msg.compose?.from) return 'raw is empty and there is nothing to compose';
   return '';
 }
 
@@ -149,7 +137,7 @@ export class Enqueuer {
 
     try {
       await this.turns.next();
-      const built = msg.raw.length ? Buffer.from(msg.raw) : await compose(msg.emailId, msg.compose!);
+      const built = msg.raw.length ? Buffer.from(msg.raw) : await buildMime(msg.emailId, msg.compose!);
       const raw = msg.dkim?.privateKeyPem ? await this.signer.sign(built, msg.dkim) : built;
       await this.queue({ ...msg, raw, key });
     } catch (err) {

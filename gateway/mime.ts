@@ -4,31 +4,35 @@
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { encodeWord } from 'nodemailer/lib/mime-funcs';
 import { domainOf, parseMailbox } from '../common/address.js';
-import type { NormalizedRequest } from '../control/mail/pipeline.js';
+import type { Composition } from '../proto/gen/postgate/gateway/v1/gateway_pb.js';
+
+/** The message as control describes it (proto Composition). */
+export type MessageParts = Omit<Composition, '$typeName'>;
 
 /**
- * `extra` are the service's own headers (Feedback-ID, List-Unsubscribe…), written as
- * given (already valid header values) so what DKIM signs is exactly what was meant.
+ * The service's own headers (Feedback-ID, List-Unsubscribe…) are written as given
+ * (already valid header values) so what DKIM signs is exactly what was meant.
  */
-export function buildMime(id: string, createdAt: number, r: NormalizedRequest, extra: Record<string, string> = {}): Promise<Buffer> {
-  const from = mailbox(r.from);
+export function buildMime(id: string, c: MessageParts): Promise<Buffer> {
+  const from = mailbox(c.from);
   const headers: Record<string, string | { prepared: true; value: string }> = {};
-  for (const [name, value] of Object.entries(r.headers)) headers[name] = foldable(value);
-  for (const [name, value] of Object.entries(extra)) headers[name] = { prepared: true, value };
+  for (const [name, value] of Object.entries(c.headers)) headers[name] = foldable(value);
+  for (const [name, value] of Object.entries(c.serviceHeaders)) headers[name] = { prepared: true, value };
   // Addresses go to the composer parsed: it then quotes or encodes each display name itself,
   // and a stored string can never be read back as more (or other) mailboxes than were checked.
   const list = (a: string[]) => (a.length ? a.map(mailbox) : undefined);
   const composer = new MailComposer({
     from,
-    to: list(r.to),
-    cc: list(r.cc),
-    replyTo: list(r.reply_to),
-    subject: foldable(r.subject),
-    text: r.text,
-    html: r.html,
+    to: list(c.to),
+    cc: list(c.cc),
+    replyTo: list(c.replyTo),
+    subject: foldable(c.subject),
+    // Empty means no such part, as an absent one did.
+    text: c.text || undefined,
+    html: c.html || undefined,
     headers: headers as Record<string, string>,
     messageId: `<${id}@${domainOf(from.address)}>`,
-    date: new Date(createdAt),
+    date: new Date(Number(c.createdAtMs)),
     disableFileAccess: true,
     disableUrlAccess: true,
   });

@@ -1,6 +1,6 @@
 // Turns Haraka's outbound hook arguments into delivery events, one per recipient.
 // Pure functions over the fields Haraka sets (see gateway/haraka.ts).
-import type { NewDeliveryEvent } from '../control/store/outbox.js';
+import type { NewDeliveryEvent } from './outbox/outbox.js';
 import type { BounceError, DeferredParams, DeliveredParams, HarakaAddress, HMailItem } from './haraka.js';
 
 /** hmail.notes keys postgate_mx sets at each attempt: IP → MX host name, and why no route was found. */

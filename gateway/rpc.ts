@@ -1,5 +1,6 @@
 // The internal gRPC service (proto/postgate/gateway/v1/gateway.proto) that control
-// calls: Enqueue, the resumable Events stream, Ack, SetThrottles, QueueStats.
+// calls: Enqueue, the resumable Events stream, Ack, SetThrottles, QueueStats. Enqueue
+// and Events first check that control speaks this build's contract (proto/contract.ts).
 import { once } from 'node:events';
 import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
@@ -25,7 +26,9 @@ import {
   type QueueStatsRequest,
   type SetThrottlesRequest,
 } from '../proto/gen/postgate/gateway/v1/gateway_pb.js';
-import type { DeliveryEventRow } from '../control/store/outbox.js';
+import { CONTRACT, contractMismatch } from '../proto/contract.js';
+import { eventCauseOf, eventSourceOf, eventTypeOf } from '../proto/events.js';
+import type { DeliveryEventRow } from './outbox/outbox.js';
 import type { Enqueuer } from './enqueue.js';
 import type { GatewayRuntime } from './runtime.js';
 
@@ -42,7 +45,7 @@ const toProto = (e: DeliveryEventRow) =>
   create(DeliveryEventSchema, {
     seq: BigInt(e.seq),
     emailId: e.emailId,
-    type: e.type,
+    type: eventTypeOf(e.type),
     recipient: e.recipient,
     atMs: BigInt(e.atMs),
     mx: e.mx,
@@ -50,22 +53,42 @@ const toProto = (e: DeliveryEventRow) =>
     attempt: e.attempt,
     enhancedCode: e.enhancedCode,
     nextAttemptMs: BigInt(e.nextAttemptMs),
-    cause: e.cause,
+    cause: eventCauseOf(e.cause),
     provider: e.provider,
     token: e.token,
-    source: e.source,
+    source: eventSourceOf(e.source),
   });
 
 function fail(cb: grpc.sendUnaryData<unknown>, err: unknown): void {
   cb({ code: grpc.status.INTERNAL, details: String((err as Error)?.message ?? err) });
 }
 
+/** A control of another build: refused before anything is read, so nothing is misread. */
+const refusal = (details: string): Partial<grpc.StatusObject> => ({ code: grpc.status.FAILED_PRECONDITION, details });
+
 export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCount: () => Promise<number>): Promise<RpcServer> {
   const { outbox, feed, log } = rt;
   const streams = new Set<AbortController>();
+  /** Contract versions already refused: a control of another build retries, one line says why. */
+  const refusedContracts = new Set<number>();
+
+  function refuses(contract: number, call: string): string | undefined {
+    const mismatch = contractMismatch(contract);
+    if (mismatch && !refusedContracts.has(contract)) {
+      refusedContracts.add(contract);
+      log.error({ call, contract }, mismatch);
+    }
+    return mismatch;
+  }
 
   /** Pages through the outbox from the cursor, then waits for new commits; ends on cancel. */
   async function streamEvents(call: grpc.ServerWritableStream<EventsRequest, unknown>): Promise<void> {
+    const mismatch = refuses(call.request.contract, 'Events');
+    if (mismatch) {
+      // grpc-js ends a server stream with the status of an 'error' it emits.
+      call.emit('error', refusal(mismatch));
+      return;
+    }
     const stop = new AbortController();
     streams.add(stop);
     const abort = () => stop.abort();
@@ -97,8 +120,10 @@ export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCou
 
   const handlers: grpc.UntypedServiceImplementation = {
     enqueue(call: grpc.ServerUnaryCall<EnqueueRequest, unknown>, cb: grpc.sendUnaryData<unknown>) {
+      const mismatch = refuses(call.request.contract, 'Enqueue');
+      if (mismatch) return cb(refusal(mismatch));
       Promise.all(call.request.messages.map((m) => enqueuer.enqueue(m)))
-        .then((results) => cb(null, create(EnqueueResponseSchema, { results: results.map((r) => create(EnqueueResultSchema, r)) })))
+        .then((results) => cb(null, create(EnqueueResponseSchema, { contract: CONTRACT, results: results.map((r) => create(EnqueueResultSchema, r)) })))
         .catch((err) => fail(cb, err));
     },
     events(call: grpc.ServerWritableStream<EventsRequest, unknown>) {
@@ -160,8 +185,8 @@ export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCou
   // Control batches whole messages (attachments included) into one Enqueue.
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 256 * 1024 * 1024 });
   server.addService(grpcDefinition(GatewayService), handlers);
-  // The internal API enqueues mail without authentication: it listens on loopback only
-  // (DESIGN.md), whatever POSTGATE_HOST says. Gateways on other machines need a private link.
+  // The internal API enqueues mail without authentication: it listens on loopback only,
+  // whatever POSTGATE_HOST says. Gateways on other machines need a private link.
   const host = '127.0.0.1';
   const { gatewayPort } = rt.config;
   const port = await new Promise<number>((resolve, reject) =>

@@ -3,7 +3,7 @@
 // the same instance main.ts loaded, so there is one config, logger and outbox.
 import { loadConfig, type Config } from '../core/config.js';
 import { createLogger, type Logger } from '../core/log.js';
-import { Outbox, type DeliveryEventRow, type NewDeliveryEvent, type UsageRow } from '../control/store/outbox.js';
+import { Outbox, type DeliveryEventRow, type NewDeliveryEvent, type UsageRow } from './outbox/outbox.js';
 import { clock, dayOf } from '../core/clock.js';
 import { EventFeed } from './feed.js';
 import { gatewayPaths, type GatewayPaths } from './paths.js';

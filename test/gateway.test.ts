@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type * as grpc from '@grpc/grpc-js';
+import * as grpc from '@grpc/grpc-js';
 import { create } from '@bufbuild/protobuf';
 import { grpcClient, unary } from '../proto/grpc.js';
 import {
@@ -20,7 +20,9 @@ import {
   type EnqueueResponse,
   type QueueStatsResponse,
 } from '../proto/gen/postgate/gateway/v1/gateway_pb.js';
-import { Outbox } from '../control/store/outbox.js';
+import { Outbox } from '../gateway/outbox/outbox.js';
+import { CONTRACT } from '../proto/contract.js';
+import { eventTypeName } from '../proto/events.js';
 import { startDnsServer, type DnsServer } from './helpers/dns-server.js';
 import { replies, startMxSink, tempFailFirst, type MxSink } from './helpers/mx-sink.js';
 
@@ -66,13 +68,16 @@ async function stopGateway(gw: Gateway, signal: NodeJS.Signals): Promise<number 
   return exited;
 }
 
+/** An event as control reads it: the type by its name. */
+type Seen = Omit<DeliveryEvent, 'type'> & { type: string };
+
 /** A live Events stream that keeps everything it receives. */
 function follow(client: Client, afterSeq: bigint) {
-  const events: DeliveryEvent[] = [];
+  const events: Seen[] = [];
   let wake: () => void = () => {};
-  const call = client.events!(create(EventsRequestSchema, { afterSeq })) as grpc.ClientReadableStream<DeliveryEvent>;
+  const call = client.events!(create(EventsRequestSchema, { contract: CONTRACT, afterSeq })) as grpc.ClientReadableStream<DeliveryEvent>;
   call.on('data', (e: DeliveryEvent) => {
-    events.push(e);
+    events.push({ ...e, type: eventTypeName(e.type) ?? `unknown ${e.type}` });
     wake();
   });
   call.on('error', () => {}); // CANCELLED when we stop following
@@ -80,7 +85,7 @@ function follow(client: Client, afterSeq: bigint) {
     events,
     /** Events of one email, in order. */
     of: (emailId: string) => events.filter((e) => e.emailId === emailId),
-    async until(pred: (events: DeliveryEvent[]) => boolean, timeoutMs = 15_000): Promise<DeliveryEvent[]> {
+    async until(pred: (events: Seen[]) => boolean, timeoutMs = 15_000): Promise<Seen[]> {
       const deadline = Date.now() + timeoutMs;
       while (!pred(events)) {
         if (Date.now() > deadline) throw new Error(`events never matched; got:\n${events.map(show).join('\n')}`);
@@ -95,8 +100,8 @@ function follow(client: Client, afterSeq: bigint) {
   };
 }
 
-const show = (e: DeliveryEvent) => `${e.seq} ${e.emailId} ${e.type} ${e.recipient} #${e.attempt} ${e.enhancedCode} ${e.response}`;
-const types = (events: DeliveryEvent[], rcpt?: string) => events.filter((e) => !rcpt || e.recipient === rcpt).map((e) => `${e.type}#${e.attempt}`);
+const show = (e: Seen) => `${e.seq} ${e.emailId} ${e.type} ${e.recipient} #${e.attempt} ${e.enhancedCode} ${e.response}`;
+const types = (events: Seen[], rcpt?: string) => events.filter((e) => !rcpt || e.recipient === rcpt).map((e) => `${e.type}#${e.attempt}`);
 
 function message(emailId: string, rcptTo: string[]) {
   const raw =
@@ -107,7 +112,7 @@ function message(emailId: string, rcptTo: string[]) {
 }
 
 async function enqueue(client: Client, ...messages: ReturnType<typeof message>[]) {
-  const res = await unary<EnqueueResponse>(client, 'enqueue', create(EnqueueRequestSchema, { messages }));
+  const res = await unary<EnqueueResponse>(client, 'enqueue', create(EnqueueRequestSchema, { contract: CONTRACT, messages }));
   return res.results;
 }
 
@@ -222,6 +227,38 @@ describe('gateway process', () => {
     await sleep(1500); // room for a wrongful second delivery to show up
     expect(sink.messages.filter((m) => m.emailId === 'em_dup')).toHaveLength(1);
     expect(types(feed.of('em_dup'))).toEqual(['sending#1', 'sent#1']);
+  }, 30_000);
+
+  it('refuses a control of another contract version, loudly and before reading anything', async () => {
+    const other = CONTRACT + 1;
+    const refusal = (req: { contract?: number }) =>
+      unary<EnqueueResponse>(gw.client, 'enqueue', create(EnqueueRequestSchema, { ...req, messages: [message('em_other', ['carol@ok.test'])] })).then(
+        () => undefined,
+        (err: grpc.ServiceError) => err,
+      );
+    const refused = await refusal({ contract: other });
+    expect(refused?.code).toBe(grpc.status.FAILED_PRECONDITION);
+    expect(refused?.details).toContain(`control speaks contract ${other}, this gateway ${CONTRACT}`);
+    // A control from before versioning sends no contract at all.
+    expect((await refusal({}))?.code).toBe(grpc.status.FAILED_PRECONDITION);
+
+    const stream = gw.client.events!(create(EventsRequestSchema, { contract: other, afterSeq: 0n })) as grpc.ClientReadableStream<DeliveryEvent>;
+    let streamed = 0;
+    stream.on('data', () => streamed++);
+    const streamErr = await new Promise<grpc.ServiceError>((resolve) => stream.on('error', resolve));
+    expect(streamErr.code).toBe(grpc.status.FAILED_PRECONDITION);
+    expect(streamed).toBe(0);
+
+    // Nothing of the refused call was kept: the same message in the right contract is sent, not a duplicate.
+    const ok = await unary<EnqueueResponse>(
+      gw.client,
+      'enqueue',
+      create(EnqueueRequestSchema, { contract: CONTRACT, messages: [message('em_other', ['carol@ok.test'])] }),
+    );
+    // The answer states the gateway's version too, so a control can tell a gateway from before the check.
+    expect(ok.contract).toBe(CONTRACT);
+    expect(ok.results).toMatchObject([{ emailId: 'em_other', duplicate: false, error: '' }]);
+    await feed.until(() => feed.of('em_other').some((e) => e.type === 'sent'));
   }, 30_000);
 
   it('resumes Events from a cursor, and Ack prunes what control has recorded', async () => {

@@ -3,8 +3,8 @@
 // acts on the project's live environment), and the origin rules.
 import type { FastifyRequest } from 'fastify';
 import { ApiError, notFound } from '../../core/errors.js';
-import type { Caller } from '../../control/access.js';
-import type { Project } from '../../control/store/store.js';
+import type { Caller } from '../../control/api-keys/authenticate.js';
+import type { Project } from '../../control/store/index.js';
 import type { AuthContext } from '../context.js';
 import { connectionIp, regionAllows } from '../region.js';
 import type { Method, ProviderConfig } from '../providers/types.js';
@@ -18,7 +18,7 @@ export class Hosted {
   }
 
   async project(slug: string): Promise<Project> {
-    const p = await this.ctx.projectsStore.projectBySlug(slug);
+    const p = await this.ctx.projectsStore.projects.bySlug(slug);
     if (!p) throw notFound(`No project with the slug ${JSON.stringify(slug)}`);
     return p;
   }

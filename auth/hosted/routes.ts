@@ -167,7 +167,7 @@ export const hostedRoutes =
         const q = req.query;
         const lang = pickLang(q.lang, req.headers['accept-language']);
         const a = await assets();
-        const project = await ctx.projectsStore.projectBySlug(q.slug);
+        const project = await ctx.projectsStore.projects.bySlug(q.slug);
         const origins = project ? await hosted.originsOf(project.id) : [];
         let error: Key | undefined;
         if (!project) error = 'errNotFound';

@@ -1,6 +1,6 @@
 // What a sign-in provider is: its methods, default endpoints (each overridable
 // per project), what each method needs configured, and its adapters.
-import type { SignInProfile } from '../../control/store/auth.js';
+import type { SignInProfile } from '../../control/store/index.js';
 import type { RegionRule } from '../region.js';
 
 export type Method = 'oauth' | 'id_token' | 'silent_token' | 'instant_token' | 'oidc' | 'widget' | 'miniapp' | 'otp';

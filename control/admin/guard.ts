@@ -4,8 +4,10 @@
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../../core/errors.js';
 import { safeEqual } from '../../core/crypto.js';
+import { clock } from '../../core/clock.js';
 import type { Logger } from '../../core/log.js';
 import type { Counters } from '../limits/counters.js';
+import { secondsUntil } from '../limits/rate-limit.js';
 
 export interface AdminGuardOptions {
   token: string;
@@ -21,11 +23,11 @@ export function adminGuard({ token, counters, log, failures = 10, windowMs = 60_
   const expected = `Bearer ${token}`;
   return async (req: FastifyRequest): Promise<void> => {
     const key = `admin-fail:${req.ip}`;
-    const now = Date.now();
+    const now = clock.now();
     const seen = counters.hit(key, windowMs, 0, now);
     if (seen.count >= failures) {
       onRefused?.('throttled');
-      const wait = String(Math.max(1, Math.ceil((seen.resetAt - now) / 1000)));
+      const wait = String(secondsUntil(seen.resetAt, now));
       throw new ApiError('RATE_LIMIT_EXCEEDED', `Too many wrong admin tokens from this address; try again in ${wait} s`, {}, { 'Retry-After': wait });
     }
     const auth = req.headers.authorization;

@@ -6,7 +6,7 @@ import { ApiError, notFound } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import type { Invalidator } from '../../core/invalidation.js';
 import { newApiKey } from '../keys.js';
-import type { KeyKind, KeyScope, Project, Store } from '../store/store.js';
+import type { KeyKind, KeyScope, Project, Store } from '../store/index.js';
 import { errorSchema } from '../http/schemas.js';
 import { sealer } from '../../core/crypto.js';
 import type { Config } from '../../core/config.js';
@@ -30,7 +30,7 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
   const dkimSealer = sealer(secret, 'dkim');
 
   const project = async (slug: string): Promise<Project> => {
-    const p = await store.projectBySlug(slug);
+    const p = await store.projects.bySlug(slug);
     if (!p) throw notFound(`No project ${slug}`);
     return p;
   };
@@ -52,22 +52,22 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
       },
     },
     async (req, reply) => {
-      if (await store.projectBySlug(req.body.slug)) throw new ApiError('CONFLICT', `Project ${req.body.slug} exists`);
+      if (await store.projects.bySlug(req.body.slug)) throw new ApiError('CONFLICT', `Project ${req.body.slug} exists`);
       const now = clock.now();
       const id = crypto.randomUUID();
       const live = newApiKey(id, 'live', 'all', now);
       const test = newApiKey(id, 'test', 'all', now);
-      await store.createProject({ id, slug: req.body.slug, name: req.body.name, plan: config.defaultPlan, createdAt: now }, [live.row, test.row]);
+      await store.projects.create({ id, slug: req.body.slug, name: req.body.name, plan: config.defaultPlan, createdAt: now }, [live.row, test.row]);
       return reply.code(201).send({ id, slug: req.body.slug, keys: { live: live.plain, test: test.plain } });
     },
   );
 
-  app.get('/admin/v1/projects', { schema: hide }, async () => ({ data: (await store.listProjects()).map(projectOut) }));
+  app.get('/admin/v1/projects', { schema: hide }, async () => ({ data: (await store.projects.list()).map(projectOut) }));
 
   for (const action of ['pause', 'resume'] as const) {
     app.post<{ Params: { slug: string } }>(`/admin/v1/projects/:slug/${action}`, { schema: { ...hide, params: slugParams } }, async (req) => {
       const p = await project(req.params.slug);
-      await store.setProjectStatus(p.id, action === 'pause' ? 'paused' : 'active');
+      await store.projects.setStatus(p.id, action === 'pause' ? 'paused' : 'active');
       invalidator.publish('project', p.id);
       return projectOut({ ...p, status: action === 'pause' ? 'paused' : 'active' });
     });
@@ -95,7 +95,7 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
     async (req) => {
       const p = await project(req.params.slug);
       const limits = { dailyQuota: req.body.daily_quota ?? null, monthlyQuota: req.body.monthly_quota ?? null, rateLimit: req.body.rate ?? null };
-      await store.setPlan(p.id, req.body.plan, limits);
+      await store.projects.setPlan(p.id, req.body.plan, limits);
       invalidator.publish('project', p.id);
       const updated = { ...p, plan: req.body.plan, ...limits };
       const l = limitsOf(updated, config);
@@ -121,9 +121,9 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
     async (req) => {
       const p = await project(req.params.slug);
       const name = normalizeDomain(req.body.name);
-      const d = (await store.domainByName(p.id, name)) ?? (await createDomain(store, config, dkimSealer, p.id, name));
+      const d = (await store.domains.byName(p.id, name)) ?? (await createDomain(store, config, dkimSealer, p.id, name));
       const now = clock.now();
-      await store.updateDomain(d.id, 'verified', d.records, d.checkedAt ?? now, d.verifiedAt ?? now);
+      await store.domains.update(d.id, 'verified', d.records, d.checkedAt ?? now, d.verifiedAt ?? now);
       return domainView({ ...d, status: 'verified', verifiedAt: d.verifiedAt ?? now, checkedAt: d.checkedAt ?? now });
     },
   );
@@ -145,7 +145,7 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
     async (req, reply) => {
       const p = await project(req.params.slug);
       const key = newApiKey(p.id, req.body.kind, req.body.scope ?? 'all', clock.now());
-      await store.createKey(key.row);
+      await store.apiKeys.create(key.row);
       return reply.code(201).send({ id: key.row.id, key: key.plain, kind: key.row.kind, scope: key.row.scope, hint: key.row.hint });
     },
   );
@@ -153,7 +153,7 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
   app.get<{ Params: { slug: string } }>('/admin/v1/projects/:slug/keys', { schema: { ...hide, params: slugParams } }, async (req) => {
     const p = await project(req.params.slug);
     return {
-      data: (await store.listKeys(p.id)).map((k) => ({
+      data: (await store.apiKeys.list(p.id)).map((k) => ({
         id: k.id,
         kind: k.kind,
         scope: k.scope,
@@ -171,7 +171,7 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
     },
     async (req) => {
       const p = await project(req.params.slug);
-      const revoked = await store.revokeKey(p.id, req.params.id, clock.now());
+      const revoked = await store.apiKeys.revoke(p.id, req.params.id, clock.now());
       if (!revoked) throw notFound('No such active key');
       invalidator.publish('key', revoked.hash);
       return { id: req.params.id, revoked: true };

@@ -3,7 +3,7 @@
 // day it reached it.
 import type { FastifyPluginAsync } from 'fastify';
 import { clock, DAY_MS, dayOf } from '../../core/clock.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../store/index.js';
 import { errorSchema } from '../http/schemas.js';
 
 export const STATUSES = ['queued', 'sending', 'sent', 'delivered', 'bounced', 'rejected', 'complained', 'failed'] as const;
@@ -35,7 +35,7 @@ export const analyticsRoutes: FastifyPluginAsync<{ store: Store }> = async (app,
       const today = dayOf(now);
       const weekFrom = dayOf(now - 6 * DAY_MS);
       const monthFrom = dayOf(now - 29 * DAY_MS);
-      const rows = await store.analytics(req.caller!.project.id, monthFrom, today);
+      const rows = await store.analytics.daily(req.caller!.project.id, monthFrom, today);
       const out = { today: zero(), week: zero(), month: zero() };
       for (const r of rows) {
         if (!(r.status in out.month)) continue;
@@ -67,7 +67,7 @@ export const analyticsRoutes: FastifyPluginAsync<{ store: Store }> = async (app,
       const now = clock.now();
       const days = Array.from({ length: 30 }, (_, i) => dayOf(now - (29 - i) * DAY_MS));
       const byDay = new Map(days.map((d) => [d, zero()]));
-      for (const r of await store.analytics(req.caller!.project.id, days[0]!, days[29]!)) {
+      for (const r of await store.analytics.daily(req.caller!.project.id, days[0]!, days[29]!)) {
         const c = byDay.get(r.day);
         if (c && r.status in c) c[r.status]! += r.count;
       }

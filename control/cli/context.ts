@@ -10,6 +10,8 @@ export interface CliContext {
   /** The --project slug, URL-encoded. */
   slug(): string;
   table(rows: Array<Record<string, unknown>>): string;
+  /** Ends the command with a message for the operator (exit status 1). */
+  fail(message: string): never;
 }
 
 export interface CliResult {

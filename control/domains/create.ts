@@ -4,7 +4,7 @@ import { ApiError } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import type { Sealer } from '../../core/crypto.js';
 import type { Config } from '../../core/config.js';
-import type { DomainRow, Store } from '../store/store.js';
+import type { DomainRow, Store } from '../store/index.js';
 import { newDkimKey, newSelector, recordsFor } from './records.js';
 
 const DOMAIN = /^(?=.{4,253}$)((?!-)[a-z0-9-]{1,63}(?<!-)\.)+[a-z]{2,63}$/;
@@ -24,7 +24,7 @@ export async function createDomain(
   opts: { allowLocal?: boolean } = {},
 ): Promise<DomainRow> {
   const name = normalizeDomain(input, opts);
-  if (await store.domainByName(projectId, name)) throw new ApiError('CONFLICT', `Domain ${name} is already added`);
+  if (await store.domains.byName(projectId, name)) throw new ApiError('CONFLICT', `Domain ${name} is already added`);
   const now = clock.now();
   const key = newDkimKey();
   const selector = newSelector(new Date(now));
@@ -41,6 +41,6 @@ export async function createDomain(
     verifiedAt: null,
     checkedAt: null,
   };
-  await store.insertDomain(row);
+  await store.domains.create(row);
   return row;
 }

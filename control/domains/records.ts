@@ -4,6 +4,7 @@
 import crypto from 'node:crypto';
 import net from 'node:net';
 import type { Config } from '../../core/config.js';
+import { returnPathDomain } from '../../common/return-path.js';
 
 export interface DnsRecord {
   /** What the record is for: dkim, spf, dmarc, return_path_mx, return_path_spf. */
@@ -15,12 +16,6 @@ export interface DnsRecord {
   status: 'pending' | 'verified' | 'failed';
   /** Why the last check failed. */
   problem?: string;
-}
-
-export const RETURN_PATH_LABEL = 'pg-bounces';
-
-export function returnPathDomain(domain: string): string {
-  return `${RETURN_PATH_LABEL}.${domain}`;
 }
 
 export function newDkimKey(): { privatePem: string; publicB64: string } {

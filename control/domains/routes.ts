@@ -5,7 +5,7 @@ import { clock } from '../../core/clock.js';
 import type { Sealer } from '../../core/crypto.js';
 import type { Resolver } from '../../core/dns.js';
 import type { Config } from '../../core/config.js';
-import type { DomainRow, Store } from '../store/store.js';
+import type { DomainRow, Store } from '../store/index.js';
 import { errorSchema } from '../http/schemas.js';
 import type { DnsRecord } from './records.js';
 import { createDomain } from './create.js';
@@ -86,7 +86,7 @@ export const domainRoutes: FastifyPluginAsync<DomainRoutesOptions> = async (app,
         response: { 200: { type: 'object', properties: { data: { type: 'array', items: domainSchema } } }, ...errors },
       },
     },
-    async (req) => ({ data: (await store.domains(req.caller!.project.id)).map(domainView) }),
+    async (req) => ({ data: (await store.domains.list(req.caller!.project.id)).map(domainView) }),
   );
 
   app.get<{ Params: { id: string } }>(
@@ -95,7 +95,7 @@ export const domainRoutes: FastifyPluginAsync<DomainRoutesOptions> = async (app,
       schema: { summary: 'One domain and its records', tags: ['domains'], security, params: idParams, response: { 200: domainSchema, ...errors } },
     },
     async (req) => {
-      const d = await store.domain(req.caller!.project.id, req.params.id);
+      const d = await store.domains.get(req.caller!.project.id, req.params.id);
       if (!d) throw notFound('Domain not found');
       return domainView(d);
     },
@@ -113,7 +113,7 @@ export const domainRoutes: FastifyPluginAsync<DomainRoutesOptions> = async (app,
       },
     },
     async (req) => {
-      const d = await store.domain(req.caller!.project.id, req.params.id);
+      const d = await store.domains.get(req.caller!.project.id, req.params.id);
       if (!d) throw notFound('Domain not found');
       const records = await verifyRecords(resolver, d.records as unknown as DnsRecord[]);
       const ok = records.every((r) => r.status === 'verified');
@@ -121,7 +121,7 @@ export const domainRoutes: FastifyPluginAsync<DomainRoutesOptions> = async (app,
       // A verified domain stays verified: a DNS hiccup at re-check must not stop its mail.
       const status = ok || d.status === 'verified' ? 'verified' : 'pending';
       const verifiedAt = d.verifiedAt ?? (ok ? now : null);
-      await store.updateDomain(d.id, status, records as unknown as DomainRow['records'], now, verifiedAt);
+      await store.domains.update(d.id, status, records as unknown as DomainRow['records'], now, verifiedAt);
       return domainView({ ...d, status, records: records as unknown as DomainRow['records'], checkedAt: now, verifiedAt });
     },
   );
@@ -138,7 +138,7 @@ export const domainRoutes: FastifyPluginAsync<DomainRoutesOptions> = async (app,
       },
     },
     async (req) => {
-      if (!(await store.deleteDomain(req.caller!.project.id, req.params.id))) throw notFound('Domain not found');
+      if (!(await store.domains.remove(req.caller!.project.id, req.params.id))) throw notFound('Domain not found');
       return { id: req.params.id, deleted: true };
     },
   );

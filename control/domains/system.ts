@@ -6,7 +6,7 @@ import { clock } from '../../core/clock.js';
 import type { Sealer } from '../../core/crypto.js';
 import type { Config } from '../../core/config.js';
 import type { Logger } from '../../core/log.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../store/index.js';
 import { domainOf, parseMailbox } from '../../common/address.js';
 import { createDomain } from './create.js';
 
@@ -24,15 +24,18 @@ export async function ensureSystemSender(
     return undefined;
   }
   const domain = domainOf(from.address);
-  let project = await store.projectBySlug(SYSTEM_PROJECT_SLUG);
+  let project = await store.projects.bySlug(SYSTEM_PROJECT_SLUG);
   if (!project) {
-    project = await store.createProject({ id: 'system', slug: SYSTEM_PROJECT_SLUG, name: 'postgate system sender', plan: 'scale', createdAt: clock.now() }, []);
+    project = await store.projects.create(
+      { id: 'system', slug: SYSTEM_PROJECT_SLUG, name: 'postgate system sender', plan: 'scale', createdAt: clock.now() },
+      [],
+    );
   }
-  let d = await store.domainByName(project.id, domain);
+  let d = await store.domains.byName(project.id, domain);
   if (!d) {
     d = await createDomain(store, config, dkimSealer, project.id, domain, { allowLocal: true });
     log.info({ domain, records: d.records }, 'system sender domain created; publish these DNS records for it');
   }
-  if (d.status !== 'verified') await store.updateDomain(d.id, 'verified', d.records, clock.now(), clock.now());
+  if (d.status !== 'verified') await store.domains.update(d.id, 'verified', d.records, clock.now(), clock.now());
   return { projectId: project.id, domain };
 }

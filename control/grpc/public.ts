@@ -9,9 +9,10 @@ import { create } from '@bufbuild/protobuf';
 import type { Config } from '../../core/config.js';
 import type { Logger } from '../../core/log.js';
 import { ApiError, invalid, notFound } from '../../core/errors.js';
-import { MAIL_KEYS, type Access, type Caller, type KeyRequirement } from '../access.js';
+import { MAIL_KEYS, type Access, type Caller, type KeyRequirement } from '../api-keys/authenticate.js';
+import { fromMetadata } from '../api-keys/credentials.js';
 import type { Accepted, MailPipeline } from '../mail/pipeline.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../store/index.js';
 import { emailView } from '../mail/view.js';
 import { grpcDefinition } from '../../proto/grpc.js';
 import {
@@ -36,7 +37,7 @@ export interface SessionCheck {
   expiresAt?: string;
 }
 
-/** Provided by the auth area; CheckSession answers UNIMPLEMENTED without it. */
+/** Given by the composition root from the auth capability; CheckSession answers UNIMPLEMENTED without it. */
 export type CheckSessionFn = (caller: Caller, token: string) => Promise<SessionCheck>;
 
 export interface PublicGrpcDeps {
@@ -57,14 +58,6 @@ export interface PublicGrpc {
 const MAX_BATCH = 100;
 /** Session checks are part of the auth API, which takes any of the project's keys. */
 const SESSION_KEYS: KeyRequirement = { kinds: ['live', 'test'], scopes: ['all', 'auth'] };
-
-function keyOf(md: grpc.Metadata): string | undefined {
-  const key = md.get('x-service-key')[0];
-  if (typeof key === 'string' && key) return key.trim();
-  const auth = md.get('authorization')[0];
-  if (typeof auth === 'string' && auth.startsWith('Bearer ')) return auth.slice(7).trim();
-  return undefined;
-}
 
 /** Proto fields → the REST send request; proto3 cannot tell empty from absent, so empty means absent. */
 export function toSendRequest(m: SendEmailRequest): Record<string, unknown> {
@@ -93,7 +86,7 @@ export async function startPublicGrpc({ config, log, access, pipeline, store, ch
   function unary<Req, Res>(need: KeyRequirement, name: string, fn: (req: Req, caller: Caller) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
     return (call, callback) => {
       access
-        .resolve(keyOf(call.metadata), need)
+        .resolve(fromMetadata(call.metadata), need)
         .then((caller) => fn(call.request, caller))
         .then(
           (res) => callback(null, res),

@@ -25,7 +25,7 @@ export function grpcError(err: unknown): Partial<grpc.StatusObject> {
   const metadata = new grpc.Metadata();
   metadata.set(CODE_KEY, e.code);
   if (typeof e.extra.id === 'string') metadata.set(EMAIL_ID_KEY, e.extra.id);
-  const retryAfter = e.headers['Retry-After'] ?? e.headers['retry-after'];
+  const retryAfter = e.headers['Retry-After'];
   if (retryAfter) metadata.set('retry-after', retryAfter);
   return { code: byHttpStatus[e.status] ?? grpc.status.INTERNAL, details: e.message, metadata };
 }

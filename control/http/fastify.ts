@@ -49,7 +49,7 @@ export interface FastifyOptions {
   config: Config;
   log: Logger;
   metrics: Metrics;
-  /** The public listener's server (control/fast-lane.ts); the admin listener uses Node's. */
+  /** The public listener's server (fast-lane.ts); the admin listener uses Node's. */
   serverFactory?: FastifyServerFactory;
   /** Hold request bodies to http.inFlightBodyBytes in total (control/http/body-budget.ts): the public listener. */
   budgetBodies?: boolean;

@@ -13,9 +13,10 @@
 import type { Logger } from '../../core/log.js';
 import { clock, dayStart } from '../../core/clock.js';
 import type { Sealer } from '../../core/crypto.js';
-import type { DomainRow, EmailRow, RecipientRow, Store } from '../store/store.js';
-import type { Gateway, Gateways } from '../gateways.js';
-import type { OutboundMessage } from '../../proto/gen/postgate/gateway/v1/gateway_pb.js';
+import type { DomainRow, EmailRow, RecipientRow, Store } from '../store/index.js';
+import { contractRefused, type Gateway, type Gateways } from '../gateways.js';
+import { create } from '@bufbuild/protobuf';
+import { CompositionSchema, type OutboundMessage } from '../../proto/gen/postgate/gateway/v1/gateway_pb.js';
 import type { Tokens } from '../unsubscribe/tokens.js';
 import { domainOf, parseMailbox } from '../../common/address.js';
 import type { NormalizedRequest } from './pipeline.js';
@@ -42,12 +43,29 @@ export interface DispatchDeliverability {
 type Message = Omit<OutboundMessage, '$typeName'>;
 type Dkim = NonNullable<Message['dkim']>;
 
+/** What the gateway builds the message from. Bcc stays out: it is only in the envelope. */
+function composition(r: EmailRow, req: NormalizedRequest, serviceHeaders: Record<string, string>): Message['compose'] {
+  return create(CompositionSchema, {
+    createdAtMs: BigInt(r.createdAt),
+    serviceHeaders,
+    from: req.from,
+    to: req.to,
+    cc: req.cc,
+    replyTo: req.reply_to,
+    subject: req.subject,
+    text: req.text ?? '',
+    html: req.html ?? '',
+    headers: req.headers,
+  });
+}
+
 export class Dispatcher {
   private running = false;
   private again = false;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
-  private readonly down = new Set<string>();
+  /** Gateways whose last Enqueue failed, and why (unreachable, or built from another commit). */
+  private readonly down = new Map<string, 'unavailable' | 'refused'>();
   /** When mail was last accepted (wake() is called on every accept). */
   private lastWake = 0;
 
@@ -73,9 +91,9 @@ export class Dispatcher {
     const owner = (d: DomainRow | undefined) =>
       d || !this.deliverability.system || domain !== this.deliverability.system.domain
         ? d
-        : this.store.domainByName(this.deliverability.system.projectId, domain);
-    const key = this.store
-      .domainByName(projectId, domain)
+        : this.store.domains.byName(this.deliverability.system.projectId, domain);
+    const key = this.store.domains
+      .byName(projectId, domain)
       .then(owner)
       .then((d) => (d ? { domain: d.name, selector: d.selector, privateKeyPem: this.deliverability.dkimSealer.open(d.dkimPrivate) } : undefined));
     key.catch(() => this.keys.delete(k));
@@ -87,7 +105,7 @@ export class Dispatcher {
   private warmupStart(projectId: string): Promise<number> {
     const hit = this.starts.get(projectId);
     if (hit && clock.now() - hit.at < CACHE_MS) return hit.start;
-    const start = this.store.firstSendAt(projectId).then((at) => dayStart(at ?? clock.now()));
+    const start = this.store.pacing.firstSendAt(projectId).then((at) => dayStart(at ?? clock.now()));
     start.catch(() => this.starts.delete(projectId));
     this.starts.set(projectId, { at: clock.now(), start });
     return start;
@@ -96,6 +114,7 @@ export class Dispatcher {
   /** The gateway messages of one email: one per recipient (its own return path; bulk: its own unsubscribe links). */
   private async messagesOf(r: EmailRow & { recipients: RecipientRow[] }): Promise<Message[]> {
     const { tokens, baseUrl } = this.deliverability;
+    // The stored request is control's own format: the gateway is sent only the typed parts of the message.
     const req = JSON.parse(r.request) as NormalizedRequest;
     const from = parseMailbox(req.from)!.address;
     const senderDomain = domainOf(from);
@@ -122,12 +141,8 @@ export class Dispatcher {
         headers['List-Unsubscribe-Post'] = 'List-Unsubscribe=One-Click';
       }
       const mailFrom = tokens.verpAddress(r.id, index, senderDomain);
-      return [{ ...common, key: `${r.id}/${index}`, mailFrom, rcptTo: [x.address], ...this.compose(r, headers) }];
+      return [{ ...common, key: `${r.id}/${index}`, mailFrom, rcptTo: [x.address], raw: new Uint8Array(), compose: composition(r, req, headers) }];
     });
-  }
-
-  private compose(r: EmailRow, headers: Record<string, string>): Pick<Message, 'raw' | 'compose'> {
-    return { raw: new Uint8Array(), compose: { request: r.request, createdAtMs: BigInt(r.createdAt), headers } as Message['compose'] };
   }
 
   start(): void {
@@ -177,14 +192,21 @@ export class Dispatcher {
             const sent = new Set(messages.map((m) => m.emailId));
             const done = list.map((r) => r.id).filter((id) => !refused.has(id) && (answered.has(id) || !sent.has(id)));
             for (const x of res.results) if (x.error) this.log.error({ emailId: x.emailId, key: x.key, err: x.error }, 'gateway refused to queue');
-            await this.store.markDispatched(done, clock.now());
+            await this.store.emails.markDispatched(done, clock.now());
             this.metrics.inc('postgate_emails_dispatched_total', done.length);
             if (done.length < list.length) failed = true;
           } catch (err) {
             failed = true;
             // Once per outage, not once a second.
-            if (!this.down.has(gw.name)) this.log.warn({ gateway: gw.name, err: (err as Error).message }, 'gateway unavailable; will retry');
-            this.down.add(gw.name);
+            const why = contractRefused(err) ? 'refused' : 'unavailable';
+            if (this.down.get(gw.name) === why) return;
+            this.down.set(gw.name, why);
+            if (why === 'refused')
+              this.log.error(
+                { gateway: gw.name, err: (err as { details?: string }).details ?? (err as Error).message },
+                'gateway refuses this control (contract mismatch): mail waits until both run the same build',
+              );
+            else this.log.warn({ gateway: gw.name, err: (err as Error).message }, 'gateway unavailable; will retry');
             return;
           }
           if (this.down.delete(gw.name)) this.log.info({ gateway: gw.name }, 'gateway reachable again');
@@ -203,14 +225,14 @@ export class Dispatcher {
    */
   private async next(): Promise<Array<EmailRow & { recipients: RecipientRow[] }>> {
     const busy = () => performance.now() - this.lastWake < BUSY_MS;
-    if (!busy() || !this.busyRate) return this.store.undispatched(BATCH);
+    if (!busy() || !this.busyRate) return this.store.emails.undispatched(BATCH);
     await new Promise((r) => setTimeout(r, (1000 * BUSY_BATCH) / this.busyRate));
-    if (!busy()) return this.store.undispatched(BATCH);
-    const rows = await this.store.undispatched(BUSY_BATCH);
+    if (!busy()) return this.store.emails.undispatched(BATCH);
+    const rows = await this.store.emails.undispatched(BUSY_BATCH);
     const system = this.deliverability.system;
     if (!system) return rows;
     const have = new Set(rows.map((r) => r.id));
-    return [...rows, ...(await this.store.undispatched(BATCH, system.projectId)).filter((r) => !have.has(r.id))];
+    return [...rows, ...(await this.store.emails.undispatched(BATCH, system.projectId)).filter((r) => !have.has(r.id))];
   }
 
   private schedule(): void {

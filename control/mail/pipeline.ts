@@ -6,8 +6,9 @@ import { ApiError, invalid } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import { uuidv7 } from '../../core/ids.js';
 import type { Config } from '../../core/config.js';
-import type { Caller } from '../access.js';
-import type { BulkRules, NewEmail, Quota, Store } from '../store/store.js';
+import type { Caller } from '../api-keys/authenticate.js';
+import type { Acceptance, AcceptGuards, NewEmail, Store } from '../store/index.js';
+import { refusalError, type BulkRules, type Quota } from './rules.js';
 import { limitsOf, requireSubscription } from '../plans.js';
 import { canonical, domainOf, parseMailbox } from '../../common/address.js';
 import { sendRequestSchema } from './schema.js';
@@ -154,12 +155,12 @@ export class MailPipeline {
       requireSubscription(project);
       if (project.status === 'paused') throw new ApiError('SENDING_PAUSED', "Sending is paused for this project; write to the operator's abuse contact");
       const domain = domainOf(parseMailbox(email.from)!.address);
-      if (!(await this.store.domainVerified(project.id, domain))) {
+      if (!(await this.store.domains.isVerified(project.id, domain))) {
         return new ApiError('DOMAIN_NOT_VERIFIED', `The sender domain ${domain} is not verified; add it with POST /v1/domains and complete the DNS setup`);
       }
     }
     for (const r of email.recipients) {
-      const scope = await this.store.suppressionScope(project.id, r.address);
+      const scope = await this.store.suppressions.scopeOf(project.id, r.address);
       if (scope === 'all' || (scope === 'bulk' && email.bulk)) {
         r.status = 'failed';
         r.reason = scope === 'bulk' ? 'unsubscribed' : 'suppressed';
@@ -178,6 +179,13 @@ export class MailPipeline {
     email.errorCode = refusal.code;
     for (const r of email.recipients) r.status = 'failed';
     return email;
+  }
+
+  /** The plan limits and bulk rules the store judges in the insert's transaction; the platform's own mail has none. */
+  private guards(caller: Caller, system: boolean): AcceptGuards {
+    const quota = this.quota(caller, system);
+    const bulk = this.bulkRules(system);
+    return { ...(quota ? { quota } : {}), ...(bulk ? { bulk } : {}) };
   }
 
   private quota(caller: Caller, system: boolean): Quota | undefined {
@@ -219,13 +227,17 @@ export class MailPipeline {
   async send(caller: Caller, req: SendRequest, opts: { system?: boolean } = {}): Promise<Accepted> {
     const system = opts.system === true;
     const email = this.prepare(caller, req);
-    if (system) email.request = JSON.stringify({ ...JSON.parse(email.request), system: true });
+    if (system) {
+      email.system = true;
+      email.request = JSON.stringify({ ...JSON.parse(email.request), system: true });
+    }
     const refusal = await this.judge(caller, email, system);
     if (refusal) {
-      await this.store.insertEmail(this.failed(email, refusal));
+      await this.store.emails.accept(this.failed(email, refusal));
       throw new ApiError(refusal.code, refusal.message, { id: email.id });
     }
-    await this.store.insertEmail(email, this.quota(caller, system), this.bulkRules(system));
+    const accepted = await this.store.emails.accept(email, this.guards(caller, system));
+    if (accepted.kind !== 'accepted') throw refusalError(accepted);
     this.dispatcher.wake();
     return { id: email.id, status: 'queued' };
   }
@@ -237,7 +249,7 @@ export class MailPipeline {
 
   /** Accepts several emails, each judged on its own; one commit for all. */
   async sendMany(caller: Caller, reqs: unknown[]): Promise<Array<Accepted | ApiError>> {
-    const quota = this.quota(caller, false);
+    const guards = this.guards(caller, false);
     const judged = await Promise.all(
       reqs.map(async (r): Promise<{ email: NewEmail; refusal?: ApiError } | ApiError> => {
         try {
@@ -253,13 +265,13 @@ export class MailPipeline {
     const emails = judged.filter((j): j is { email: NewEmail; refusal?: ApiError } => !(j instanceof ApiError));
     // One commit for the whole batch; each email keeps its own outcome (e.g. the quota runs out midway).
     const outcomes = await Promise.allSettled(
-      this.store.insertEmails(
+      this.store.emails.acceptMany(
         emails.map((e) => e.email),
-        quota,
-        this.bulkRules(false),
+        guards,
       ),
     );
-    if (emails.some((e, i) => !e.refusal && outcomes[i]!.status === 'fulfilled')) this.dispatcher.wake();
+    const accepted = (o: PromiseSettledResult<Acceptance>) => o.status === 'fulfilled' && o.value.kind === 'accepted';
+    if (emails.some((e, i) => !e.refusal && accepted(outcomes[i]!))) this.dispatcher.wake();
     let i = 0;
     return judged.map((j) => {
       if (j instanceof ApiError) return j;
@@ -268,6 +280,7 @@ export class MailPipeline {
         if (outcome.reason instanceof ApiError) return outcome.reason;
         throw outcome.reason;
       }
+      if (outcome.value.kind !== 'accepted') return refusalError(outcome.value);
       if (j.refusal) return new ApiError(j.refusal.code, j.refusal.message, { id: j.email.id });
       return { id: j.email.id, status: 'queued' as const };
     });

@@ -1,12 +1,12 @@
 // The public shape of an email (GET /v1/emails/:id and the gRPC GetEmail).
-import type { Store } from '../store/store.js';
+import type { Store } from '../store/index.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
 export type EmailView = Record<string, unknown> & { id: string; status: string; events: Array<Record<string, unknown> & { type: string; at: string }> };
 
 export async function emailView(store: Store, projectId: string, id: string): Promise<EmailView | undefined> {
-  const found = await store.getEmail(projectId, id);
+  const found = await store.emails.get(projectId, id);
   if (!found) return undefined;
   const { email, recipients, events } = found;
   const r = JSON.parse(email.request) as { to: string[]; cc: string[]; bcc: string[]; reply_to: string[]; tags: string[] };

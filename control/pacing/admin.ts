@@ -6,7 +6,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { notFound } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import type { Config } from '../../core/config.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../store/index.js';
 import type { PacingService, ThrottleView } from './service.js';
 
 export interface PacingAdminOptions {
@@ -83,7 +83,7 @@ export const pacingAdminRoutes: FastifyPluginAsync<PacingAdminOptions> = async (
       },
     },
     async (req) => {
-      const p = await store.projectBySlug(req.params.slug);
+      const p = await store.projects.bySlug(req.params.slug);
       if (!p) throw notFound(`No project ${req.params.slug}`);
       return { project: p.slug, ...(await pacing.approve(p, req.body?.day, req.body?.volume)) };
     },

@@ -6,10 +6,10 @@ import { ApiError, invalid } from '../../core/errors.js';
 import { clock, DAY_MS, dayOf, dayStart } from '../../core/clock.js';
 import type { Config, ProviderThrottle } from '../../core/config.js';
 import type { Logger } from '../../core/log.js';
-import type { Project, Store } from '../store/store.js';
+import type { Project, Store } from '../store/index.js';
 import type { Gateway, Gateways } from '../gateways.js';
-import { OTHER, PROVIDERS } from '../../gateway/pacing/providers.js';
-import { normFor, warmupDay } from '../../gateway/pacing/warmup.js';
+import { OTHER, PROVIDERS } from '../../common/providers.js';
+import { normFor, warmupDay } from '../../common/warmup.js';
 
 export interface ThrottleView extends ProviderThrottle {
   provider: string;
@@ -37,7 +37,7 @@ export class PacingService {
   }
 
   async throttles(): Promise<ThrottleView[]> {
-    const stored = new Map((await this.store.throttles()).map((t) => [t.provider, t]));
+    const stored = new Map((await this.store.pacing.throttles()).map((t) => [t.provider, t]));
     const defaults = this.config.pacing.providers;
     return this.providers().map((provider) => {
       const s = stored.get(provider);
@@ -64,7 +64,7 @@ export class PacingService {
     const next = { ...current, ...Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) };
     if (!(next.growth >= 1 && next.growth <= 10)) throw invalid('growth must be between 1 and 10');
     const updatedAt = clock.now();
-    await this.store.setThrottle({
+    await this.store.pacing.setThrottle({
       provider,
       dailyNorm: next.dailyNorm,
       growth: next.growth,
@@ -107,7 +107,7 @@ export class PacingService {
   async view(project: Project): Promise<Record<string, unknown>> {
     const now = clock.now();
     const day = dayOf(now);
-    const first = await this.store.firstSendAt(project.id);
+    const first = await this.store.pacing.firstSendAt(project.id);
     const wday = warmupDay(first === null ? 0 : dayStart(first), now);
     const usage = new Map<string, { transactional: number; bulk: number; heldBulk: number }>();
     const unreachable: string[] = [];
@@ -141,7 +141,7 @@ export class PacingService {
       };
     });
     const { factor, floor, days } = this.config.pacing.volumeSpike;
-    const v = await this.store.bulkVolume(project.id, now, days);
+    const v = await this.store.pacing.bulkVolume(project.id, now, days);
     return {
       day,
       warmup_day: wday,
@@ -157,7 +157,7 @@ export class PacingService {
         held_emails: v.held,
         same_subject_daily_limit: this.config.pacing.sameSubjectDailyLimit,
       },
-      announcements: (await this.store.allowances(project.id, day)).map((a) => ({
+      announcements: (await this.store.pacing.allowances(project.id, day)).map((a) => ({
         day: a.day,
         volume: a.volume,
         source: a.source,
@@ -177,7 +177,7 @@ export class PacingService {
     const d = forDay ?? today;
     if (d < today) throw invalid('day must be today or later: volume is announced beforehand');
     const at = clock.now();
-    await this.store.addAllowance(project.id, d, volume, 'project', at);
+    await this.store.pacing.addAllowance(project.id, d, volume, 'project', at);
     return { day: d, volume, source: 'project', created_at: new Date(at).toISOString() };
   }
 
@@ -185,10 +185,10 @@ export class PacingService {
   async approve(project: Project, forDay: string | undefined, volume: number | undefined): Promise<{ day: string; volume: number; released: number }> {
     const now = clock.now();
     const d = forDay ?? dayOf(now);
-    const v = await this.store.bulkVolume(project.id, now, this.config.pacing.volumeSpike.days);
+    const v = await this.store.pacing.bulkVolume(project.id, now, this.config.pacing.volumeSpike.days);
     const allowed = volume ?? Math.max(v.today, v.allowed);
-    await this.store.addAllowance(project.id, d, allowed, 'operator', now);
-    const released = await this.store.releaseHeld(project.id);
+    await this.store.pacing.addAllowance(project.id, d, allowed, 'operator', now);
+    const released = await this.store.pacing.releaseHeld(project.id);
     if (released) this.dispatch.wake();
     return { day: d, volume: allowed, released };
   }

@@ -7,11 +7,10 @@ import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 's
 import type { Config } from '../../core/config.js';
 import type { Logger } from '../../core/log.js';
 import { ApiError } from '../../core/errors.js';
-import { MAIL_KEYS, type Access, type Caller } from '../access.js';
+import { MAIL_KEYS, type Access, type Caller } from '../api-keys/authenticate.js';
 import type { MailPipeline } from '../mail/pipeline.js';
 import { isAddress } from '../../common/address.js';
-import { memoryCounters } from '../limits/counters.js';
-import { countersLimiter, type SubmissionLimiter } from './limiter.js';
+import { RateLimiter } from '../limits/rate-limit.js';
 import { loadTls } from './tls.js';
 import { parseMessage, toSendRequest } from './message.js';
 import { badRecipient, smtpError, smtpReply } from './replies.js';
@@ -24,8 +23,8 @@ export interface SmtpSubmissionDeps {
   log: Logger;
   access: Access;
   pipeline: Pick<MailPipeline, 'submit'>;
-  /** Emails per second per project; default: config.smtpRate (POSTGATE_CONFIG `smtpRate`, 300) on in-memory counters. */
-  limiter?: SubmissionLimiter;
+  /** Counts config.smtpRate (POSTGATE_CONFIG `smtpRate`, 300) emails per second per project; default: its own in-memory counters. */
+  limiter?: RateLimiter;
 }
 
 export interface SmtpSubmission {
@@ -41,8 +40,9 @@ interface Conn {
 
 const isLoopback = (ip: string | undefined) => !!ip && (ip.startsWith('127.') || ip === '::1' || ip.startsWith('::ffff:127.'));
 
-export async function startSmtpSubmission({ config, log, access, pipeline, limiter: given }: SmtpSubmissionDeps): Promise<SmtpSubmission> {
-  const limiter = given ?? countersLimiter(memoryCounters(), config.smtpRate);
+const overRate = () => 'More than the SMTP rate of this project; try again in a second';
+
+export async function startSmtpSubmission({ config, log, access, pipeline, limiter = new RateLimiter() }: SmtpSubmissionDeps): Promise<SmtpSubmission> {
   // Both bodies at their limit, base64-encoded, plus room for headers; 552 above it.
   const maxMessageBytes = Math.ceil((config.limits.maxBodyBytes * 2 * 4) / 3) + 1024 * 1024;
   const tls = await loadTls(config);
@@ -117,11 +117,10 @@ export async function startSmtpSubmission({ config, log, access, pipeline, limit
       if (!conn) return callback(smtpReply(530, '5.7.0', 'Authentication required'));
       access
         .resolve(conn.plainKey, MAIL_KEYS)
-        .then(async (caller) => {
+        .then((caller) => {
           conn.caller = caller;
-          if (!(await limiter.take(caller.project))) {
-            throw new ApiError('RATE_LIMIT_EXCEEDED', `More than the SMTP rate of this project; try again in a second`);
-          }
+          // Its own key: the HTTP API's request rate is counted apart.
+          limiter.take(`smtp:${caller.project.id}`, config.smtpRate, 1000, overRate);
         })
         .then(
           () => callback(),

@@ -1,7 +1,7 @@
 // The suppression list: bounced addresses (all mail) and unsubscribes (bulk mail).
 import type { FastifyPluginAsync } from 'fastify';
 import { invalid, notFound } from '../../core/errors.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../store/index.js';
 import { errorSchema } from '../http/schemas.js';
 import { canonical, isAddress } from '../../common/address.js';
 
@@ -30,7 +30,7 @@ export const suppressionRoutes: FastifyPluginAsync<{ store: Store }> = async (ap
       },
     },
     async (req) => ({
-      data: (await store.suppressions(req.caller!.project.id)).map((s) => ({
+      data: (await store.suppressions.list(req.caller!.project.id)).map((s) => ({
         email: s.address,
         reason: s.reason,
         scope: s.scope,
@@ -54,7 +54,7 @@ export const suppressionRoutes: FastifyPluginAsync<{ store: Store }> = async (ap
     async (req) => {
       const email = req.params.email.trim();
       if (!isAddress(email)) throw invalid('email must be an address');
-      if (!(await store.deleteSuppression(req.caller!.project.id, canonical(email)))) throw notFound('Address is not in the suppression list');
+      if (!(await store.suppressions.remove(req.caller!.project.id, canonical(email)))) throw notFound('Address is not in the suppression list');
       return { email: canonical(email), deleted: true };
     },
   );

@@ -6,7 +6,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../store/index.js';
 import type { Tokens } from './tokens.js';
 import { escapeHtml } from '../../core/html.js';
 
@@ -48,8 +48,8 @@ export const unsubscribeRoutes: FastifyPluginAsync<UnsubscribeOptions> = async (
   async function resolve(token: string) {
     const t = tokens.verify(token);
     if (t?.kind !== 'unsubscribe') return undefined;
-    const email = await store.emailOwner(t.emailId);
-    const address = email && (await store.recipientAt(t.emailId, t.index));
+    const email = await store.emails.owner(t.emailId);
+    const address = email && (await store.emails.recipientAt(t.emailId, t.index));
     return email && address ? { email, address } : undefined;
   }
 
@@ -99,7 +99,7 @@ export const unsubscribeRoutes: FastifyPluginAsync<UnsubscribeOptions> = async (
     async (req, reply) => {
       const found = await resolve(req.params.token);
       if (!found) return unknown(req, reply);
-      await store.unsubscribe(found.email.projectId, found.email.id, found.address, 'one-click', clock.now());
+      await store.suppressions.unsubscribe(found.email.projectId, found.email.id, found.address, 'one-click', clock.now());
       req.log.info({ emailId: found.email.id, projectId: found.email.projectId }, 'unsubscribed from bulk mail');
       return page(
         reply,

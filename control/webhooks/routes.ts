@@ -5,7 +5,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { invalid, notFound } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import type { Sealer } from '../../core/crypto.js';
-import type { Store, WebhookRow } from '../store/store.js';
+import type { Store, WebhookRow } from '../store/index.js';
 import { errorSchema } from '../http/schemas.js';
 import { STATUSES } from '../analytics/routes.js';
 import { newWebhookSecret } from './signature.js';
@@ -87,7 +87,7 @@ export const webhookRoutes: FastifyPluginAsync<{ store: Store; sealer: Sealer; t
         secret: sealer.seal(newWebhookSecret()),
         createdAt: clock.now(),
       };
-      await store.insertWebhook(row);
+      await store.webhooks.create(row);
       return reply.code(201).send(view(row));
     },
   );
@@ -102,7 +102,7 @@ export const webhookRoutes: FastifyPluginAsync<{ store: Store; sealer: Sealer; t
         response: { 200: { type: 'object', properties: { data: { type: 'array', items: webhookSchema } } }, ...errors },
       },
     },
-    async (req) => ({ data: (await store.webhooks(req.caller!.project.id)).map(view) }),
+    async (req) => ({ data: (await store.webhooks.list(req.caller!.project.id)).map(view) }),
   );
 
   app.get<{ Params: { id: string } }>(
@@ -117,9 +117,9 @@ export const webhookRoutes: FastifyPluginAsync<{ store: Store; sealer: Sealer; t
       },
     },
     async (req) => {
-      const w = await store.webhook(req.caller!.project.id, req.params.id);
+      const w = await store.webhooks.get(req.caller!.project.id, req.params.id);
       if (!w) throw notFound('Webhook not found');
-      const deliveries = (await store.deliveries(w.id)).map((d) => ({
+      const deliveries = (await store.webhooks.deliveries(w.id)).map((d) => ({
         id: d.id,
         status: d.status,
         attempt: d.attempt,
@@ -143,7 +143,7 @@ export const webhookRoutes: FastifyPluginAsync<{ store: Store; sealer: Sealer; t
       },
     },
     async (req) => {
-      if (!(await store.deleteWebhook(req.caller!.project.id, req.params.id))) throw notFound('Webhook not found');
+      if (!(await store.webhooks.remove(req.caller!.project.id, req.params.id))) throw notFound('Webhook not found');
       return { id: req.params.id, deleted: true };
     },
   );

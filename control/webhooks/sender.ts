@@ -5,7 +5,7 @@ import type { Logger } from '../../core/log.js';
 import { clock } from '../../core/clock.js';
 import type { Sealer } from '../../core/crypto.js';
 import type { WebhookSettings } from '../../core/config.js';
-import type { Store, WebhookDelivery } from '../store/store.js';
+import type { Store, WebhookDelivery } from '../store/index.js';
 import { sign } from './signature.js';
 import { failureOf, type WebhookTargets } from './target.js';
 
@@ -41,7 +41,7 @@ export class WebhookSender {
     this.running = true;
     try {
       for (;;) {
-        const due = await this.store.dueDeliveries(clock.now(), BATCH);
+        const due = await this.store.webhooks.due(clock.now(), BATCH);
         if (!due.length || this.stopped) break;
         await Promise.all(due.map((d) => this.deliver(d)));
       }
@@ -54,9 +54,9 @@ export class WebhookSender {
   }
 
   private async deliver(d: WebhookDelivery): Promise<void> {
-    const hook = await this.store.webhookById(d.webhookId);
+    const hook = await this.store.webhooks.byId(d.webhookId);
     const now = clock.now();
-    if (!hook) return this.store.updateDelivery(d.id, 'failed', d.attempt, now, 'endpoint deleted', null);
+    if (!hook) return this.store.webhooks.recordAttempt(d.id, 'failed', d.attempt, now, 'endpoint deleted', null);
     const ts = Math.floor(now / 1000);
     let error: string | null = null;
     let detail: string | undefined;
@@ -73,7 +73,7 @@ export class WebhookSender {
         d.payload,
         this.settings.timeoutMs,
       );
-      if (status >= 200 && status < 300) return this.store.updateDelivery(d.id, 'delivered', d.attempt + 1, now, null, now);
+      if (status >= 200 && status < 300) return this.store.webhooks.recordAttempt(d.id, 'delivered', d.attempt + 1, now, null, now);
       // A redirect is not followed: its target was never checked.
       error = `HTTP ${status}`;
     } catch (err) {
@@ -86,7 +86,7 @@ export class WebhookSender {
     const next = now + delays[Math.min(attempt - 1, delays.length - 1)]! * 1000;
     const expired = next - d.createdAt > this.settings.maxAgeSeconds * 1000;
     this.log.warn({ webhook: hook.id, delivery: d.id, attempt, error, detail, giveUp: expired }, 'webhook delivery failed');
-    return this.store.updateDelivery(d.id, expired ? 'failed' : 'pending', attempt, next, error, null);
+    return this.store.webhooks.recordAttempt(d.id, expired ? 'failed' : 'pending', attempt, next, error, null);
   }
 
   stop(): void {

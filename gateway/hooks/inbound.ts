@@ -5,9 +5,8 @@
 // is checked by control, which alone holds the key; here only its shape is.
 import constants from 'haraka-constants';
 import { clock } from '../../core/clock.js';
-import type { NewDeliveryEvent } from '../../control/store/outbox.js';
-import { RETURN_PATH_LABEL } from '../../control/domains/records.js';
-import { parseToken } from '../../control/unsubscribe/tokens.js';
+import type { NewDeliveryEvent } from '../outbox/outbox.js';
+import { parseToken, RETURN_PATH_LABEL } from '../../common/return-path.js';
 import type { HarakaAddress, Next } from '../haraka.js';
 import { readInbound } from '../inbound/report.js';
 import { createResolver } from '../mx.js';

@@ -8,7 +8,7 @@ import { clock } from '../../core/clock.js';
 import type { HarakaOutbound, HMailItem, Next } from '../haraka.js';
 import { cachedLookupMx } from './mx.js';
 import { attemptOf, PROVIDER } from '../outcome.js';
-import { classify, providerOfDomain } from '../pacing/providers.js';
+import { classify, providerOfDomain } from '../../common/providers.js';
 import { LIMIT_RECHECK_MS, type PaceDecision } from '../pacing/pacer.js';
 import { gatewayRuntime } from '../runtime.js';
 

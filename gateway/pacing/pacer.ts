@@ -13,9 +13,9 @@
 // connection releases mail at once instead of at the end of its delay.
 import { clock, dayOf, nextDayStart } from '../../core/clock.js';
 import type { ProviderThrottle } from '../../core/config.js';
-import type { UsageRow } from '../../control/store/outbox.js';
-import { OTHER } from './providers.js';
-import { normFor, warmupDay } from './warmup.js';
+import type { UsageRow } from '../outbox/outbox.js';
+import { OTHER } from '../../common/providers.js';
+import { normFor, warmupDay } from '../../common/warmup.js';
 
 export interface Throttle extends ProviderThrottle {
   provider: string;

@@ -4,8 +4,8 @@
 // Sessions: lookup, immediate sign-out, per-project expiry, and isolation
 // between projects and between a project's live and test environments.
 import fs from 'node:fs';
-import path from 'node:path';
-import Database from 'better-sqlite3';
+import { openStore } from '../../control/store/index.js';
+import { localInvalidator } from '../../core/invalidation.js';
 import { simpleParser } from 'mailparser';
 import { startMxSink, type MxSink } from '../helpers/mx-sink.js';
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
@@ -189,9 +189,10 @@ describe('email codes, live environment', () => {
     // Once sent, the stored copy no longer holds the code: only its keyed hash remains.
     const stored = (await stack.api('GET', `/v1/emails/${emailId}`, p.keys.live)).body;
     expect(JSON.stringify(stored)).not.toContain(code);
-    const db = new Database(path.join(stack.dataDir, 'postgate.db'), { readonly: true });
-    const request = (db.prepare('SELECT request FROM emails WHERE id = ?').get(emailId) as { request: string }).request;
-    db.close();
+    // Read through a second store on the same data dir (the running control keeps its own).
+    const reader = await openStore({ dataDir: stack.dataDir, storage: { synchronous: 'NORMAL', maxBatch: 1 } }, localInvalidator());
+    const request = (await reader.emails.get(p.id, emailId))!.email.request;
+    await reader.close();
     expect(request).not.toContain(code);
     const v = await api.post('/sign-in/email-otp/verify', { email: 'live@inbox.test', code });
     expect(v.status).toBe(200);

@@ -17,9 +17,9 @@ import {
   type CheckSessionResponse,
 } from '../../proto/gen/postgate/v1/public_pb.js';
 import { startPublicGrpc, type PublicGrpc } from '../../control/grpc/public.js';
-import type { Access, Caller } from '../../control/access.js';
+import type { Access, Caller } from '../../control/api-keys/authenticate.js';
 import type { MailPipeline } from '../../control/mail/pipeline.js';
-import type { Store } from '../../control/store/store.js';
+import type { Store } from '../../control/store/index.js';
 import type { Config } from '../../core/config.js';
 import { ApiError } from '../../core/errors.js';
 import { createLogger } from '../../core/log.js';

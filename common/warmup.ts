@@ -1,7 +1,7 @@
 // Warm-up arithmetic shared by the gateway (which holds bulk mail over the norm) and
 // control (which shows it in GET /v1/pacing). Days are UTC calendar days.
-import { DAY_MS, dayStart } from '../../core/clock.js';
-import type { ProviderThrottle } from '../../core/config.js';
+import { DAY_MS, dayStart } from '../core/clock.js';
+import type { ProviderThrottle } from '../core/config.js';
 
 /** 1 on the project's first sending day (also when it has none yet), 2 the next day, ... */
 export function warmupDay(startMs: number, nowMs: number): number {

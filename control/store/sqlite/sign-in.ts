@@ -1,244 +1,26 @@
-// Storage of the auth API (users, identities, sessions, codes, providers,
-// origins). Owned by the auth area; still the one storage layer: same database,
-// same group-commit writer. Every multi-step change (sign-in, code consumption)
-// runs inside one writer call, i.e. one savepoint: atomic against any racer.
-//
-// Secrets never reach this module in the clear: provider secrets arrive
-// encrypted, tokens and codes arrive hashed.
+// The auth API's data in SQLite (users, identities, sessions, codes, providers,
+// origins): same database and group-commit writer as the rest of the store. Every
+// multi-step change (sign-in, code consumption) runs inside one writer call, i.e. one
+// savepoint: atomic against any racer.
 import crypto from 'node:crypto';
-import type { Db, Migration } from '../../core/sqlite/open.js';
-import type { GroupWriter } from '../../core/sqlite/group-writer.js';
-import { DAY_MS } from '../../core/clock.js';
-
-export const authMigrations: Migration[] = [
-  {
-    id: 'auth_0001_schema',
-    sql: `
-      CREATE TABLE auth_settings (
-        project_id TEXT PRIMARY KEY REFERENCES projects(id),
-        session_ttl_seconds INTEGER,
-        code_from TEXT,
-        telegram_window_seconds INTEGER,
-        updated_at INTEGER NOT NULL
-      );
-      CREATE TABLE auth_providers (
-        project_id TEXT NOT NULL REFERENCES projects(id),
-        provider TEXT NOT NULL,
-        enabled INTEGER NOT NULL,
-        methods TEXT NOT NULL,
-        client_id TEXT,
-        client_secret TEXT,
-        bot_token TEXT,
-        endpoints TEXT NOT NULL DEFAULT '{}',
-        region TEXT NOT NULL DEFAULT '{}',
-        updated_at INTEGER NOT NULL,
-        PRIMARY KEY (project_id, provider)
-      );
-      CREATE TABLE auth_origins (
-        project_id TEXT NOT NULL REFERENCES projects(id),
-        origin TEXT NOT NULL,
-        created_at INTEGER NOT NULL,
-        PRIMARY KEY (project_id, origin)
-      );
-      -- env: 'live' or 'test'; a test-kind key sees only the test environment.
-      CREATE TABLE auth_users (
-        id TEXT PRIMARY KEY,
-        project_id TEXT NOT NULL REFERENCES projects(id),
-        env TEXT NOT NULL,
-        email TEXT,
-        email_verified INTEGER NOT NULL DEFAULT 0,
-        name TEXT,
-        avatar_url TEXT,
-        phone TEXT,
-        username TEXT,
-        provider TEXT NOT NULL,
-        created_at INTEGER NOT NULL,
-        last_sign_in INTEGER
-      );
-      -- Only authoritative (verified) emails link accounts, so only they must be unique.
-      CREATE UNIQUE INDEX auth_users_verified_email ON auth_users(project_id, env, email) WHERE email_verified = 1;
-      CREATE TABLE auth_identities (
-        project_id TEXT NOT NULL,
-        env TEXT NOT NULL,
-        provider TEXT NOT NULL,
-        subject TEXT NOT NULL,
-        user_id TEXT NOT NULL REFERENCES auth_users(id),
-        created_at INTEGER NOT NULL,
-        PRIMARY KEY (project_id, env, provider, subject)
-      );
-      CREATE INDEX auth_identities_user ON auth_identities(user_id);
-      CREATE TABLE auth_sessions (
-        id TEXT PRIMARY KEY,
-        token_hash TEXT NOT NULL UNIQUE,
-        project_id TEXT NOT NULL,
-        env TEXT NOT NULL,
-        user_id TEXT NOT NULL REFERENCES auth_users(id),
-        provider TEXT NOT NULL,
-        ip TEXT,
-        user_agent TEXT,
-        created_at INTEGER NOT NULL,
-        expires_at INTEGER NOT NULL,
-        revoked_at INTEGER
-      );
-      CREATE INDEX auth_sessions_user ON auth_sessions(user_id);
-      CREATE INDEX auth_sessions_expiry ON auth_sessions(expires_at);
-      -- An OAuth sign-in waiting for the app to exchange its svc_code; the session
-      -- (and its token) is made at the exchange, so no token is ever kept, even encrypted.
-      CREATE TABLE auth_exchange_codes (
-        code_hash TEXT PRIMARY KEY,
-        project_id TEXT NOT NULL,
-        env TEXT NOT NULL,
-        user_id TEXT NOT NULL REFERENCES auth_users(id),
-        provider TEXT NOT NULL,
-        ip TEXT,
-        user_agent TEXT,
-        expires_at INTEGER NOT NULL,
-        used_at INTEGER,
-        session_id TEXT
-      );
-      CREATE TABLE auth_oauth_states (
-        state_hash TEXT PRIMARY KEY,
-        project_id TEXT NOT NULL,
-        env TEXT NOT NULL,
-        provider TEXT NOT NULL,
-        callback_url TEXT NOT NULL,
-        code_verifier TEXT NOT NULL,
-        nonce TEXT,
-        created_at INTEGER NOT NULL,
-        expires_at INTEGER NOT NULL
-      );
-      CREATE TABLE auth_otp_codes (
-        project_id TEXT NOT NULL,
-        env TEXT NOT NULL,
-        channel TEXT NOT NULL,
-        target TEXT NOT NULL,
-        code_hash TEXT NOT NULL,
-        attempts INTEGER NOT NULL DEFAULT 0,
-        created_at INTEGER NOT NULL,
-        expires_at INTEGER NOT NULL,
-        test_code TEXT,
-        PRIMARY KEY (project_id, env, channel, target)
-      );
-      -- Signed one-shot payloads already used (Telegram widget and Mini App data).
-      CREATE TABLE auth_replays (
-        digest TEXT PRIMARY KEY,
-        expires_at INTEGER NOT NULL
-      );
-    `,
-  },
-  {
-    // Login CSRF (RFC 9700 §4.7): a sign-in is bound to the browser that started it by the hash of a
-    // verifier that browser keeps; exact callback URLs narrow the allowed origins when registered.
-    id: 'auth_0002_browser_binding',
-    sql: `
-      ALTER TABLE auth_oauth_states ADD COLUMN client_challenge TEXT;
-      ALTER TABLE auth_exchange_codes ADD COLUMN client_challenge TEXT;
-      ALTER TABLE auth_settings ADD COLUMN require_code_verifier INTEGER;
-      CREATE TABLE auth_callback_urls (
-        project_id TEXT NOT NULL REFERENCES projects(id),
-        url TEXT NOT NULL,
-        created_at INTEGER NOT NULL,
-        PRIMARY KEY (project_id, url)
-      );
-    `,
-  },
-];
-
-export type Env = 'live' | 'test';
-
-export interface AuthSettingsRow {
-  sessionTtlSeconds: number | null;
-  codeFrom: string | null;
-  telegramWindowSeconds: number | null;
-  /** Every exchange-code must carry the verifier of a challenge given at the start. */
-  requireCodeVerifier: boolean;
-}
-
-export interface ProviderRow {
-  provider: string;
-  enabled: boolean;
-  methods: string[];
-  clientId: string | null;
-  /** Encrypted (auth/crypto.ts). */
-  clientSecret: string | null;
-  /** Encrypted (auth/crypto.ts). */
-  botToken: string | null;
-  endpoints: Record<string, string>;
-  region: Record<string, string[]>;
-  updatedAt: number;
-}
-
-export interface UserRow {
-  id: string;
-  projectId: string;
-  env: Env;
-  email: string | null;
-  emailVerified: boolean;
-  name: string | null;
-  avatarUrl: string | null;
-  phone: string | null;
-  username: string | null;
-  provider: string;
-  createdAt: number;
-  lastSignIn: number | null;
-}
-
-export interface SessionRow {
-  id: string;
-  projectId: string;
-  env: Env;
-  userId: string;
-  provider: string;
-  ip: string | null;
-  userAgent: string | null;
-  createdAt: number;
-  expiresAt: number;
-}
-
-export interface OAuthStateRow {
-  projectId: string;
-  env: Env;
-  provider: string;
-  callbackUrl: string;
-  /** Encrypted (auth/crypto.ts). */
-  codeVerifier: string;
-  nonce: string | null;
-  /** The S256 hash of a verifier the starting browser keeps (login CSRF binding); null when none was given. */
-  clientChallenge: string | null;
-  expiresAt: number;
-}
-
-/** What a sign-in knows about the person, from the provider or the code channel. */
-export interface SignInProfile {
-  provider: string;
-  subject: string;
-  email: string | null;
-  /** True only when the source is authoritative for the address; only then may it link accounts. */
-  emailVerified: boolean;
-  name: string | null;
-  avatarUrl: string | null;
-  phone: string | null;
-  username: string | null;
-}
-
-export interface NewSession {
-  id: string;
-  tokenHash: string;
-  createdAt: number;
-  expiresAt: number;
-}
-
-/** Where a sign-in happened (recorded with its session). */
-export interface Origin {
-  ip: string | null;
-  userAgent: string | null;
-}
-
-export type OtpCheck = 'ok' | 'missing' | 'expired' | 'locked' | 'wrong';
-export type ExchangeResult =
-  | { status: 'ok'; session: SessionRow; user: UserRow }
-  | { status: 'missing' | 'expired' | 'unbound' }
-  | { status: 'reused'; revokedTokenHash: string | null };
+import type { Db } from '../../../core/sqlite/open.js';
+import type { GroupWriter } from '../../../core/sqlite/group-writer.js';
+import { DAY_MS } from '../../../core/clock.js';
+import type {
+  AuthSettingsRow,
+  Env,
+  ExchangeResult,
+  NewOtp,
+  NewSession,
+  OAuthStateRow,
+  Origin,
+  OtpCheck,
+  ProviderRow,
+  SessionRow,
+  SignInProfile,
+  SignInStore,
+  UserRow,
+} from '../index.js';
 
 const toUser = (r: any): UserRow => ({
   id: r.id,
@@ -277,12 +59,12 @@ const toProvider = (r: any): ProviderRow => ({
   updatedAt: r.updated_at,
 });
 
-export class AuthStore {
+export class SqliteSignIn implements SignInStore {
   private readonly q;
 
   constructor(
-    readonly db: Db,
-    readonly writer: GroupWriter,
+    db: Db,
+    private readonly writer: GroupWriter,
   ) {
     const p = (sql: string) => db.prepare(sql);
     this.q = {
@@ -430,7 +212,6 @@ export class AuthStore {
     return this.writer.run(() => void this.q.insertState.run(s));
   }
 
-  /** Deletes and returns the state: a state is usable once, whoever comes first. */
   takeState(stateHash: string): Promise<OAuthStateRow | undefined> {
     return this.writer.run(() => {
       const r = this.q.takeState.get(stateHash) as any;
@@ -578,16 +359,7 @@ export class AuthStore {
   }
 
   /** Replaces the target's code (a resend invalidates the previous one and resets its attempts). */
-  putOtp(o: {
-    projectId: string;
-    env: Env;
-    channel: string;
-    target: string;
-    codeHash: string;
-    createdAt: number;
-    expiresAt: number;
-    testCode: string | null;
-  }): Promise<void> {
+  putOtp(o: NewOtp): Promise<void> {
     return this.writer.run(() => void this.q.putOtp.run(o));
   }
 

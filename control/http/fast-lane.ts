@@ -14,8 +14,8 @@
 // requests (their CORS headers and origin checks live in Fastify hooks) and
 // anything unusual all take the one ordinary path.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Metrics } from './metrics.js';
-import type { HttpSettings } from '../core/config.js';
+import type { Metrics } from '../metrics.js';
+import type { HttpSettings } from '../../core/config.js';
 
 export type Answerer = (req: IncomingMessage, res: ServerResponse) => boolean;
 
@@ -26,7 +26,7 @@ export function sendJson(res: ServerResponse, body: string, bytes: number): true
   return true;
 }
 
-// Counted under the name Fastify's answers are (control/app.ts), so /metrics sees every answer.
+// Counted under the name Fastify's answers are (fastify.ts), so /metrics sees every answer.
 const ANSWERED = 'postgate_http_responses_total{status="200"}';
 const FROM_MEMORY = 'postgate_fast_lane_answers_total';
 

@@ -1,14 +1,22 @@
 // Who is calling: the API key of a request, resolved through an in-process cache
 // that is invalidated at once when a key is revoked.
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
-import { ApiError } from '../core/errors.js';
-import type { Invalidator } from '../core/invalidation.js';
-import { hashKey } from './keys.js';
-import type { ApiKeyRow, Project, Store } from './store/store.js';
+import { ApiError } from '../../core/errors.js';
+import type { Invalidator } from '../../core/invalidation.js';
+import { hashKey } from '../keys.js';
+import type { ApiKeyRow, Project, Store } from '../store/index.js';
+import { fromHeaders } from './credentials.js';
 
 export interface Caller {
   key: ApiKeyRow;
   project: Project;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by Access.hook on key-protected routes. */
+    caller?: Caller;
+  }
 }
 
 export interface KeyRequirement {
@@ -34,28 +42,19 @@ export class Access {
     invalidator.subscribe('project', (id) => this.projects.delete(id));
   }
 
-  /** The plain key a request carries, from `Authorization: Bearer` or `X-Service-Key`. */
-  static keyOf(req: Pick<FastifyRequest, 'headers'>): string | undefined {
-    const header = req.headers['x-service-key'];
-    if (typeof header === 'string' && header) return header.trim();
-    const auth = req.headers.authorization;
-    if (typeof auth === 'string' && auth.startsWith('Bearer ')) return auth.slice(7).trim();
-    return undefined;
-  }
-
   async resolve(plain: string | undefined, need: KeyRequirement): Promise<Caller> {
     if (!plain) throw new ApiError('INVALID_API_KEY', 'Missing API key');
     const hash = hashKey(plain);
     let key = this.keys.get(hash);
     if (key === undefined) {
-      key = (await this.store.keyByHash(hash)) ?? null;
+      key = (await this.store.apiKeys.byHash(hash)) ?? null;
       if (this.keys.size >= CACHE_MAX) this.keys.delete(this.keys.keys().next().value!);
       this.keys.set(hash, key);
     }
     const checked = this.check(key, need);
     let project = this.projects.get(checked.projectId);
     if (!project) {
-      project = await this.store.projectById(checked.projectId);
+      project = await this.store.projects.byId(checked.projectId);
       if (!project) throw new ApiError('INVALID_API_KEY', 'Invalid API key');
       this.projects.set(project.id, project);
     }
@@ -94,7 +93,7 @@ export class Access {
    */
   hook(need: KeyRequirement, then?: (req: FastifyRequest, reply: FastifyReply) => void): onRequestHookHandler {
     return (req, reply, done) => {
-      const plain = Access.keyOf(req);
+      const plain = fromHeaders(req.headers);
       let caller: Caller | undefined;
       try {
         caller = this.cached(plain, need);

@@ -3,8 +3,8 @@
 // before the group commits. Quota checks read committed + pending counts from
 // memory, so an email costs no counter query; control is the only writer of these
 // tables, which keeps the memory copy exact. A failed commit drops both.
-import type { Db } from '../../core/sqlite/open.js';
-import type { GroupHooks } from '../../core/sqlite/group-writer.js';
+import type { Db } from '../../../core/sqlite/open.js';
+import type { GroupHooks } from '../../../core/sqlite/group-writer.js';
 
 interface Pending {
   projectId: string;

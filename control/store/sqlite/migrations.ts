@@ -1,8 +1,9 @@
-// Control's schema, one versioned step at a time. Applied steps are recorded in
-// schema_migrations; never edit an applied step, append a new one.
-import type { Migration } from '../../core/sqlite/open.js';
+// The SQLite schema, one versioned step at a time. Applied steps are recorded in
+// schema_migrations; never edit an applied step, append a new one (at the end of
+// `migrations`, the order a new database applies them in).
+import type { Migration } from '../../../core/sqlite/open.js';
 
-export const controlMigrations: Migration[] = [
+const controlMigrations: Migration[] = [
   {
     id: '0001_projects_keys',
     sql: `
@@ -188,3 +189,159 @@ controlMigrations.push({
     );
   `,
 });
+
+// The auth API's tables (users, identities, sessions, codes, providers, origins).
+const authMigrations: Migration[] = [
+  {
+    id: 'auth_0001_schema',
+    sql: `
+      CREATE TABLE auth_settings (
+        project_id TEXT PRIMARY KEY REFERENCES projects(id),
+        session_ttl_seconds INTEGER,
+        code_from TEXT,
+        telegram_window_seconds INTEGER,
+        updated_at INTEGER NOT NULL
+      );
+      CREATE TABLE auth_providers (
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        provider TEXT NOT NULL,
+        enabled INTEGER NOT NULL,
+        methods TEXT NOT NULL,
+        client_id TEXT,
+        client_secret TEXT,
+        bot_token TEXT,
+        endpoints TEXT NOT NULL DEFAULT '{}',
+        region TEXT NOT NULL DEFAULT '{}',
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (project_id, provider)
+      );
+      CREATE TABLE auth_origins (
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        origin TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (project_id, origin)
+      );
+      -- env: 'live' or 'test'; a test-kind key sees only the test environment.
+      CREATE TABLE auth_users (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        env TEXT NOT NULL,
+        email TEXT,
+        email_verified INTEGER NOT NULL DEFAULT 0,
+        name TEXT,
+        avatar_url TEXT,
+        phone TEXT,
+        username TEXT,
+        provider TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        last_sign_in INTEGER
+      );
+      -- Only authoritative (verified) emails link accounts, so only they must be unique.
+      CREATE UNIQUE INDEX auth_users_verified_email ON auth_users(project_id, env, email) WHERE email_verified = 1;
+      CREATE TABLE auth_identities (
+        project_id TEXT NOT NULL,
+        env TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        user_id TEXT NOT NULL REFERENCES auth_users(id),
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (project_id, env, provider, subject)
+      );
+      CREATE INDEX auth_identities_user ON auth_identities(user_id);
+      CREATE TABLE auth_sessions (
+        id TEXT PRIMARY KEY,
+        token_hash TEXT NOT NULL UNIQUE,
+        project_id TEXT NOT NULL,
+        env TEXT NOT NULL,
+        user_id TEXT NOT NULL REFERENCES auth_users(id),
+        provider TEXT NOT NULL,
+        ip TEXT,
+        user_agent TEXT,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      );
+      CREATE INDEX auth_sessions_user ON auth_sessions(user_id);
+      CREATE INDEX auth_sessions_expiry ON auth_sessions(expires_at);
+      -- An OAuth sign-in waiting for the app to exchange its svc_code; the session
+      -- (and its token) is made at the exchange, so no token is ever kept, even encrypted.
+      CREATE TABLE auth_exchange_codes (
+        code_hash TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        env TEXT NOT NULL,
+        user_id TEXT NOT NULL REFERENCES auth_users(id),
+        provider TEXT NOT NULL,
+        ip TEXT,
+        user_agent TEXT,
+        expires_at INTEGER NOT NULL,
+        used_at INTEGER,
+        session_id TEXT
+      );
+      CREATE TABLE auth_oauth_states (
+        state_hash TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        env TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        callback_url TEXT NOT NULL,
+        code_verifier TEXT NOT NULL,
+        nonce TEXT,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE TABLE auth_otp_codes (
+        project_id TEXT NOT NULL,
+        env TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        target TEXT NOT NULL,
+        code_hash TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        test_code TEXT,
+        PRIMARY KEY (project_id, env, channel, target)
+      );
+      -- Signed one-shot payloads already used (Telegram widget and Mini App data).
+      CREATE TABLE auth_replays (
+        digest TEXT PRIMARY KEY,
+        expires_at INTEGER NOT NULL
+      );
+    `,
+  },
+  {
+    // Login CSRF (RFC 9700 §4.7): a sign-in is bound to the browser that started it by the hash of a
+    // verifier that browser keeps; exact callback URLs narrow the allowed origins when registered.
+    id: 'auth_0002_browser_binding',
+    sql: `
+      ALTER TABLE auth_oauth_states ADD COLUMN client_challenge TEXT;
+      ALTER TABLE auth_exchange_codes ADD COLUMN client_challenge TEXT;
+      ALTER TABLE auth_settings ADD COLUMN require_code_verifier INTEGER;
+      CREATE TABLE auth_callback_urls (
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        url TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (project_id, url)
+      );
+    `,
+  },
+];
+
+/**
+ * What `ORDER BY rowid` and `json_extract(request, '$.system')` used to carry, as
+ * columns any engine can read: a recipient's position in its email (unsubscribe and
+ * VERP tokens name recipients by it) and the platform's own mail. Existing rows are
+ * backfilled from exactly what those expressions answered.
+ */
+const explicitColumns: Migration = {
+  id: '0005_recipient_position_system_flag',
+  sql: `
+    ALTER TABLE email_recipients ADD COLUMN position INTEGER NOT NULL DEFAULT 0;
+    UPDATE email_recipients SET position = ordered.n
+      FROM (SELECT rowid AS rid, row_number() OVER (PARTITION BY email_id ORDER BY rowid) - 1 AS n FROM email_recipients) AS ordered
+      WHERE email_recipients.rowid = ordered.rid;
+    CREATE UNIQUE INDEX email_recipients_position ON email_recipients(email_id, position);
+    ALTER TABLE emails ADD COLUMN system INTEGER NOT NULL DEFAULT 0;
+    UPDATE emails SET system = 1 WHERE json_valid(request) AND json_extract(request, '$.system') = 1;
+  `,
+};
+
+export const migrations: readonly Migration[] = [...controlMigrations, ...authMigrations, explicitColumns];

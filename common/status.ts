@@ -1,0 +1,41 @@
+// Email and recipient statuses: how a delivery event moves a recipient, and what
+// the email's own status is given its recipients'. Pure; every store applies these.
+
+/**
+ * Recipient status order: an event never moves a recipient backwards, except that a
+ * refused (rejected) recipient may be tried again.
+ */
+export const recipientRank: Readonly<Record<string, number>> = {
+  queued: 0,
+  sending: 1,
+  rejected: 2,
+  bounced: 3,
+  sent: 3,
+  delivered: 4,
+  complained: 5,
+  failed: 6,
+};
+
+const terminal = new Set(['sent', 'delivered', 'bounced', 'rejected', 'complained', 'failed']);
+
+/** The recipient's status after an event, or null when the event changes nothing. */
+export function recipientStatusAfter(current: string, event: string): string | null {
+  const next = event === 'deferred' ? 'sending' : event;
+  if (!(next in recipientRank)) return null;
+  if (current === 'rejected' && next === 'sending') return next;
+  if (next === 'bounced' && current === 'sent') return next; // an asynchronous bounce after acceptance
+  return recipientRank[next]! > recipientRank[current]! ? next : null;
+}
+
+/** The email's status from its recipients' (documented in the README). */
+export function emailStatusOf(statuses: string[]): string {
+  if (statuses.includes('complained')) return 'complained';
+  if (statuses.length && statuses.every((s) => terminal.has(s))) {
+    if (statuses.every((s) => s === 'delivered')) return 'delivered';
+    if (statuses.some((s) => s === 'sent' || s === 'delivered')) return 'sent';
+    if (statuses.some((s) => s === 'rejected')) return 'rejected';
+    if (statuses.some((s) => s === 'bounced')) return 'bounced';
+    return 'failed';
+  }
+  return statuses.some((s) => s !== 'queued') ? 'sending' : 'queued';
+}

@@ -1,0 +1,74 @@
+// The ingestion limits a store judges inside the transaction that records an email
+// (quotas, bulk same-subject limit, bulk volume hold), as pure functions of counts:
+// every store backend calls these rather than re-implementing them, and the pipeline
+// turns their refusals into the errors users see.
+import crypto from 'node:crypto';
+import { ApiError } from '../../core/errors.js';
+
+export interface Quota {
+  daily: number;
+  monthly: number;
+}
+
+/** Ingestion rules for bulk email, judged in the same transaction as the insert. */
+export interface BulkRules {
+  /** Bulk recipients with one subject per project per UTC day. */
+  subjectLimit: number;
+  /** A spike is bulk volume above max(floor, factor × the average of the previous `days` days). */
+  spike: { factor: number; floor: number; days: number };
+}
+
+/** Why a store refused an email; nothing of it was recorded. */
+export type Refusal = { kind: 'quota'; period: 'daily' | 'monthly'; limit: number } | { kind: 'bulk-subject'; limit: number; sentToday: number };
+
+/** A quota refusal when the project has used up its day or its month, else undefined. */
+export function judgeQuota(used: { day: number; month: number }, quota: Quota): Refusal | undefined {
+  if (used.day >= quota.daily) return { kind: 'quota', period: 'daily', limit: quota.daily };
+  if (used.month >= quota.monthly) return { kind: 'quota', period: 'monthly', limit: quota.monthly };
+  return undefined;
+}
+
+/** What the store knows of the project's bulk mail today, read in the insert's transaction. */
+export interface BulkCounts {
+  /** Bulk recipients of this email (refused recipients left out). */
+  recipients: number;
+  /** Bulk recipients already accepted today with the same subject (subjectHash). */
+  sameSubjectToday: number;
+  /** Bulk recipients already accepted today. */
+  today: number;
+  /** Bulk recipients per day over the previous `spike.days` days. */
+  average: number;
+  /** Bulk volume announced or approved for today (0 when none). */
+  allowance: number;
+}
+
+/**
+ * The same-subject limit refuses; volume far above the project's recent average, not
+ * announced or approved, holds the email back (`held` says why, shown in its events).
+ */
+export function judgeBulk(c: BulkCounts, rules: BulkRules): { refusal: Refusal } | { held?: string } {
+  if (c.sameSubjectToday + c.recipients > rules.subjectLimit) {
+    return { refusal: { kind: 'bulk-subject', limit: rules.subjectLimit, sentToday: c.sameSubjectToday } };
+  }
+  const allowed = Math.max(rules.spike.floor, rules.spike.factor * c.average, c.allowance);
+  if (c.today + c.recipients > allowed) {
+    return {
+      held: `bulk volume today (${c.today + c.recipients}) is far above this project's usual (${Math.round(c.average)} a day); announce it with POST /v1/pacing/announcements or ask the operator to approve it`,
+    };
+  }
+  return {};
+}
+
+/** Subjects that differ only in case or spacing are the same subject. */
+export const subjectHash = (subject: string): string =>
+  crypto.createHash('sha256').update(subject.normalize('NFKC').trim().replace(/\s+/g, ' ').toLowerCase()).digest('hex').slice(0, 32);
+
+/** The error a user sees for a refusal. */
+export function refusalError(r: Refusal): ApiError {
+  switch (r.kind) {
+    case 'quota':
+      return new ApiError('QUOTA_EXCEEDED', `The ${r.period} quota of ${r.limit} emails is used up`);
+    case 'bulk-subject':
+      return new ApiError('BULK_LIMIT_EXCEEDED', `The daily limit of ${r.limit} bulk emails with the same subject is reached (${r.sentToday} sent today)`);
+  }
+}

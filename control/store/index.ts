@@ -1,0 +1,550 @@
+// Control's storage, the one module callers import: a Store made of repositories
+// whose methods are intents. Every change that touches several tables is one method
+// and atomic by contract, so a backend can keep it in one transaction (SQLite's group
+// commit, later one short PostgreSQL transaction); there is deliberately no generic
+// transaction across this interface. Rules (quotas, bulk, the status machine,
+// webhook payloads) are pure modules the backends call, and refusals come back as
+// data for the pipeline to word.
+import type { Config } from '../../core/config.js';
+import type { Invalidator } from '../../core/invalidation.js';
+import type { BulkRules, Quota, Refusal } from '../mail/rules.js';
+
+export type { BulkRules, Quota, Refusal } from '../mail/rules.js';
+
+// Projects and keys
+
+export type KeyKind = 'live' | 'test';
+export type KeyScope = 'all' | 'auth';
+export type ProjectStatus = 'active' | 'paused';
+
+export interface Project {
+  id: string;
+  slug: string;
+  name: string;
+  status: ProjectStatus;
+  plan: string;
+  /** Per-project overrides of the plan's numbers; null = the plan's. */
+  dailyQuota: number | null;
+  monthlyQuota: number | null;
+  rateLimit: number | null;
+  createdAt: number;
+}
+
+export interface ApiKeyRow {
+  id: string;
+  projectId: string;
+  kind: KeyKind;
+  scope: KeyScope;
+  hint: string;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+/** A key as it is created: only its hash is kept. */
+export type NewApiKey = ApiKeyRow & { hash: string };
+
+export interface PlanLimitsRow {
+  dailyQuota: number | null;
+  monthlyQuota: number | null;
+  rateLimit: number | null;
+}
+
+// Emails
+
+export type RecipientKind = 'to' | 'cc' | 'bcc';
+
+export interface EmailRow {
+  id: string;
+  projectId: string;
+  status: string;
+  from: string;
+  subject: string;
+  bulk: boolean;
+  request: string;
+  error: string | null;
+  errorCode: string | null;
+  createdAt: number;
+  updatedAt: number;
+  dispatchedAt: number | null;
+}
+
+export interface RecipientRow {
+  address: string;
+  kind: RecipientKind;
+  status: string;
+  updatedAt: number;
+}
+
+export interface EventRow {
+  type: string;
+  recipient: string;
+  attempt: number;
+  at: number;
+  details: Record<string, unknown> | null;
+}
+
+export interface NewEmail {
+  id: string;
+  projectId: string;
+  /** 'queued', or 'failed' for an email refused at ingestion (recorded all the same). */
+  status: string;
+  from: string;
+  subject: string;
+  bulk: boolean;
+  request: string;
+  /** The platform's own mail (sign-in codes): its body is dropped once a gateway holds it. */
+  system?: boolean;
+  error?: string;
+  errorCode?: string;
+  createdAt: number;
+  /**
+   * In envelope order: a recipient's position is what unsubscribe and VERP tokens name.
+   * status/reason set for a recipient refused at ingestion (suppressed, unsubscribed).
+   */
+  recipients: Array<{ address: string; kind: RecipientKind; status?: 'failed'; reason?: string }>;
+}
+
+/** What emails.accept checks in the insert's transaction; absent = not checked (system mail, refused mail). */
+export interface AcceptGuards {
+  quota?: Quota;
+  bulk?: BulkRules;
+}
+
+/** An email recorded (held: why control keeps it from the gateways, a bulk volume spike), or refused with nothing recorded. */
+export type Acceptance = { kind: 'accepted'; held?: string } | Refusal;
+
+export interface StoredEmail {
+  email: EmailRow;
+  recipients: RecipientRow[];
+  events: EventRow[];
+}
+
+export type PendingEmail = EmailRow & { recipients: RecipientRow[] };
+
+export interface EmailOwner {
+  id: string;
+  projectId: string;
+  projectName: string;
+  bulk: boolean;
+}
+
+/** One delivery event from a gateway, as it arrives from the stream. */
+export interface GatewayEvent {
+  seq: number;
+  emailId: string;
+  type: string;
+  recipient: string;
+  at: number;
+  attempt: number;
+  details: Record<string, unknown>;
+  /** Tells apart events of one attempt that are not repeats (pacing deferrals to different days). */
+  dedupe?: string;
+  /** A report names its recipient by position in the email (control/unsubscribe/tokens.ts). */
+  recipientIndex?: number;
+  /** Apply only when the email has exactly one recipient (a report to a pre-VERP-per-recipient return path). */
+  soleRecipient?: boolean;
+}
+
+/** An event that changed something, with the email's status after it. */
+export type AppliedEvent = GatewayEvent & { emailStatus: string; projectId: string };
+
+export interface SuppressionRow {
+  address: string;
+  reason: string;
+  scope: string;
+  emailId: string | null;
+  createdAt: number;
+}
+
+// Domains, webhooks, pacing
+
+export interface DomainRow {
+  id: string;
+  projectId: string;
+  name: string;
+  status: 'pending' | 'verified';
+  selector: string;
+  dkimPrivate: string;
+  dkimPublic: string;
+  records: Array<Record<string, unknown>>;
+  createdAt: number;
+  verifiedAt: number | null;
+  checkedAt: number | null;
+}
+
+export interface WebhookRow {
+  id: string;
+  projectId: string;
+  url: string;
+  statuses: string[];
+  secret: string;
+  createdAt: number;
+}
+
+export interface WebhookDelivery {
+  id: string;
+  webhookId: string;
+  projectId: string;
+  payload: string;
+  attempt: number;
+  nextAttemptAt: number;
+  status: 'pending' | 'delivered' | 'failed';
+  lastError: string | null;
+  createdAt: number;
+  deliveredAt: number | null;
+}
+
+export interface ThrottleRow {
+  provider: string;
+  dailyNorm: number;
+  growth: number;
+  maxDailyNorm: number;
+  ratePerMinute: number;
+  connections: number;
+  updatedAt: number;
+}
+
+export interface AllowanceRow {
+  day: string;
+  volume: number;
+  source: 'project' | 'operator';
+  createdAt: number;
+}
+
+export interface BulkVolume {
+  today: number;
+  average: number;
+  allowed: number;
+  held: number;
+}
+
+// Sign-in
+
+export type Env = 'live' | 'test';
+
+export interface AuthSettingsRow {
+  sessionTtlSeconds: number | null;
+  codeFrom: string | null;
+  telegramWindowSeconds: number | null;
+  /** Every exchange-code must carry the verifier of a challenge given at the start. */
+  requireCodeVerifier: boolean;
+}
+
+export interface ProviderRow {
+  provider: string;
+  enabled: boolean;
+  methods: string[];
+  clientId: string | null;
+  /** Encrypted (auth/crypto.ts). */
+  clientSecret: string | null;
+  /** Encrypted (auth/crypto.ts). */
+  botToken: string | null;
+  endpoints: Record<string, string>;
+  region: Record<string, string[]>;
+  updatedAt: number;
+}
+
+export interface UserRow {
+  id: string;
+  projectId: string;
+  env: Env;
+  email: string | null;
+  emailVerified: boolean;
+  name: string | null;
+  avatarUrl: string | null;
+  phone: string | null;
+  username: string | null;
+  provider: string;
+  createdAt: number;
+  lastSignIn: number | null;
+}
+
+export interface SessionRow {
+  id: string;
+  projectId: string;
+  env: Env;
+  userId: string;
+  provider: string;
+  ip: string | null;
+  userAgent: string | null;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export interface OAuthStateRow {
+  projectId: string;
+  env: Env;
+  provider: string;
+  callbackUrl: string;
+  /** Encrypted (auth/crypto.ts). */
+  codeVerifier: string;
+  nonce: string | null;
+  /** The S256 hash of a verifier the starting browser keeps (login CSRF binding); null when none was given. */
+  clientChallenge: string | null;
+  expiresAt: number;
+}
+
+/** What a sign-in knows about the person, from the provider or the code channel. */
+export interface SignInProfile {
+  provider: string;
+  subject: string;
+  email: string | null;
+  /** True only when the source is authoritative for the address; only then may it link accounts. */
+  emailVerified: boolean;
+  name: string | null;
+  avatarUrl: string | null;
+  phone: string | null;
+  username: string | null;
+}
+
+export interface NewSession {
+  id: string;
+  tokenHash: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
+/** Where a sign-in happened (recorded with its session). */
+export interface Origin {
+  ip: string | null;
+  userAgent: string | null;
+}
+
+export interface NewOtp {
+  projectId: string;
+  env: Env;
+  channel: string;
+  target: string;
+  codeHash: string;
+  createdAt: number;
+  expiresAt: number;
+  testCode: string | null;
+}
+
+export type OtpCheck = 'ok' | 'missing' | 'expired' | 'locked' | 'wrong';
+export type ExchangeResult =
+  | { status: 'ok'; session: SessionRow; user: UserRow }
+  | { status: 'missing' | 'expired' | 'unbound' }
+  | { status: 'reused'; revokedTokenHash: string | null };
+
+// The repositories
+
+export interface Projects {
+  /** A project with its first keys, together. */
+  create(p: Pick<Project, 'id' | 'slug' | 'name' | 'plan' | 'createdAt'>, keys: NewApiKey[]): Promise<Project>;
+  list(): Promise<Project[]>;
+  bySlug(slug: string): Promise<Project | undefined>;
+  byId(id: string): Promise<Project | undefined>;
+  setStatus(id: string, status: ProjectStatus): Promise<void>;
+  setPlan(id: string, plan: string, limits: PlanLimitsRow): Promise<void>;
+}
+
+export interface ApiKeys {
+  create(k: NewApiKey): Promise<void>;
+  byHash(hash: string): Promise<ApiKeyRow | undefined>;
+  list(projectId: string): Promise<ApiKeyRow[]>;
+  /** Returns the revoked key's hash (for cache invalidation), or undefined when there was none to revoke. */
+  revoke(projectId: string, keyId: string, at: number): Promise<{ hash: string } | undefined>;
+}
+
+export interface Emails {
+  /**
+   * Records one email with its recipients, first event, analytics counts and webhook
+   * messages, in one transaction. A queued email is judged there by the guards (so
+   * concurrent sends never overshoot a quota) and may be refused (nothing recorded)
+   * or held (a bulk volume spike: recorded, not dispatched).
+   */
+  accept(e: NewEmail, guards?: AcceptGuards): Promise<Acceptance>;
+  /** Several emails (a batch), each judged and settled on its own, committed together where the backend can. */
+  acceptMany(list: NewEmail[], guards?: AcceptGuards): Array<Promise<Acceptance>>;
+  get(projectId: string, id: string): Promise<StoredEmail | undefined>;
+  /** Accepted emails not yet handed to a gateway (and not held), oldest first; of one project when given. */
+  undispatched(limit: number, projectId?: string): Promise<PendingEmail[]>;
+  /** A gateway holds these now; the platform's own mail drops its body. */
+  markDispatched(ids: string[], at: number): Promise<void>;
+  /** The email an unsubscribe token names, with its project (for the confirmation page). */
+  owner(emailId: string): Promise<EmailOwner | undefined>;
+  /** Recipient n of an email (0-based, in recipient order): what unsubscribe and VERP tokens name. */
+  recipientAt(emailId: string, index: number): Promise<string | undefined>;
+}
+
+export interface DeliveryLog {
+  /** Where this gateway's event stream resumes. */
+  cursor(gateway: string): Promise<number>;
+  /**
+   * Records a run of events from one gateway and moves its cursor, in one transaction:
+   * after a crash the stream resumes from the cursor, and an event seen twice (by seq,
+   * or by email, type, recipient, attempt and dedupe key) is counted once. Returns the
+   * events that changed something.
+   */
+  apply(gateway: string, events: GatewayEvent[]): Promise<AppliedEvent[]>;
+}
+
+export interface Suppressions {
+  list(projectId: string): Promise<SuppressionRow[]>;
+  /** False when the address was not suppressed. */
+  remove(projectId: string, address: string): Promise<boolean>;
+  /** The scope of an address's suppression ('all' or 'bulk'), if it is suppressed. */
+  scopeOf(projectId: string, address: string): Promise<string | undefined>;
+  /**
+   * A one-click unsubscribe: the address leaves the project's bulk mail (scope 'bulk',
+   * reason 'unsubscribed') and the email shows an `unsubscribed` event. Repeats change nothing.
+   */
+  unsubscribe(projectId: string, emailId: string, address: string, source: string, at: number): Promise<void>;
+}
+
+export interface Domains {
+  create(d: Omit<DomainRow, 'verifiedAt' | 'checkedAt'>): Promise<void>;
+  list(projectId: string): Promise<DomainRow[]>;
+  get(projectId: string, id: string): Promise<DomainRow | undefined>;
+  byName(projectId: string, name: string): Promise<DomainRow | undefined>;
+  /** The hot path's question (every send): is this sender domain verified? */
+  isVerified(projectId: string, name: string): Promise<boolean>;
+  update(id: string, status: DomainRow['status'], records: DomainRow['records'], checkedAt: number, verifiedAt: number | null): Promise<void>;
+  remove(projectId: string, id: string): Promise<boolean>;
+}
+
+export interface Webhooks {
+  create(w: WebhookRow): Promise<void>;
+  list(projectId: string): Promise<WebhookRow[]>;
+  get(projectId: string, id: string): Promise<WebhookRow | undefined>;
+  byId(id: string): Promise<WebhookRow | undefined>;
+  /** Also gives up the endpoint's pending messages. */
+  remove(projectId: string, id: string): Promise<boolean>;
+  due(now: number, limit: number): Promise<WebhookDelivery[]>;
+  nextDueAt(): Promise<number | null>;
+  recordAttempt(
+    id: string,
+    status: WebhookDelivery['status'],
+    attempt: number,
+    nextAttemptAt: number,
+    lastError: string | null,
+    deliveredAt: number | null,
+  ): Promise<void>;
+  deliveries(webhookId: string, limit?: number): Promise<WebhookDelivery[]>;
+}
+
+export interface PacingData {
+  throttles(): Promise<ThrottleRow[]>;
+  setThrottle(t: ThrottleRow): Promise<void>;
+  /** Day 1 of a project's warm-up: the day of its first accepted email; null when it has none. */
+  firstSendAt(projectId: string): Promise<number | null>;
+  /** Bulk recipients accepted today, the average of the previous `days` days, today's allowance and held emails. */
+  bulkVolume(projectId: string, at: number, days: number): Promise<BulkVolume>;
+  addAllowance(projectId: string, forDay: string, volume: number, source: AllowanceRow['source'], at: number): Promise<void>;
+  allowances(projectId: string, fromDay: string): Promise<AllowanceRow[]>;
+  /** Lets a project's held bulk mail go (the operator approved it); returns how many emails. */
+  releaseHeld(projectId: string): Promise<number>;
+}
+
+export interface Analytics {
+  /** Emails counted against the project's quotas on the UTC day of `at` and in its month. */
+  usage(projectId: string, at: number): Promise<{ day: number; month: number }>;
+  /** Emails that reached each status, per UTC day, from..to inclusive. */
+  daily(projectId: string, fromDay: string, toDay: string): Promise<Array<{ day: string; status: string; count: number }>>;
+}
+
+/** The auth API's data. Secrets never reach it in the clear: provider secrets arrive encrypted, tokens and codes hashed. */
+export interface SignInStore {
+  settings(projectId: string): Promise<AuthSettingsRow>;
+  putSettings(projectId: string, s: AuthSettingsRow, at: number): Promise<void>;
+  providers(projectId: string): Promise<ProviderRow[]>;
+  provider(projectId: string, provider: string): Promise<ProviderRow | undefined>;
+  putProvider(projectId: string, row: ProviderRow): Promise<void>;
+  origins(projectId: string): Promise<string[]>;
+  hasOrigin(projectId: string, origin: string): Promise<boolean>;
+  addOrigin(projectId: string, origin: string, at: number): Promise<void>;
+  /** False when the origin was not on the list. */
+  removeOrigin(projectId: string, origin: string): Promise<boolean>;
+  callbackUrls(projectId: string): Promise<string[]>;
+  addCallbackUrl(projectId: string, url: string, at: number): Promise<void>;
+  /** False when the URL was not on the list. */
+  removeCallbackUrl(projectId: string, url: string): Promise<boolean>;
+
+  insertState(s: OAuthStateRow & { stateHash: string; createdAt: number }): Promise<void>;
+  /** Removes and returns the state: a state is usable once, whoever comes first. */
+  takeState(stateHash: string): Promise<OAuthStateRow | undefined>;
+
+  /**
+   * Finds the user of (provider, subject), or links by an authoritative verified email,
+   * or creates one; then opens its session, or (OAuth) records the one-time exchange
+   * code that will open it. Atomic.
+   */
+  signIn(
+    projectId: string,
+    env: Env,
+    profile: SignInProfile,
+    origin: Origin,
+    at: number,
+    then: { session: NewSession } | { exchange: { codeHash: string; expiresAt: number; clientChallenge: string | null } },
+  ): Promise<{ user: UserRow; session?: SessionRow }>;
+  sessionByHash(tokenHash: string): Promise<SessionRow | undefined>;
+  userById(id: string): Promise<UserRow | undefined>;
+  /** False when there was no live session with that token. */
+  revokeSession(tokenHash: string, at: number): Promise<boolean>;
+  /**
+   * Uses a one-time exchange code: the first use by the same project and environment
+   * opens its session; any later use revokes that session (the code leaked) and returns
+   * the revoked token's hash for cache invalidation. Atomic.
+   */
+  useExchangeCode(
+    codeHash: string,
+    projectId: string,
+    env: Env,
+    session: NewSession,
+    bound: (clientChallenge: string | null) => boolean,
+  ): Promise<ExchangeResult>;
+
+  /** When the current code of a target was issued, if it has one. */
+  otpIssuedAt(projectId: string, env: Env, channel: string, target: string): Promise<number | undefined>;
+  /** Replaces the target's code (a resend invalidates the previous one and resets its attempts). */
+  putOtp(o: NewOtp): Promise<void>;
+  /** Reads back the (encrypted) code of the test environment. */
+  testOtp(projectId: string, channel: string, target: string): Promise<{ testCode: string; expiresAt: number } | undefined>;
+  /**
+   * Checks a code and consumes it on success, atomically: of two racers with the right
+   * code only one gets 'ok'. `matches` compares in constant time.
+   */
+  checkOtp(
+    projectId: string,
+    env: Env,
+    channel: string,
+    target: string,
+    now: number,
+    maxAttempts: number,
+    matches: (codeHash: string) => boolean,
+  ): Promise<OtpCheck>;
+
+  /** Records a one-shot payload; false when it was seen before. */
+  markUsed(digest: string, expiresAt: number): Promise<boolean>;
+  /** Drops expired transactions, codes, replay records and long-ended sessions. */
+  prune(now: number): Promise<void>;
+}
+
+export interface Store {
+  readonly projects: Projects;
+  readonly apiKeys: ApiKeys;
+  readonly emails: Emails;
+  readonly deliveryLog: DeliveryLog;
+  readonly suppressions: Suppressions;
+  readonly domains: Domains;
+  readonly webhooks: Webhooks;
+  readonly pacing: PacingData;
+  readonly analytics: Analytics;
+  readonly signIn: SignInStore;
+  /** Commits and writes since start (metrics). */
+  stats(): { commits: number; writes: number };
+  close(): Promise<void>;
+}
+
+export type StoreConfig = Pick<Config, 'dataDir' | 'storage'>;
+
+/**
+ * Opens the store the configuration names: the one place that chooses a backend
+ * (today SQLite in the data dir). The store publishes its writes on `invalidator` and
+ * its own caches listen there, so every node's caches drop what any node changed.
+ */
+export async function openStore(config: StoreConfig, invalidator: Invalidator): Promise<Store> {
+  const { openSqliteStore } = await import('./sqlite/store.js');
+  return openSqliteStore(config, invalidator);
+}

@@ -1,0 +1,82 @@
+// The SQLite backend: one database file in the data dir, one group-commit writer
+// (core/sqlite/group-writer.ts) shared by every repository, so a promise that
+// resolves means the data is committed (and, with synchronous FULL, on disk).
+import path from 'node:path';
+import type { Invalidator } from '../../../core/invalidation.js';
+import { openDatabase, type Db } from '../../../core/sqlite/open.js';
+import { GroupWriter } from '../../../core/sqlite/group-writer.js';
+import { ProjectCache, STORE_CHANNELS } from '../cache.js';
+import type { Store, StoreConfig, WebhookRow } from '../index.js';
+import { migrations } from './migrations.js';
+import { DayTallies } from './tallies.js';
+import { StatusFanout } from './status-fanout.js';
+import { SqliteProjects } from './projects.js';
+import { SqliteApiKeys } from './api-keys.js';
+import { SqliteEmails } from './emails.js';
+import { SqliteDeliveryLog } from './delivery-log.js';
+import { SqliteSuppressions } from './suppressions.js';
+import { SqliteDomains } from './domains.js';
+import { SqliteWebhooks } from './webhooks.js';
+import { SqlitePacing } from './pacing.js';
+import { SqliteAnalytics } from './analytics.js';
+import { SqliteSignIn } from './sign-in.js';
+
+export const DB_FILE = 'postgate.db';
+
+export async function openSqliteStore(config: StoreConfig, invalidator: Invalidator): Promise<Store> {
+  return new SqliteStore(openDatabase(path.join(config.dataDir, DB_FILE), migrations), config.storage, invalidator);
+}
+
+class SqliteStore implements Store {
+  private readonly writer: GroupWriter;
+  readonly projects;
+  readonly apiKeys;
+  readonly emails;
+  readonly deliveryLog;
+  readonly suppressions;
+  readonly domains;
+  readonly webhooks;
+  readonly pacing;
+  readonly analytics;
+  readonly signIn;
+
+  constructor(
+    private readonly db: Db,
+    settings: StoreConfig['storage'],
+    invalidator: Invalidator,
+  ) {
+    const writer = new GroupWriter(db, settings.maxBatch, settings.synchronous === 'FULL');
+    this.writer = writer;
+    const tallies = new DayTallies(db);
+    writer.addHooks(tallies);
+    const hooks = new ProjectCache<WebhookRow[]>(invalidator, STORE_CHANNELS.webhooks);
+    const verified = new ProjectCache<Map<string, boolean>>(invalidator, STORE_CHANNELS.domains);
+    // A write may have filled a cache from rows it then lost: read them back after a rollback.
+    const forget = () => {
+      hooks.clear();
+      verified.clear();
+    };
+    writer.addHooks({ writeFailed: forget, afterRollback: forget });
+    const fanout = new StatusFanout(db, tallies, hooks);
+
+    this.projects = new SqliteProjects(db, writer);
+    this.apiKeys = new SqliteApiKeys(db, writer);
+    this.emails = new SqliteEmails(db, writer, tallies, fanout);
+    this.deliveryLog = new SqliteDeliveryLog(db, writer, fanout);
+    this.suppressions = new SqliteSuppressions(db, writer);
+    this.domains = new SqliteDomains(db, writer, verified, invalidator);
+    this.webhooks = new SqliteWebhooks(db, writer, invalidator);
+    this.pacing = new SqlitePacing(db, writer);
+    this.analytics = new SqliteAnalytics(db, tallies);
+    this.signIn = new SqliteSignIn(db, writer);
+  }
+
+  stats(): { commits: number; writes: number } {
+    return { commits: this.writer.commits, writes: this.writer.writes };
+  }
+
+  async close(): Promise<void> {
+    this.writer.close();
+    this.db.close();
+  }
+}

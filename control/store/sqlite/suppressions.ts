@@ -1,0 +1,41 @@
+// Suppressions (bounces, complaints, unsubscribes) in SQLite.
+import type { Db } from '../../../core/sqlite/open.js';
+import type { GroupWriter } from '../../../core/sqlite/group-writer.js';
+import type { SuppressionRow, Suppressions } from '../index.js';
+
+export class SqliteSuppressions implements Suppressions {
+  private readonly q;
+
+  constructor(
+    db: Db,
+    private readonly writer: GroupWriter,
+  ) {
+    this.q = {
+      list: db.prepare('SELECT address, reason, scope, email_id, created_at FROM suppressions WHERE project_id = ? ORDER BY created_at, address'),
+      remove: db.prepare('DELETE FROM suppressions WHERE project_id = ? AND address = ?'),
+      scopeOf: db.prepare('SELECT scope FROM suppressions WHERE project_id = ? AND address = ?').pluck(),
+      suppress: db.prepare(`INSERT INTO suppressions (project_id, address, reason, scope, email_id, created_at) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT(project_id, address) DO NOTHING`),
+      insertEvent: db.prepare('INSERT OR IGNORE INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+    };
+  }
+
+  async list(projectId: string): Promise<SuppressionRow[]> {
+    return this.q.list.all(projectId).map((r: any) => ({ address: r.address, reason: r.reason, scope: r.scope, emailId: r.email_id, createdAt: r.created_at }));
+  }
+
+  remove(projectId: string, address: string): Promise<boolean> {
+    return this.writer.run(() => this.q.remove.run(projectId, address).changes > 0);
+  }
+
+  async scopeOf(projectId: string, address: string): Promise<string | undefined> {
+    return this.q.scopeOf.get(projectId, address) as string | undefined;
+  }
+
+  unsubscribe(projectId: string, emailId: string, address: string, source: string, at: number): Promise<void> {
+    return this.writer.run(() => {
+      this.q.suppress.run(projectId, address, 'unsubscribed', 'bulk', emailId, at);
+      this.q.insertEvent.run(emailId, 'unsubscribed', address, 0, at, JSON.stringify({ source }), '');
+    });
+  }
+}

@@ -1,0 +1,96 @@
+// Webhook endpoints and their queued messages in SQLite. The endpoint list is read
+// on every status change (status-fanout.ts): cached per project, and every change
+// publishes the project's id.
+import type { Db } from '../../../core/sqlite/open.js';
+import type { GroupWriter } from '../../../core/sqlite/group-writer.js';
+import type { Invalidator } from '../../../core/invalidation.js';
+import { STORE_CHANNELS } from '../cache.js';
+import type { WebhookDelivery, WebhookRow, Webhooks } from '../index.js';
+import { toDelivery, toWebhook } from './rows.js';
+
+export class SqliteWebhooks implements Webhooks {
+  private readonly q;
+
+  constructor(
+    db: Db,
+    private readonly writer: GroupWriter,
+    private readonly invalidator: Invalidator,
+  ) {
+    this.q = {
+      insert: db.prepare(
+        'INSERT INTO webhooks (id, project_id, url, statuses, secret, created_at) VALUES (@id, @projectId, @url, @statuses, @secret, @createdAt)',
+      ),
+      list: db.prepare('SELECT * FROM webhooks WHERE project_id = ? ORDER BY created_at, id'),
+      get: db.prepare('SELECT * FROM webhooks WHERE id = ? AND project_id = ?'),
+      byId: db.prepare('SELECT * FROM webhooks WHERE id = ?'),
+      remove: db.prepare('DELETE FROM webhooks WHERE id = ? AND project_id = ?'),
+      dropDeliveries: db.prepare(
+        "UPDATE webhook_deliveries SET status = 'failed', last_error = 'endpoint deleted' WHERE webhook_id = ? AND status = 'pending'",
+      ),
+      due: db.prepare("SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?"),
+      nextDue: db.prepare("SELECT MIN(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending'").pluck(),
+      updateDelivery: db.prepare('UPDATE webhook_deliveries SET status = ?, attempt = ?, next_attempt_at = ?, last_error = ?, delivered_at = ? WHERE id = ?'),
+      deliveries: db.prepare('SELECT * FROM webhook_deliveries WHERE webhook_id = ? ORDER BY created_at DESC LIMIT ?'),
+    };
+  }
+
+  /** Inside the write, like domains.ts: nothing reads between this and the commit. */
+  private changed(projectId: string): void {
+    this.invalidator.publish(STORE_CHANNELS.webhooks, projectId);
+  }
+
+  create(w: WebhookRow): Promise<void> {
+    return this.writer.run(() => {
+      this.q.insert.run({ ...w, statuses: JSON.stringify(w.statuses) });
+      this.changed(w.projectId);
+    });
+  }
+
+  async list(projectId: string): Promise<WebhookRow[]> {
+    return this.q.list.all(projectId).map(toWebhook);
+  }
+
+  async get(projectId: string, id: string): Promise<WebhookRow | undefined> {
+    const r = this.q.get.get(id, projectId);
+    return r ? toWebhook(r) : undefined;
+  }
+
+  async byId(id: string): Promise<WebhookRow | undefined> {
+    const r = this.q.byId.get(id);
+    return r ? toWebhook(r) : undefined;
+  }
+
+  remove(projectId: string, id: string): Promise<boolean> {
+    return this.writer.run(() => {
+      const gone = this.q.remove.run(id, projectId).changes > 0;
+      if (gone) {
+        this.q.dropDeliveries.run(id);
+        this.changed(projectId);
+      }
+      return gone;
+    });
+  }
+
+  async due(now: number, limit: number): Promise<WebhookDelivery[]> {
+    return this.q.due.all(now, limit).map(toDelivery);
+  }
+
+  async nextDueAt(): Promise<number | null> {
+    return (this.q.nextDue.get() as number | null) ?? null;
+  }
+
+  recordAttempt(
+    id: string,
+    status: WebhookDelivery['status'],
+    attempt: number,
+    nextAttemptAt: number,
+    lastError: string | null,
+    deliveredAt: number | null,
+  ): Promise<void> {
+    return this.writer.run(() => void this.q.updateDelivery.run(status, attempt, nextAttemptAt, lastError, deliveredAt, id));
+  }
+
+  async deliveries(webhookId: string, limit = 50): Promise<WebhookDelivery[]> {
+    return this.q.deliveries.all(webhookId, limit).map(toDelivery);
+  }
+}

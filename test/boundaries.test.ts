@@ -1,0 +1,91 @@
+// The architecture's import rules, kept by a test rather than by review: every import
+// in the source folders is read and checked against the rules in the README's "Code map".
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const SOURCE = ['core', 'common', 'control', 'gateway', 'plugins', 'auth', 'proto', 'bin'];
+/** The only files that know auth exists: they compose it into control. */
+const COMPOSITION_ROOTS = new Set(['control/main.ts', 'control/app.ts', 'control/cli/main.ts']);
+
+interface Import {
+  file: string;
+  /** Repository-relative path for project imports, the bare name for packages. */
+  target: string;
+  project: boolean;
+}
+
+function sourceFiles(dir: string, out: string[] = []): string[] {
+  for (const e of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
+    const rel = path.posix.join(dir, e.name);
+    if (e.isDirectory()) {
+      if (e.name === 'node_modules' || e.name === 'gen' || e.name === 'dist') continue;
+      sourceFiles(rel, out);
+    } else if (/\.(ts|tsx|js|cjs|mjs)$/.test(e.name) && !e.name.endsWith('.d.ts')) out.push(rel);
+  }
+  return out;
+}
+
+const SPECIFIER =
+  /(?:^|\s)(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]|(?:^|[^\w.])import\s*\(\s*['"]([^'"]+)['"]\s*\)|(?:^|[^\w.])require\s*\(\s*['"]([^'"]+)['"]\s*\)|^\s*import\s*['"]([^'"]+)['"]/gm;
+
+function importsOf(file: string): Import[] {
+  const text = fs.readFileSync(path.join(ROOT, file), 'utf8');
+  const out: Import[] = [];
+  for (const m of text.matchAll(SPECIFIER)) {
+    const spec = m[1] ?? m[2] ?? m[3] ?? m[4]!;
+    if (spec.startsWith('.')) {
+      const target = path.posix.normalize(path.posix.join(path.posix.dirname(file), spec)).replace(/\.js$/, '.ts');
+      out.push({ file, target, project: true });
+    } else out.push({ file, target: spec, project: false });
+  }
+  return out;
+}
+
+const all = SOURCE.flatMap((d) => sourceFiles(d)).flatMap(importsOf);
+const under = (p: string, ...folders: string[]) => folders.some((f) => p === f || p.startsWith(`${f}/`));
+const show = (list: Import[]) => list.map((i) => `${i.file} -> ${i.target}`);
+
+describe('import boundaries', () => {
+  it('reads the imports it checks (the scanner is not blind)', () => {
+    expect(all.length).toBeGreaterThan(300);
+    expect(all.some((i) => i.file === 'control/main.ts' && i.project && under(i.target, 'auth'))).toBe(true);
+    expect(all.some((i) => under(i.file, 'gateway') && i.project && under(i.target, 'core'))).toBe(true);
+    expect(all.some((i) => i.target === 'better-sqlite3')).toBe(true);
+  });
+
+  it('core imports only core', () => {
+    expect(show(all.filter((i) => under(i.file, 'core') && i.project && !under(i.target, 'core')))).toEqual([]);
+  });
+
+  it('the shared vocabulary (common/) imports only itself and core', () => {
+    expect(show(all.filter((i) => under(i.file, 'common') && i.project && !under(i.target, 'common', 'core')))).toEqual([]);
+  });
+
+  it('the gateway and its Haraka plugins import neither control nor auth: the proto is the contract', () => {
+    expect(show(all.filter((i) => under(i.file, 'gateway', 'plugins') && i.project && under(i.target, 'control', 'auth')))).toEqual([]);
+  });
+
+  it('control does not reach into the gateway', () => {
+    expect(show(all.filter((i) => under(i.file, 'control') && i.project && under(i.target, 'gateway', 'plugins')))).toEqual([]);
+  });
+
+  it('only the composition roots import auth', () => {
+    expect(show(all.filter((i) => !under(i.file, 'auth') && i.project && under(i.target, 'auth') && !COMPOSITION_ROOTS.has(i.file)))).toEqual([]);
+  });
+
+  it('auth imports only core, common and control/{http, api-keys, store}, never the mail pipeline', () => {
+    const allowed = (t: string) => under(t, 'auth', 'core', 'common', 'control/http', 'control/api-keys', 'control/store', 'proto');
+    expect(show(all.filter((i) => under(i.file, 'auth') && i.project && !allowed(i.target)))).toEqual([]);
+  });
+
+  it('callers reach the store through its one module', () => {
+    const inside = (t: string) => under(t, 'control/store') && t !== 'control/store/index.ts';
+    expect(show(all.filter((i) => !under(i.file, 'control/store') && i.project && inside(i.target)))).toEqual([]);
+  });
+
+  it('better-sqlite3 is imported only in folders named sqlite/', () => {
+    expect(show(all.filter((i) => i.target === 'better-sqlite3' && !i.file.split('/').includes('sqlite')))).toEqual([]);
+  });
+});

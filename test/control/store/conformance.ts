@@ -1,0 +1,298 @@
+// What every store backend must do, whatever engine is behind it: the atomic intents
+// (acceptance under quota and bulk rules, delivery events with their cursor, one-time
+// sign-in secrets) and the orders callers rely on (recipient positions behind tokens).
+// A backend's test file calls describeStore with a way to open a fresh, empty store.
+import crypto from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { AcceptGuards, GatewayEvent, NewEmail, Store } from '../../../control/store/index.js';
+import { uuidv7 } from '../../../core/ids.js';
+
+export interface StoreFixture {
+  store: Store;
+  /** Closes the store and opens the same data again (absent: the backend keeps nothing across a restart to test). */
+  reopen?: () => Promise<Store>;
+  /** Closes what is open and drops the data. */
+  cleanup: () => Promise<void>;
+}
+
+const sha = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
+
+export function describeStore(name: string, open: () => Promise<StoreFixture>): void {
+  describe(`store conformance: ${name}`, () => {
+    let fx: StoreFixture;
+    let store: Store;
+    let projectId: string;
+    const now = Date.now();
+
+    beforeEach(async () => {
+      fx = await open();
+      store = fx.store;
+      projectId = `prj_${crypto.randomUUID().slice(0, 8)}`;
+      await store.projects.create({ id: projectId, slug: projectId, name: 'Conformance', plan: 'free', createdAt: now }, []);
+    });
+
+    afterEach(async () => {
+      await fx.cleanup();
+    });
+
+    const reopen = async () => {
+      if (!fx.reopen) return;
+      store = await fx.reopen();
+    };
+
+    const email = ({ to = ['r@inbox.test'], ...o }: Partial<NewEmail> & { to?: string[] } = {}): NewEmail => {
+      const subject = o.subject ?? 'Hello';
+      return {
+        id: uuidv7(o.createdAt ?? now),
+        projectId,
+        status: 'queued',
+        from: 'a@acme.test',
+        subject,
+        bulk: false,
+        createdAt: now,
+        request: JSON.stringify({ from: 'a@acme.test', to, cc: [], bcc: [], reply_to: [], subject, text: 't', tags: [], headers: {}, bulk: !!o.bulk }),
+        recipients: to.map((address) => ({ address, kind: 'to' as const })),
+        ...o,
+      };
+    };
+
+    describe('emails.accept', () => {
+      it('a quota running out midway through a batch: the first are accepted, the rest refused as data and not recorded', async () => {
+        const list = Array.from({ length: 8 }, () => email());
+        const outcomes = await Promise.all(store.emails.acceptMany(list, { quota: { daily: 5, monthly: 100 } }));
+        expect(outcomes.slice(0, 5)).toEqual(Array(5).fill({ kind: 'accepted' }));
+        expect(outcomes.slice(5)).toEqual(Array(3).fill({ kind: 'quota', period: 'daily', limit: 5 }));
+        for (const [i, e] of list.entries()) expect(Boolean(await store.emails.get(projectId, e.id))).toBe(i < 5);
+        expect(await store.analytics.usage(projectId, now)).toEqual({ day: 5, month: 5 });
+        expect(await store.analytics.daily(projectId, '0000-00-00', '9999-99-99')).toEqual([
+          { day: new Date(now).toISOString().slice(0, 10), status: 'queued', count: 5 },
+        ]);
+        // The monthly quota is judged the same way.
+        expect(await store.emails.accept(email(), { quota: { daily: 100, monthly: 5 } })).toEqual({ kind: 'quota', period: 'monthly', limit: 5 });
+        // Mail refused at ingestion is recorded as failed, outside the quota.
+        const failed = email({ status: 'failed', error: 'Every recipient is in the suppression list', errorCode: 'RECIPIENT_IN_SUPPRESSION_LIST' });
+        expect(await store.emails.accept(failed, { quota: { daily: 5, monthly: 100 } })).toEqual({ kind: 'accepted' });
+        expect((await store.emails.get(projectId, failed.id))?.email.status).toBe('failed');
+      });
+
+      const bulkRules = (o: Partial<NonNullable<AcceptGuards['bulk']>> = {}): AcceptGuards => ({
+        bulk: { subjectLimit: 1000, spike: { factor: 3, floor: 1000, days: 7 }, ...o },
+      });
+
+      it('the bulk same-subject limit refuses the email that would pass it; case and spacing do not make a new subject', async () => {
+        const guards = bulkRules({ subjectLimit: 3 });
+        expect(await store.emails.accept(email({ bulk: true, subject: 'Big  News', to: ['a@inbox.test', 'b@inbox.test'] }), guards)).toEqual({
+          kind: 'accepted',
+        });
+        const over = email({ bulk: true, subject: 'big news', to: ['c@inbox.test', 'd@inbox.test'] });
+        expect(await store.emails.accept(over, guards)).toEqual({ kind: 'bulk-subject', limit: 3, sentToday: 2 });
+        expect(await store.emails.get(projectId, over.id)).toBeUndefined();
+        // Another subject, or transactional mail, is not counted against it.
+        expect(await store.emails.accept(email({ bulk: true, subject: 'Other news', to: ['c@inbox.test', 'd@inbox.test'] }), guards)).toEqual({
+          kind: 'accepted',
+        });
+        expect(await store.emails.accept(email({ subject: 'Big news', to: ['c@inbox.test', 'd@inbox.test'] }), guards)).toEqual({ kind: 'accepted' });
+        expect(await store.emails.accept(email({ bulk: true, subject: 'BIG NEWS', to: ['e@inbox.test'] }), guards)).toEqual({ kind: 'accepted' });
+      });
+
+      it('the bulk volume hold: a spike is recorded but held back until announced or approved', async () => {
+        const guards = bulkRules({ spike: { factor: 3, floor: 2, days: 7 } });
+        const spike = email({ bulk: true, to: ['a@inbox.test', 'b@inbox.test', 'c@inbox.test'] });
+        const accepted = await store.emails.accept(spike, guards);
+        expect(accepted).toMatchObject({ kind: 'accepted', held: expect.stringContaining('bulk volume today (3)') });
+        expect((await store.emails.undispatched(100)).map((e) => e.id)).not.toContain(spike.id);
+        const stored = await store.emails.get(projectId, spike.id);
+        expect(stored?.events.map((e) => e.type)).toEqual(['queued', 'deferred']);
+        expect(stored?.events[1]?.details).toMatchObject({ cause: 'volume' });
+        expect(await store.pacing.bulkVolume(projectId, now, 7)).toMatchObject({ today: 3, held: 1 });
+        // An announcement for today lets the next spike through; the operator releases what is held.
+        await store.pacing.addAllowance(projectId, new Date(now).toISOString().slice(0, 10), 100, 'project', now);
+        expect(await store.emails.accept(email({ bulk: true, to: ['d@inbox.test', 'e@inbox.test', 'f@inbox.test'] }), guards)).toEqual({ kind: 'accepted' });
+        expect(await store.pacing.releaseHeld(projectId)).toBe(1);
+        expect((await store.emails.undispatched(100)).map((e) => e.id)).toContain(spike.id);
+      });
+    });
+
+    it('recipient order behind unsubscribe and VERP tokens: position n is the n-th recipient, across a reopen', async () => {
+      const e = email({
+        to: ['zed@inbox.test', 'amy@inbox.test'],
+        recipients: [
+          { address: 'zed@inbox.test', kind: 'to' },
+          { address: 'amy@inbox.test', kind: 'to' },
+          { address: 'mia@inbox.test', kind: 'cc' },
+          { address: 'bob@inbox.test', kind: 'bcc' },
+        ],
+      });
+      await store.emails.accept(e);
+      // Another email in between, so no engine order (insertion, key) happens to give the answer.
+      await store.emails.accept(email({ to: ['aaa@inbox.test'] }));
+      const order = ['zed@inbox.test', 'amy@inbox.test', 'mia@inbox.test', 'bob@inbox.test'];
+      const check = async () => {
+        for (const [i, address] of order.entries()) expect(await store.emails.recipientAt(e.id, i)).toBe(address);
+        expect(await store.emails.recipientAt(e.id, order.length)).toBeUndefined();
+        expect((await store.emails.get(projectId, e.id))?.recipients.map((r) => r.address)).toEqual(order);
+        expect((await store.emails.undispatched(100)).find((x) => x.id === e.id)?.recipients.map((r) => r.address)).toEqual(order);
+      };
+      await check();
+      await reopen();
+      await check();
+      // A report that names its recipient by position reaches that recipient.
+      const [applied] = await store.deliveryLog.apply('gw', [
+        { seq: 1, emailId: e.id, type: 'bounced', recipient: '', recipientIndex: 2, at: now, attempt: 1, details: {} },
+      ]);
+      expect(applied).toMatchObject({ recipient: 'mia@inbox.test', emailStatus: 'sending' });
+      expect((await store.suppressions.scopeOf(projectId, 'mia@inbox.test')) ?? null).toBe('all');
+    });
+
+    it('gateway events applied twice are counted once, and the cursor survives a reopen', async () => {
+      const e = email();
+      await store.emails.accept(e);
+      const events = (): GatewayEvent[] => [
+        { seq: 1, emailId: e.id, type: 'deferred', recipient: 'r@inbox.test', at: now + 1, attempt: 1, details: { response: '451 try later' } },
+        { seq: 2, emailId: e.id, type: 'sent', recipient: 'r@inbox.test', at: now + 2, attempt: 2, details: { response: '250 ok' } },
+      ];
+      expect((await store.deliveryLog.apply('gw-a', events())).map((a) => a.emailStatus)).toEqual(['sending', 'sent']);
+      expect(await store.deliveryLog.apply('gw-a', events())).toEqual([]);
+      // The same outcomes again under new sequence numbers (a gateway that lost its outbox) change nothing either.
+      expect(
+        await store.deliveryLog.apply(
+          'gw-a',
+          events().map((x) => ({ ...x, seq: x.seq + 10 })),
+        ),
+      ).toEqual([]);
+      expect(await store.deliveryLog.cursor('gw-a')).toBe(12);
+      expect(await store.deliveryLog.cursor('gw-b')).toBe(0);
+      await reopen();
+      expect(await store.deliveryLog.cursor('gw-a')).toBe(12);
+      expect(await store.deliveryLog.apply('gw-a', events())).toEqual([]);
+      const stored = await store.emails.get(projectId, e.id);
+      expect(stored?.email.status).toBe('sent');
+      expect(stored?.events.map((x) => x.type)).toEqual(['queued', 'deferred', 'sent']);
+      const counts = Object.fromEntries((await store.analytics.daily(projectId, '0000-00-00', '9999-99-99')).map((r) => [r.status, r.count]));
+      expect(counts).toEqual({ queued: 1, sending: 1, sent: 1 });
+    });
+
+    it('caches follow writes: a domain verified or a webhook added counts at once', async () => {
+      const d = {
+        id: crypto.randomUUID(),
+        projectId,
+        name: 'acme.test',
+        status: 'pending' as const,
+        selector: 's',
+        dkimPrivate: 'k',
+        dkimPublic: 'p',
+        records: [],
+        createdAt: now,
+      };
+      await store.domains.create(d);
+      expect(await store.domains.isVerified(projectId, 'acme.test')).toBe(false);
+      await store.domains.update(d.id, 'verified', [], now, now);
+      expect(await store.domains.isVerified(projectId, 'acme.test')).toBe(true);
+      await store.domains.remove(projectId, d.id);
+      expect(await store.domains.isVerified(projectId, 'acme.test')).toBe(false);
+
+      await store.emails.accept(email());
+      const hook = { id: crypto.randomUUID(), projectId, url: 'https://hooks.test/x', statuses: ['queued'], secret: 'sealed', createdAt: now };
+      await store.webhooks.create(hook);
+      const e = email();
+      await store.emails.accept(e);
+      const deliveries = await store.webhooks.deliveries(hook.id);
+      expect(deliveries).toHaveLength(1);
+      expect(JSON.parse(deliveries[0]!.payload)).toMatchObject({ type: 'email.queued', data: { email_id: e.id, status: 'queued', to: ['r@inbox.test'] } });
+      await store.webhooks.remove(projectId, hook.id);
+      await store.emails.accept(email());
+      expect(await store.webhooks.due(now + 1, 10)).toEqual([]);
+    });
+
+    describe('signIn', () => {
+      const profile = {
+        provider: 'github',
+        subject: '42',
+        email: 'u@inbox.test',
+        emailVerified: true,
+        name: 'U',
+        avatarUrl: null,
+        phone: null,
+        username: null,
+      };
+      const origin = { ip: '203.0.113.1', userAgent: 'test' };
+      const session = (token: string) => ({ id: crypto.randomUUID(), tokenHash: sha(token), createdAt: now, expiresAt: now + 3_600_000 });
+
+      it('an exchange code opens one session; its reuse revokes that session', async () => {
+        await store.signIn.signIn(projectId, 'live', profile, origin, now, {
+          exchange: { codeHash: sha('code'), expiresAt: now + 60_000, clientChallenge: null },
+        });
+        const first = await store.signIn.useExchangeCode(sha('code'), projectId, 'live', session('t1'), () => true);
+        expect(first).toMatchObject({ status: 'ok', session: { projectId, env: 'live', ip: '203.0.113.1' }, user: { email: 'u@inbox.test' } });
+        expect(await store.signIn.sessionByHash(sha('t1'))).toBeDefined();
+        // Another project or environment does not see the code.
+        expect(await store.signIn.useExchangeCode(sha('code'), projectId, 'test', session('t0'), () => true)).toEqual({ status: 'missing' });
+        const again = await store.signIn.useExchangeCode(sha('code'), projectId, 'live', session('t2'), () => true);
+        expect(again).toEqual({ status: 'reused', revokedTokenHash: sha('t1') });
+        expect(await store.signIn.sessionByHash(sha('t1'))).toBeUndefined();
+        expect(await store.signIn.sessionByHash(sha('t2'))).toBeUndefined();
+      });
+
+      const putCode = (code: string) =>
+        store.signIn.putOtp({
+          projectId,
+          env: 'live',
+          channel: 'email',
+          target: 'u@inbox.test',
+          codeHash: sha(code),
+          createdAt: now,
+          expiresAt: now + 600_000,
+          testCode: null,
+        });
+      const check = (code: string) => store.signIn.checkOtp(projectId, 'live', 'email', 'u@inbox.test', now + 1, 5, (stored) => stored === sha(code));
+
+      it('a code locks after 5 wrong tries, even for the right code', async () => {
+        await putCode('123456');
+        const results = [];
+        for (let i = 0; i < 5; i++) results.push(await check('000000'));
+        expect(results).toEqual(['wrong', 'wrong', 'wrong', 'wrong', 'locked']);
+        expect(await check('123456')).toBe('locked');
+        // A new code starts over.
+        await putCode('654321');
+        expect(await check('654321')).toBe('ok');
+        expect(await check('654321')).toBe('missing');
+      });
+
+      it('of two concurrent racers with the right code exactly one succeeds', async () => {
+        await putCode('123456');
+        const results = await Promise.all([check('123456'), check('123456')]);
+        expect(results.sort()).toEqual(['missing', 'ok']);
+      });
+
+      it('an OAuth state is usable once, whoever comes first', async () => {
+        const state = {
+          stateHash: sha('state'),
+          projectId,
+          env: 'live' as const,
+          provider: 'github',
+          callbackUrl: 'https://app.test/cb',
+          codeVerifier: 'sealed',
+          nonce: null,
+          clientChallenge: null,
+          createdAt: now,
+          expiresAt: now + 600_000,
+        };
+        await store.signIn.insertState(state);
+        const taken = await Promise.all([store.signIn.takeState(sha('state')), store.signIn.takeState(sha('state'))]);
+        expect(taken.filter(Boolean)).toEqual([
+          {
+            projectId,
+            env: 'live',
+            provider: 'github',
+            callbackUrl: 'https://app.test/cb',
+            codeVerifier: 'sealed',
+            nonce: null,
+            clientChallenge: null,
+            expiresAt: now + 600_000,
+          },
+        ]);
+        expect(await store.signIn.takeState(sha('state'))).toBeUndefined();
+      });
+    });
+  });
+}

@@ -1,0 +1,105 @@
+// A data dir written by the previous schema opens with the current code: recipient
+// positions come from the old row order and the system flag from the old request JSON.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { openDatabase } from '../../../../core/sqlite/open.js';
+import { migrations } from '../../../../control/store/sqlite/migrations.js';
+import { openStore } from '../../../../control/store/index.js';
+import { localInvalidator } from '../../../../core/invalidation.js';
+
+const NEW = '0005_recipient_position_system_flag';
+let dir: string;
+
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pg-migrate-'));
+});
+
+afterEach(() => {
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+it('backfills recipient positions and the system flag of a database from before them', async () => {
+  const previous = migrations.slice(
+    0,
+    migrations.findIndex((m) => m.id === NEW),
+  );
+  expect(previous.length).toBe(migrations.length - 1);
+  const file = path.join(dir, 'postgate.db');
+  const old = openDatabase(file, previous);
+  const now = Date.now();
+  const request = (o: Record<string, unknown> = {}) =>
+    JSON.stringify({
+      from: 'a@acme.test',
+      to: ['x@inbox.test'],
+      cc: [],
+      bcc: [],
+      reply_to: [],
+      subject: 's',
+      text: 'code 123456',
+      html: '<b>123456</b>',
+      tags: [],
+      headers: {},
+      bulk: false,
+      ...o,
+    });
+  old.prepare("INSERT INTO projects (id, slug, name, status, plan, created_at) VALUES ('p1', 'p1', 'P', 'active', 'free', ?)").run(now);
+  const insertEmail = old.prepare(
+    "INSERT INTO emails (id, project_id, status, from_addr, subject, bulk, request, created_at, updated_at, reached) VALUES (?, 'p1', 'queued', 'a@acme.test', 's', 0, ?, ?, ?, 'queued')",
+  );
+  insertEmail.run('e-multi', request(), now, now);
+  insertEmail.run('e-other', request(), now, now);
+  insertEmail.run('e-system', request({ system: true }), now, now);
+  insertEmail.run('e-not-system', request({ system: false }), now, now);
+  // Rows of two emails interleaved, in an order that is neither alphabetical nor by key.
+  const insertRecipient = old.prepare("INSERT INTO email_recipients (email_id, address, kind, status, updated_at) VALUES (?, ?, ?, 'queued', ?)");
+  for (const [emailId, address, kind] of [
+    ['e-multi', 'zed@inbox.test', 'to'],
+    ['e-other', 'bob@inbox.test', 'to'],
+    ['e-multi', 'amy@inbox.test', 'to'],
+    ['e-other', 'yan@inbox.test', 'cc'],
+    ['e-multi', 'mia@inbox.test', 'bcc'],
+    ['e-system', 'x@inbox.test', 'to'],
+    ['e-not-system', 'x@inbox.test', 'to'],
+  ])
+    insertRecipient.run(emailId, address, kind, now);
+  old.close();
+
+  const store = await openStore({ dataDir: dir, storage: { synchronous: 'NORMAL', maxBatch: 100 } }, localInvalidator());
+  try {
+    expect(await Promise.all([0, 1, 2, 3].map((i) => store.emails.recipientAt('e-multi', i)))).toEqual([
+      'zed@inbox.test',
+      'amy@inbox.test',
+      'mia@inbox.test',
+      undefined,
+    ]);
+    expect(await Promise.all([0, 1].map((i) => store.emails.recipientAt('e-other', i)))).toEqual(['bob@inbox.test', 'yan@inbox.test']);
+    expect((await store.emails.get('p1', 'e-multi'))?.recipients.map((r) => r.kind)).toEqual(['to', 'to', 'bcc']);
+    // Only the flagged email loses its body once dispatched.
+    await store.emails.markDispatched(['e-system', 'e-not-system'], now);
+    expect(JSON.parse((await store.emails.get('p1', 'e-system'))!.email.request)).not.toHaveProperty('text');
+    expect(JSON.parse((await store.emails.get('p1', 'e-not-system'))!.email.request)).toHaveProperty('text');
+  } finally {
+    await store.close();
+  }
+
+  const db = new Database(path.join(dir, 'postgate.db'), { readonly: true });
+  try {
+    expect(db.prepare('SELECT id, system FROM emails ORDER BY id').all()).toEqual([
+      { id: 'e-multi', system: 0 },
+      { id: 'e-not-system', system: 0 },
+      { id: 'e-other', system: 0 },
+      { id: 'e-system', system: 1 },
+    ]);
+    expect(db.prepare("SELECT address, position FROM email_recipients WHERE email_id = 'e-multi' ORDER BY position").all()).toEqual([
+      { address: 'zed@inbox.test', position: 0 },
+      { address: 'amy@inbox.test', position: 1 },
+      { address: 'mia@inbox.test', position: 2 },
+    ]);
+    expect(db.prepare('SELECT id FROM schema_migrations WHERE id = ?').pluck().get(NEW)).toBe(NEW);
+  } finally {
+    db.close();
+  }
+});
