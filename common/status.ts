@@ -1,6 +1,12 @@
 // Email and recipient statuses: how a delivery event moves a recipient, and what
 // the email's own status is given its recipients'. Pure; every store applies these.
 
+/** Every status an email or a recipient can have (GET /v1/emails/:id, analytics, webhooks). */
+export const EMAIL_STATUSES = ['queued', 'sending', 'sent', 'delivered', 'bounced', 'rejected', 'complained', 'failed'] as const;
+export type EmailStatus = (typeof EMAIL_STATUSES)[number];
+/** What a webhook can subscribe to: every status, and `deferred` (an attempt that will be retried). */
+export const EVENT_KINDS = [...EMAIL_STATUSES, 'deferred'] as const;
+
 /**
  * Recipient status order: an event never moves a recipient backwards, except that a
  * refused (rejected) recipient may be tried again.
@@ -16,7 +22,7 @@ export const recipientRank: Readonly<Record<string, number>> = {
   failed: 6,
 };
 
-const terminal = new Set(['sent', 'delivered', 'bounced', 'rejected', 'complained', 'failed']);
+const terminal = new Set<string>(EMAIL_STATUSES.filter((x) => x !== 'queued' && x !== 'sending'));
 
 /** The recipient's status after an event, or null when the event changes nothing. */
 export function recipientStatusAfter(current: string, event: string): string | null {

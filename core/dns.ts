@@ -4,9 +4,10 @@ import { promises as dns } from 'node:dns';
 
 export type Resolver = dns.Resolver;
 
-export function makeResolver(servers: string[], opts: { timeout?: number; tries?: number } = {}): Resolver {
+/** Short timeouts by default: callers (hooks, requests) wait on it, and a failed lookup is retried anyway. */
+export function makeResolver(servers: readonly string[], opts: { timeout?: number; tries?: number } = {}): Resolver {
   const r = new dns.Resolver({ timeout: opts.timeout ?? 3000, tries: opts.tries ?? 2 });
-  if (servers.length) r.setServers(servers);
+  if (servers.length) r.setServers([...servers]);
   return r;
 }
 

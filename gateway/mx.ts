@@ -4,7 +4,7 @@
 // domain that does not exist is a permanent failure; DNS trouble is temporary.
 import net from 'node:net';
 import os from 'node:os';
-import { Resolver } from 'node:dns/promises';
+import type { Resolver } from '../core/dns.js';
 
 export interface MxRoute {
   /** IPv4 address to dial. */
@@ -18,13 +18,6 @@ export type MxLookup =
   | { kind: 'routes'; routes: MxRoute[] }
   | { kind: 'permanent'; reason: string; enhancedCode: string }
   | { kind: 'temporary'; reason: string };
-
-export function createResolver(servers: readonly string[]): Resolver {
-  // Short timeouts: a hook waits on this, and a failed lookup is retried as a deferral anyway.
-  const resolver = new Resolver({ timeout: 3000, tries: 2 });
-  if (servers.length) resolver.setServers([...servers]);
-  return resolver;
-}
 
 const code = (err: unknown): string => String((err as NodeJS.ErrnoException)?.code ?? '');
 /** NXDOMAIN comes back as ENOTFOUND; ENODATA is a name without records of that type. */

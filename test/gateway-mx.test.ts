@@ -1,14 +1,15 @@
 // MX routing (gateway/mx.ts) against the real test DNS server, and the small pure
 // rules the gateway applies to Haraka's outcomes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createResolver, lookupMx } from '../gateway/mx.js';
+import { lookupMx } from '../gateway/mx.js';
+import { makeResolver } from '../core/dns.js';
 import { classifyPermanent, retryDelay } from '../gateway/outcome.js';
 import { tempFailIntervals } from '../gateway/haraka-dir.js';
 import { startDnsServer, type DnsServer } from './helpers/dns-server.js';
 
 describe('MX lookup', () => {
   let dns: DnsServer;
-  let resolver: ReturnType<typeof createResolver>;
+  let resolver: ReturnType<typeof makeResolver>;
 
   beforeAll(async () => {
     dns = await startDnsServer([
@@ -22,7 +23,7 @@ describe('MX lookup', () => {
       { type: 'MX', name: 'dangling.test', exchange: 'gone.dangling.test', priority: 10 },
       { type: 'CNAME', name: 'alias.test', target: 'plain.test' },
     ]);
-    resolver = createResolver([dns.address]);
+    resolver = makeResolver([dns.address]);
   });
   afterAll(() => dns.close());
 
@@ -51,7 +52,7 @@ describe('MX lookup', () => {
     expect(await lookupMx(resolver, 'dangling.test')).toMatchObject({ kind: 'temporary' });
     dns.add({ type: 'A', name: 'gone.dangling.test', address: '192.0.2.9' }); // the zone is fixed
     expect(await lookupMx(resolver, 'dangling.test')).toMatchObject({ kind: 'routes', routes: [{ ip: '192.0.2.9' }] });
-    const silent = createResolver(['127.0.0.1:9']); // nothing listens on the discard port
+    const silent = makeResolver(['127.0.0.1:9']); // nothing listens on the discard port
     expect(await lookupMx(silent, 'two.test')).toMatchObject({ kind: 'temporary' });
   }, 20_000);
 

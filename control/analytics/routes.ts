@@ -5,13 +5,13 @@ import type { FastifyPluginAsync } from 'fastify';
 import { clock, DAY_MS, dayOf } from '../../core/clock.js';
 import type { Store } from '../store/index.js';
 import { errorSchema } from '../http/schemas.js';
+import { EMAIL_STATUSES } from '../../common/status.js';
 
-export const STATUSES = ['queued', 'sending', 'sent', 'delivered', 'bounced', 'rejected', 'complained', 'failed'] as const;
 const security: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { serviceKey: [] }];
-const counts = { type: 'object', properties: Object.fromEntries(STATUSES.map((s) => [s, { type: 'integer' }])) } as const;
+const counts = { type: 'object', properties: Object.fromEntries(EMAIL_STATUSES.map((s) => [s, { type: 'integer' }])) } as const;
 const errors = { 401: errorSchema, 429: errorSchema };
 
-const zero = () => Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<string, number>;
+const zero = () => Object.fromEntries(EMAIL_STATUSES.map((s) => [s, 0])) as Record<string, number>;
 
 export const analyticsRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
   app.get(

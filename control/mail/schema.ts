@@ -1,6 +1,8 @@
 // JSON schemas of the mail API: they validate requests and describe the API in
 // the OpenAPI document. Semantic checks (address syntax, header names) follow
 // in the pipeline, so SMTP and gRPC submissions get them too.
+import { EMAIL_STATUSES } from '../../common/status.js';
+
 const noLineBreaks = '^[^\\r\\n]*$';
 const addressString = { type: 'string', minLength: 3, maxLength: 320, pattern: noLineBreaks } as const;
 
@@ -48,7 +50,7 @@ export const emailSchema = {
   type: 'object',
   properties: {
     id: { type: 'string' },
-    status: { type: 'string', enum: ['queued', 'sending', 'sent', 'delivered', 'bounced', 'rejected', 'complained', 'failed'] },
+    status: { type: 'string', enum: [...EMAIL_STATUSES] },
     from: { type: 'string' },
     to: { type: 'array', items: { type: 'string' } },
     cc: { type: 'array', items: { type: 'string' } },

@@ -7,13 +7,13 @@ import { clock } from '../../core/clock.js';
 import type { Sealer } from '../../core/crypto.js';
 import type { Store, WebhookRow } from '../store/index.js';
 import { errorSchema } from '../http/schemas.js';
-import { STATUSES } from '../analytics/routes.js';
+import { EVENT_KINDS } from '../../common/status.js';
 import { newWebhookSecret } from './signature.js';
 import type { WebhookTargets } from './target.js';
 
 const security: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { serviceKey: [] }];
 const errors = { 400: errorSchema, 401: errorSchema, 404: errorSchema, 429: errorSchema };
-const KINDS = [...STATUSES, 'deferred'];
+const KINDS = [...EVENT_KINDS];
 const webhookSchema = {
   type: 'object',
   properties: {

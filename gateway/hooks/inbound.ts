@@ -9,7 +9,7 @@ import type { NewDeliveryEvent } from '../outbox/outbox.js';
 import { parseToken, RETURN_PATH_LABEL } from '../../common/return-path.js';
 import type { HarakaAddress, Next } from '../haraka.js';
 import { readInbound } from '../inbound/report.js';
-import { createResolver } from '../mx.js';
+import { makeResolver } from '../../core/dns.js';
 import { gatewayRuntime } from '../runtime.js';
 
 /** The parts of Haraka's inbound connection these hooks use. */
@@ -41,7 +41,7 @@ export async function inboundHooks(): Promise<InboundHooks> {
   const rt = await gatewayRuntime();
   const { log, config } = rt;
   // The same resolver as MX lookups: POSTGATE_DNS_SERVERS when set (loopback in tests).
-  const resolver = createResolver(config.dnsServers);
+  const resolver = makeResolver(config.dnsServers);
 
   return {
     lookupRdns(next, connection) {

@@ -4,7 +4,8 @@
 // hmail.notes for those events.
 import constants from 'haraka-constants';
 import type { HarakaMx, HMailItem, Next } from '../haraka.js';
-import { createResolver, isLocalAddress, lookupMx, type MxLookup } from '../mx.js';
+import { isLocalAddress, lookupMx, type MxLookup } from '../mx.js';
+import { makeResolver } from '../../core/dns.js';
 import { MX_FAILURE, MX_NAMES, type MxFailure } from '../outcome.js';
 import { gatewayContext } from '../runtime.js';
 
@@ -22,7 +23,7 @@ let shared: ((domain: string) => Promise<MxLookup>) | undefined;
 /** The gateway's one MX lookup with its cache: get_mx and pacing (which groups domains by MX host) share it. */
 export function cachedLookupMx(): (domain: string) => Promise<MxLookup> {
   if (shared) return shared;
-  const resolver = createResolver(gatewayContext().config.dnsServers);
+  const resolver = makeResolver(gatewayContext().config.dnsServers);
   const cache = new Map<string, { until: number; lookup: Promise<MxLookup> }>();
   shared = (domain) => {
     const key = domain.toLowerCase();
