@@ -5,7 +5,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { invalid, notFound } from '../core/errors.js';
 import { clock } from '../core/clock.js';
 import type { Project } from '../control/store/index.js';
-import type { AuthContext } from './context.js';
+import type { AuthServices } from './services.js';
 import { normalizeCallbackUrl, normalizeOrigin, type EffectiveSettings, type ProviderInput, type SettingsInput } from './project-config.js';
 import { endpointNames } from './providers/types.js';
 
@@ -32,7 +32,7 @@ const providerBody = {
 } as const;
 
 export const adminRoutes =
-  (ctx: AuthContext): FastifyPluginAsync =>
+  (ctx: AuthServices): FastifyPluginAsync =>
   async (app) => {
     const { projects, store } = ctx;
     const base = '/admin/v1/projects/:slug/auth';

@@ -3,7 +3,7 @@
 // the admin listener, the session checker for the rest of control, and its CLI commands.
 import type { FastifyPluginAsync } from 'fastify';
 import { clock } from '../core/clock.js';
-import { createAuthContext, type AuthDeps } from './context.js';
+import { createAuthServices, type AuthDeps } from './services.js';
 import { adminRoutes } from './admin.js';
 import { callbackRoutes, keyRoutes } from './routes.js';
 import type { SessionChecker } from './sessions.js';
@@ -11,7 +11,7 @@ import { settings } from './settings.js';
 import { hostedPlugin } from './hosted/plugin.js';
 import { authCommands, type Commands } from './cli.js';
 
-export type { AuthDeps } from './context.js';
+export type { AuthDeps } from './services.js';
 export type { SendSystemMail, SystemMessage, Limiter } from './codes.js';
 export type { SessionChecker, SessionInfo } from './sessions.js';
 
@@ -28,7 +28,7 @@ export interface Auth {
 
 /** Builds the auth capability; `plugin` and `admin` share one context (one session cache, one set of limits). */
 export function createAuth(deps: AuthDeps): Auth {
-  const ctx = createAuthContext(deps);
+  const ctx = createAuthServices(deps);
   const plugin: FastifyPluginAsync = async (app) => {
     await app.register(hostedPlugin(ctx)); // first: its browser-origin hooks reach the key routes
     await app.register(keyRoutes(ctx, deps.fastLane));

@@ -8,7 +8,7 @@ import { bearerOf, fromHeaders } from '../control/api-keys/credentials.js';
 import { sendJson, type FastLane } from '../control/http/fast-lane.js';
 import { isAddress } from '../common/address.js';
 import type { Origin, SessionRow, UserRow } from '../control/store/index.js';
-import type { AuthContext } from './context.js';
+import type { AuthServices } from './services.js';
 import { clientIp, connectionIp, regionAllows } from './region.js';
 import { checkWidget, type WidgetFields } from './telegram.js';
 import { CredentialError, type Method, type Profile, type ProviderConfig } from './providers/types.js';
@@ -34,7 +34,7 @@ function phone(input: string): string {
 
 /** Routes that need a project key. */
 export const keyRoutes =
-  (ctx: AuthContext, fastLane?: FastLane): FastifyPluginAsync =>
+  (ctx: AuthServices, fastLane?: FastLane): FastifyPluginAsync =>
   async (app) => {
     const { access, projects, sessions, codes, oauth, store } = ctx;
     app.decorateRequest('caller', undefined);
@@ -350,7 +350,7 @@ export const keyRoutes =
 
 /** The provider's redirect back (no key: the browser comes here), under the API prefix and at the short /callback path. */
 export const callbackRoutes =
-  (ctx: AuthContext): FastifyPluginAsync =>
+  (ctx: AuthServices): FastifyPluginAsync =>
   async (app) => {
     for (const path of [`${P}/callback/:provider`, '/callback/:provider']) {
       app.get<{ Params: { provider: string }; Querystring: Record<string, string> }>(

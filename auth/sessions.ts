@@ -9,7 +9,7 @@ import type { Invalidator } from '../core/invalidation.js';
 import type { Caller } from '../control/api-keys/authenticate.js';
 import type { SignInStore, Env, NewSession, Origin, SessionRow, SignInProfile, UserRow } from '../control/store/index.js';
 import { randomToken, sha256 } from './crypto.js';
-import { bindingCheck } from './binding.js';
+import { bindingCheck } from './browser-binding.js';
 import { settings } from './settings.js';
 
 export interface SessionInfo {

@@ -26,7 +26,7 @@ import nodemailer from 'nodemailer';
 import { Stack, sleep } from '../test/helpers/stack.js';
 import { startDnsServer } from '../test/helpers/dns-server.js';
 import { freePort } from '../test/helpers/ports.js';
-import { publishDomain } from '../test/deliverability/helpers.js';
+import { publishDomain } from '../test/e2e/deliverability/helpers.js';
 import { buildMime, type MessageParts } from '../gateway/mime.js';
 import { newDkimKey } from '../control/domains/records.js';
 import { cpuMs, startCountingSink, startVanillaHaraka } from './deliverability/lib.js';

@@ -7,7 +7,7 @@ import type { Logger } from '../core/log.js';
 import type { Config } from '../core/config.js';
 import type { Invalidator } from '../core/invalidation.js';
 import type { Store } from './store/index.js';
-import type { Access } from './api-keys/authenticate.js';
+import type { KeyAuthenticator } from './api-keys/authenticate.js';
 import type { MailPipeline } from './mail/pipeline.js';
 import type { Metrics } from './metrics.js';
 import type { Counters } from './limits/counters.js';
@@ -18,8 +18,8 @@ import { adminRoutes } from './admin/routes.js';
 import { adminGuard } from './admin/guard.js';
 import { newFastify } from './http/fastify.js';
 import type { PacingService } from './pacing/service.js';
-import { pacingAdminRoutes } from './pacing/admin.js';
-import type { Tokens } from './unsubscribe/tokens.js';
+import { pacingAdminRoutes } from './pacing/admin-routes.js';
+import type { MailTokens } from './unsubscribe/mail-tokens.js';
 import type { FastLane } from './http/fast-lane.js';
 import { unsubscribeRoutes } from './unsubscribe/routes.js';
 
@@ -27,7 +27,7 @@ export interface AppDeps {
   config: Config;
   log: Logger;
   store: Store;
-  access: Access;
+  access: KeyAuthenticator;
   pipeline: MailPipeline;
   metrics: Metrics;
   invalidator: Invalidator;
@@ -39,7 +39,7 @@ export interface AppDeps {
   /** Answers cached session checks before Fastify (control/http/fast-lane.ts); auth fills it. */
   fastLane: FastLane;
   /** Pacing and one-click unsubscribe (control/pacing, control/unsubscribe). */
-  deliverability?: { pacing: PacingService; tokens: Tokens };
+  deliverability?: { pacing: PacingService; tokens: MailTokens };
 }
 
 /** The public listener: the mail API, the auth API, the hosted widget and one-click unsubscribe. */

@@ -1,4 +1,4 @@
-// The one config loader: every setting of the operator contract (DESIGN.md),
+// The one config loader: every setting of the operator contract (README, "Operating it"; deploy/config-reference.md),
 // read from the environment, plus POSTGATE_CONFIG (a JSON file) for numbers.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -42,7 +42,7 @@ export interface DeliverySettings {
   busyDispatchRate: number;
 }
 
-/** One receiving provider's warm-up and limits (DESIGN.md: set live with `postgate throttle set`). */
+/** One receiving provider's warm-up and limits (README, "Operating it": set live with `postgate throttle set`). */
 export interface ProviderThrottle {
   /** A project's daily norm at this provider on its first sending day; 0 = no norm. */
   dailyNorm: number;

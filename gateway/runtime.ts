@@ -5,7 +5,7 @@ import { loadConfig, type Config } from '../core/config.js';
 import { createLogger, type Logger } from '../core/log.js';
 import { Outbox, type DeliveryEventRow, type NewDeliveryEvent, type UsageRow } from './outbox/outbox.js';
 import { clock, dayOf } from '../core/clock.js';
-import { EventFeed } from './feed.js';
+import { EventFeed } from './event-feed.js';
 import { gatewayPaths, type GatewayPaths } from './paths.js';
 import { Pacer } from './pacing/pacer.js';
 

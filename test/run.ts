@@ -7,7 +7,7 @@ import path from 'node:path';
 
 // Browser tests drive Debian's chromium; a fresh machine gets it here (never a downloaded browser).
 function ensureChromium(): void {
-  if (!fs.existsSync('test/browser') || fs.existsSync('/usr/bin/chromium')) return;
+  if (!fs.existsSync('test/e2e/browser') || fs.existsSync('/usr/bin/chromium')) return;
   if (process.getuid?.() !== 0) {
     console.warn('chromium is missing and this is not root: install it with `apt-get install -y chromium`');
     return;

@@ -3,13 +3,13 @@
 // limiter, one session cache) and its hooks (origin rules for browsers) reach
 // the key routes too, which is why it does not encapsulate itself.
 import type { FastifyPluginAsync } from 'fastify';
-import type { AuthContext } from '../context.js';
+import type { AuthServices } from '../services.js';
 import { assets } from './assets.js';
 import { corsHooks } from './cors.js';
 import { Hosted } from './project.js';
 import { hostedRoutes } from './routes.js';
 
-export function hostedPlugin(ctx: AuthContext): FastifyPluginAsync {
+export function hostedPlugin(ctx: AuthServices): FastifyPluginAsync {
   const plugin: FastifyPluginAsync = async (app) => {
     const hosted = new Hosted(ctx);
     corsHooks(app, hosted);

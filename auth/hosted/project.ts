@@ -5,7 +5,7 @@ import type { FastifyRequest } from 'fastify';
 import { ApiError, notFound } from '../../core/errors.js';
 import type { Caller } from '../../control/api-keys/authenticate.js';
 import type { Project } from '../../control/store/index.js';
-import type { AuthContext } from '../context.js';
+import type { AuthServices } from '../services.js';
 import { connectionIp, regionAllows } from '../region.js';
 import type { Method, ProviderConfig } from '../providers/types.js';
 
@@ -13,7 +13,7 @@ export class Hosted {
   /** postgate's own origins (base and id URL): the widget calls from there. */
   readonly ownOrigins: ReadonlySet<string>;
 
-  constructor(readonly ctx: AuthContext) {
+  constructor(readonly ctx: AuthServices) {
     this.ownOrigins = new Set([new URL(ctx.config.baseUrl).origin, new URL(ctx.config.idUrl).origin]);
   }
 

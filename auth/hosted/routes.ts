@@ -7,7 +7,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid } from '../../core/errors.js';
 import { isAddress } from '../../common/address.js';
 import { marks } from '../sdk/src/marks.js';
-import type { AuthContext } from '../context.js';
+import type { AuthServices } from '../services.js';
 import { connectionIp, regionAllows } from '../region.js';
 import { settings } from '../settings.js';
 import { providers } from '../providers/index.js';
@@ -28,7 +28,7 @@ function emailOf(input: string): string {
 }
 
 /** What the widget may offer: redirect providers with oauth enabled, and the email code form. Filtered by the user's region. */
-async function widgetProviders(ctx: AuthContext, req: FastifyRequest, projectId: string): Promise<WidgetProvider[]> {
+async function widgetProviders(ctx: AuthServices, req: FastifyRequest, projectId: string): Promise<WidgetProvider[]> {
   const ip = connectionIp(req);
   const out: WidgetProvider[] = [];
   for (const cfg of await ctx.projects.enabled(projectId)) {
@@ -54,7 +54,7 @@ function sendAsset(reply: FastifyReply, a: Asset, maxAge: number) {
 }
 
 export const hostedRoutes =
-  (ctx: AuthContext, hosted: Hosted): FastifyPluginAsync =>
+  (ctx: AuthServices, hosted: Hosted): FastifyPluginAsync =>
   async (app) => {
     app.get<{ Params: { slug: string } }>(
       `${P}/hosted-config/:slug`,

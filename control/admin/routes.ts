@@ -5,7 +5,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { ApiError, notFound } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import type { Invalidator } from '../../core/invalidation.js';
-import { newApiKey } from '../keys.js';
+import { newApiKey } from '../api-keys/issue.js';
 import type { KeyKind, KeyScope, Project, Store } from '../store/index.js';
 import { errorSchema } from '../http/schemas.js';
 import { sealer } from '../../core/crypto.js';

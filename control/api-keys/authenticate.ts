@@ -3,7 +3,7 @@
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { ApiError } from '../../core/errors.js';
 import type { Invalidator } from '../../core/invalidation.js';
-import { hashKey } from '../keys.js';
+import { hashKey } from './issue.js';
 import type { ApiKeyRow, Project, Store } from '../store/index.js';
 import { fromHeaders } from './credentials.js';
 
@@ -14,7 +14,7 @@ export interface Caller {
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Set by Access.hook on key-protected routes. */
+    /** Set by KeyAuthenticator.hook on key-protected routes. */
     caller?: Caller;
   }
 }
@@ -30,7 +30,7 @@ const CACHE_MAX = 50_000;
 
 const fits = (key: ApiKeyRow, need: KeyRequirement) => need.kinds.includes(key.kind) && need.scopes.includes(key.scope);
 
-export class Access {
+export class KeyAuthenticator {
   private readonly keys = new Map<string, ApiKeyRow | null>();
   private readonly projects = new Map<string, Project>();
 

@@ -9,11 +9,11 @@ import { create } from '@bufbuild/protobuf';
 import type { Config } from '../../core/config.js';
 import type { Logger } from '../../core/log.js';
 import { ApiError, invalid, notFound } from '../../core/errors.js';
-import { MAIL_KEYS, type Access, type Caller, type KeyRequirement } from '../api-keys/authenticate.js';
+import { MAIL_KEYS, type KeyAuthenticator, type Caller, type KeyRequirement } from '../api-keys/authenticate.js';
 import { fromMetadata } from '../api-keys/credentials.js';
 import type { Accepted, MailPipeline } from '../mail/pipeline.js';
 import type { Store } from '../store/index.js';
-import { emailView } from '../mail/view.js';
+import { emailView } from '../mail/email-view.js';
 import { grpcDefinition } from '../../proto/grpc.js';
 import {
   PostgateService,
@@ -43,7 +43,7 @@ export type CheckSessionFn = (caller: Caller, token: string) => Promise<SessionC
 export interface PublicGrpcDeps {
   config: Config;
   log: Logger;
-  access: Access;
+  access: KeyAuthenticator;
   pipeline: Pick<MailPipeline, 'submit' | 'sendMany'>;
   store: Store;
   checkSession?: CheckSessionFn;

@@ -145,7 +145,7 @@ export class MailPipeline {
   }
 
   /**
-   * The ingestion checks, in DESIGN.md's order after key and scope: plan, pause,
+   * The ingestion checks, in the order the README's "How an email travels" gives, after key and scope: plan, pause,
    * sender domain, suppression. Throws refusals that record nothing; returns the
    * ones the spec calls `failed` (the email is recorded with that status).
    */

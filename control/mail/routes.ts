@@ -1,4 +1,4 @@
-// The mail API (spec/mail-api.md) as a Fastify plugin. Every route has a schema
+// The mail API (docs/mail-api.md) as a Fastify plugin. Every route has a schema
 // that validates it and describes it in the OpenAPI document.
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, notFound } from '../../core/errors.js';
@@ -14,18 +14,18 @@ import { webhookRoutes } from '../webhooks/routes.js';
 import type { WebhookTargets } from '../webhooks/target.js';
 import { pacingRoutes } from '../pacing/routes.js';
 import type { PacingService } from '../pacing/service.js';
-import { type Access, MAIL_KEYS, type Caller } from '../api-keys/authenticate.js';
+import { type KeyAuthenticator, MAIL_KEYS, type Caller } from '../api-keys/authenticate.js';
 import type { Store } from '../store/index.js';
 import type { MailPipeline, SendRequest } from './pipeline.js';
 import { errorSchema } from '../http/schemas.js';
 import { emailSchema, sendRequestSchema, sendResponseSchema } from './schema.js';
 import type { Config } from '../../core/config.js';
-import { emailView } from './view.js';
+import { emailView } from './email-view.js';
 
 export interface MailRoutesOptions {
   config: Config;
   store: Store;
-  access: Access;
+  access: KeyAuthenticator;
   pipeline: MailPipeline;
   counters: Counters;
   secret: string;

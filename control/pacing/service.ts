@@ -7,7 +7,7 @@ import { clock, DAY_MS, dayOf, dayStart } from '../../core/clock.js';
 import type { Config, ProviderThrottle } from '../../core/config.js';
 import type { Logger } from '../../core/log.js';
 import type { Project, Store } from '../store/index.js';
-import type { Gateway, Gateways } from '../gateways.js';
+import type { Gateway, GatewayClients } from '../delivery/gateways.js';
 import { OTHER, PROVIDERS } from '../../common/providers.js';
 import { normFor, warmupDay } from '../../common/warmup.js';
 
@@ -25,7 +25,7 @@ export class PacingService {
 
   constructor(
     private readonly store: Store,
-    private readonly gateways: Gateways,
+    private readonly gateways: GatewayClients,
     private readonly config: Config,
     private readonly log: Logger,
     private readonly dispatch: { wake(): void },

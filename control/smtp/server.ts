@@ -7,7 +7,7 @@ import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 's
 import type { Config } from '../../core/config.js';
 import type { Logger } from '../../core/log.js';
 import { ApiError } from '../../core/errors.js';
-import { MAIL_KEYS, type Access, type Caller } from '../api-keys/authenticate.js';
+import { MAIL_KEYS, type KeyAuthenticator, type Caller } from '../api-keys/authenticate.js';
 import type { MailPipeline } from '../mail/pipeline.js';
 import { isAddress } from '../../common/address.js';
 import { RateLimiter } from '../limits/rate-limit.js';
@@ -21,7 +21,7 @@ const MAIL_PARAMETERS = new Set(['SIZE', 'BODY', 'SMTPUTF8']);
 export interface SmtpSubmissionDeps {
   config: Config;
   log: Logger;
-  access: Access;
+  access: KeyAuthenticator;
   pipeline: Pick<MailPipeline, 'submit'>;
   /** Counts config.smtpRate (POSTGATE_CONFIG `smtpRate`, 300) emails per second per project; default: its own in-memory counters. */
   limiter?: RateLimiter;

@@ -7,12 +7,12 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import type { Store } from '../store/index.js';
-import type { Tokens } from './tokens.js';
+import type { MailTokens } from './mail-tokens.js';
 import { escapeHtml } from '../../core/html.js';
 
 export interface UnsubscribeOptions {
   store: Store;
-  tokens: Tokens;
+  tokens: MailTokens;
 }
 
 const params = { type: 'object', required: ['token'], properties: { token: { type: 'string', maxLength: 80 } } } as const;

@@ -5,7 +5,7 @@ import constants = require('haraka-constants');
 import Notes = require('haraka-notes');
 import type { HarakaOutbound, HarakaPlugin, Next } from '../../gateway/haraka.js';
 import type { OutgoingMessage } from '../../gateway/enqueue.js';
-import type { GatewayServiceHandle } from '../../gateway/service.js';
+import type { GatewayServiceHandle } from '../../gateway/lifecycle.js';
 
 let service: GatewayServiceHandle | undefined;
 
@@ -57,7 +57,7 @@ function queueWith(outbound: HarakaOutbound) {
 export function start(this: HarakaPlugin, next: Next): void {
   const outbound = this.haraka_require('outbound') as HarakaOutbound;
   const queueLoaded = whenQueueLoaded(outbound);
-  import('../../gateway/service.js')
+  import('../../gateway/lifecycle.js')
     .then((m) => m.startGatewayService({ queue: queueWith(outbound), queueLoaded }))
     .then(
       (s) => {

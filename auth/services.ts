@@ -1,0 +1,61 @@
+// The auth area's services, built once per process by createAuth (plugin.ts).
+import type { Config } from '../core/config.js';
+import type { Logger } from '../core/log.js';
+import type { Invalidator } from '../core/invalidation.js';
+import type { KeyAuthenticator } from '../control/api-keys/authenticate.js';
+import type { FastLane } from '../control/http/fast-lane.js';
+import type { SignInStore, Store } from '../control/store/index.js';
+import { AuthCrypto } from './crypto.js';
+import { ProjectAuthConfig } from './project-config.js';
+import { Sessions } from './sessions.js';
+import { Codes, type Limiter, type SendSystemMail } from './codes.js';
+import { OAuthFlows } from './oauth.js';
+
+/** What the composition root gives the auth capability. */
+export interface AuthDeps {
+  config: Config;
+  log: Logger;
+  store: Store;
+  access: KeyAuthenticator;
+  invalidator: Invalidator;
+  secret: string;
+  /** Emails sign-in codes (control implements it with its mail pipeline). */
+  sendSystemMail: SendSystemMail;
+  /** The process's fixed-window limiter: code sends and checks are counted on it. */
+  limiter: Limiter;
+  /** Called when a project reaches its hourly cap of sign-in code sends (an operator alert metric). */
+  onCodeSendsCapped?: (projectSlug: string) => void;
+  /** Where GET /session answers from memory without Fastify; absent, Fastify answers every check. */
+  fastLane?: FastLane;
+}
+
+export interface AuthServices {
+  config: Config;
+  log: Logger;
+  store: SignInStore;
+  projectsStore: Store;
+  access: KeyAuthenticator;
+  projects: ProjectAuthConfig;
+  sessions: Sessions;
+  codes: Codes;
+  oauth: OAuthFlows;
+}
+
+export function createAuthServices(o: AuthDeps): AuthServices {
+  const store = o.store.signIn;
+  const crypto = new AuthCrypto(o.secret);
+  const projects = new ProjectAuthConfig(store, crypto);
+  const sessions = new Sessions(store, o.invalidator);
+  const codes = new Codes({
+    store,
+    domains: o.store.domains,
+    crypto,
+    limiter: o.limiter,
+    sendSystemMail: o.sendSystemMail,
+    config: o.config,
+    log: o.log,
+    onCapped: o.onCodeSendsCapped,
+  });
+  const oauth = new OAuthFlows({ config: o.config, log: o.log, store, crypto, sessions, projects });
+  return { config: o.config, log: o.log, store, projectsStore: o.store, access: o.access, projects, sessions, codes, oauth };
+}

@@ -1,0 +1,247 @@
+// Hands committed emails to the gateways. Runs after the 202: sends each stored
+// request with what its message needs (the gateway builds and signs it); an email
+// is marked dispatched only once a gateway has queued it durably, so a crash of
+// either side just means enqueueing again (the gateway answers a repeated key as a
+// duplicate).
+//
+// What deliverability needs travels with each message: the envelope sender is a VERP
+// address on the domain's return path (bounces come back naming the email, SPF aligns),
+// the domain's DKIM key (the gateway signs), the project's first sending day (warm-up),
+// a Feedback-ID (project and stream) and, for bulk, List-Unsubscribe with RFC 8058's
+// List-Unsubscribe-Post. A bulk email goes as one copy per recipient, because each
+// copy's unsubscribe link names its own recipient.
+import type { Logger } from '../../core/log.js';
+import { clock, dayStart } from '../../core/clock.js';
+import type { Sealer } from '../../core/crypto.js';
+import type { DomainRow, EmailRow, RecipientRow, Store } from '../store/index.js';
+import { contractRefused, type Gateway, type GatewayClients } from './gateways.js';
+import { create } from '@bufbuild/protobuf';
+import { CompositionSchema, type OutboundMessage } from '../../proto/gen/postgate/gateway/v1/gateway_pb.js';
+import type { MailTokens } from '../unsubscribe/mail-tokens.js';
+import { domainOf, parseMailbox } from '../../common/address.js';
+import type { NormalizedRequest } from '../mail/pipeline.js';
+import type { Metrics } from '../metrics.js';
+
+const BATCH = 200;
+/** Mail accepted this recently means arrivals are under way (see DeliverySettings.busyDispatchRate). */
+const BUSY_MS = 100;
+/** Emails per dispatch while busy: small, so the floor rate is spread evenly. */
+const BUSY_BATCH = 20;
+const RETRY_MS = 1000;
+/** Domain keys and first sending days are read once a minute at most. */
+const CACHE_MS = 60_000;
+
+export interface DispatchDeliverability {
+  tokens: MailTokens;
+  dkimSealer: Sealer;
+  /** Public base URL: the one-click unsubscribe links point here. */
+  baseUrl: string;
+  /** The platform's system sender (sign-in codes), set once it exists. */
+  system?: { projectId: string; domain: string };
+}
+
+type Message = Omit<OutboundMessage, '$typeName'>;
+type Dkim = NonNullable<Message['dkim']>;
+
+/** What the gateway builds the message from. Bcc stays out: it is only in the envelope. */
+function composition(r: EmailRow, req: NormalizedRequest, serviceHeaders: Record<string, string>): Message['compose'] {
+  return create(CompositionSchema, {
+    createdAtMs: BigInt(r.createdAt),
+    serviceHeaders,
+    from: req.from,
+    to: req.to,
+    cc: req.cc,
+    replyTo: req.reply_to,
+    subject: req.subject,
+    text: req.text ?? '',
+    html: req.html ?? '',
+    headers: req.headers,
+  });
+}
+
+export class Dispatcher {
+  private running = false;
+  private again = false;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  /** Gateways whose last Enqueue failed, and why (unreachable, or built from another commit). */
+  private readonly down = new Map<string, 'unavailable' | 'refused'>();
+  /** When mail was last accepted (wake() is called on every accept). */
+  private lastWake = 0;
+
+  private readonly keys = new Map<string, { at: number; key: Promise<Omit<Dkim, '$typeName'> | undefined> }>();
+  private readonly starts = new Map<string, { at: number; start: Promise<number> }>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly gateways: GatewayClients,
+    private readonly log: Logger,
+    private readonly metrics: Metrics,
+    private readonly deliverability: DispatchDeliverability,
+    /** Emails per second while mail keeps arriving (0: no holding back). */
+    private readonly busyRate = 50,
+  ) {}
+
+  /** The project's key for the sender domain (opened from its sealed form), if it has the domain. */
+  private dkimKey(projectId: string, domain: string): Promise<Omit<Dkim, '$typeName'> | undefined> {
+    const k = `${projectId}|${domain}`;
+    const hit = this.keys.get(k);
+    if (hit && clock.now() - hit.at < CACHE_MS) return hit.key;
+    // The platform's system sender signs with the system project's key.
+    const owner = (d: DomainRow | undefined) =>
+      d || !this.deliverability.system || domain !== this.deliverability.system.domain
+        ? d
+        : this.store.domains.byName(this.deliverability.system.projectId, domain);
+    const key = this.store.domains
+      .byName(projectId, domain)
+      .then(owner)
+      .then((d) => (d ? { domain: d.name, selector: d.selector, privateKeyPem: this.deliverability.dkimSealer.open(d.dkimPrivate) } : undefined));
+    key.catch(() => this.keys.delete(k));
+    this.keys.set(k, { at: clock.now(), key });
+    return key;
+  }
+
+  /** UTC midnight of the project's first sending day: day 1 of its warm-up. */
+  private warmupStart(projectId: string): Promise<number> {
+    const hit = this.starts.get(projectId);
+    if (hit && clock.now() - hit.at < CACHE_MS) return hit.start;
+    const start = this.store.pacing.firstSendAt(projectId).then((at) => dayStart(at ?? clock.now()));
+    start.catch(() => this.starts.delete(projectId));
+    this.starts.set(projectId, { at: clock.now(), start });
+    return start;
+  }
+
+  /** The gateway messages of one email: one per recipient (its own return path; bulk: its own unsubscribe links). */
+  private async messagesOf(r: EmailRow & { recipients: RecipientRow[] }): Promise<Message[]> {
+    const { tokens, baseUrl } = this.deliverability;
+    // The stored request is control's own format: the gateway is sent only the typed parts of the message.
+    const req = JSON.parse(r.request) as NormalizedRequest;
+    const from = parseMailbox(req.from)!.address;
+    const senderDomain = domainOf(from);
+    const [dkim, warmupStartMs] = await Promise.all([this.dkimKey(r.projectId, senderDomain), this.warmupStart(r.projectId)]);
+    const common = {
+      emailId: r.id,
+      projectId: r.projectId,
+      bulk: r.bulk,
+      senderDomain,
+      warmupStartMs: BigInt(warmupStartMs),
+      ...(dkim ? { dkim: dkim as Dkim } : {}),
+    };
+    // Receivers aggregate complaints by it (Gmail's Feedback Loop): <project>:<stream>:<sender id>.
+    const feedbackId = `${r.projectId}:${r.bulk ? 'bulk' : 'transactional'}:postgate`;
+    // One copy per recipient, each with its own return path (VERP), so a bounce or complaint
+    // can only ever concern the recipient it came from. Bulk copies also carry their own
+    // unsubscribe links.
+    return r.recipients.flatMap((x, index) => {
+      if (x.status !== 'queued') return [];
+      const headers: Record<string, string> = { 'Feedback-ID': feedbackId };
+      if (r.bulk) {
+        const token = tokens.unsubscribeToken(r.id, index);
+        headers['List-Unsubscribe'] = `<${baseUrl}/unsubscribe/${token}>, <${tokens.unsubscribeMailto(r.id, index, senderDomain)}>`;
+        headers['List-Unsubscribe-Post'] = 'List-Unsubscribe=One-Click';
+      }
+      const mailFrom = tokens.verpAddress(r.id, index, senderDomain);
+      return [{ ...common, key: `${r.id}/${index}`, mailFrom, rcptTo: [x.address], raw: new Uint8Array(), compose: composition(r, req, headers) }];
+    });
+  }
+
+  start(): void {
+    this.wake();
+  }
+
+  wake(): void {
+    this.lastWake = performance.now();
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = true;
+    void this.drain().finally(() => {
+      this.running = false;
+      if (this.again) {
+        this.again = false;
+        this.wake();
+      }
+    });
+  }
+
+  private async drain(): Promise<void> {
+    while (!this.stopped) {
+      const rows = await this.next();
+      if (!rows.length) return;
+      const byGateway = new Map<Gateway, typeof rows>();
+      for (const r of rows) {
+        const gw = this.gateways.pick(r.id);
+        byGateway.set(gw, [...(byGateway.get(gw) ?? []), r]);
+      }
+      let failed = false;
+      await Promise.all(
+        [...byGateway].map(async ([gw, list]) => {
+          try {
+            // Prepared a few at a time, yielding in between, so accepting new mail keeps priority over dispatching it.
+            const messages: Message[] = [];
+            for (let i = 0; i < list.length; i += 10) {
+              messages.push(...(await Promise.all(list.slice(i, i + 10).map((r) => this.messagesOf(r)))).flat());
+              await new Promise((r) => setImmediate(r));
+            }
+            const res = await this.gateways.enqueue(gw, messages);
+            // An email is dispatched once every one of its messages is queued.
+            const refused = new Set(res.results.filter((x) => x.error).map((x) => x.emailId));
+            const answered = new Set(res.results.map((x) => x.emailId));
+            const sent = new Set(messages.map((m) => m.emailId));
+            const done = list.map((r) => r.id).filter((id) => !refused.has(id) && (answered.has(id) || !sent.has(id)));
+            for (const x of res.results) if (x.error) this.log.error({ emailId: x.emailId, key: x.key, err: x.error }, 'gateway refused to queue');
+            await this.store.emails.markDispatched(done, clock.now());
+            this.metrics.inc('postgate_emails_dispatched_total', done.length);
+            if (done.length < list.length) failed = true;
+          } catch (err) {
+            failed = true;
+            // Once per outage, not once a second.
+            const why = contractRefused(err) ? 'refused' : 'unavailable';
+            if (this.down.get(gw.name) === why) return;
+            this.down.set(gw.name, why);
+            if (why === 'refused')
+              this.log.error(
+                { gateway: gw.name, err: (err as { details?: string }).details ?? (err as Error).message },
+                'gateway refuses this control (contract mismatch): mail waits until both run the same build',
+              );
+            else this.log.warn({ gateway: gw.name, err: (err as Error).message }, 'gateway unavailable; will retry');
+            return;
+          }
+          if (this.down.delete(gw.name)) this.log.info({ gateway: gw.name }, 'gateway reachable again');
+        }),
+      );
+      if (failed) {
+        this.schedule();
+        return;
+      }
+    }
+  }
+
+  /**
+   * The next emails to dispatch. While mail keeps arriving, accepting it has the CPU:
+   * dispatch goes on at the configured floor rate, except for the platform's own mail.
+   */
+  private async next(): Promise<Array<EmailRow & { recipients: RecipientRow[] }>> {
+    const busy = () => performance.now() - this.lastWake < BUSY_MS;
+    if (!busy() || !this.busyRate) return this.store.emails.undispatched(BATCH);
+    await new Promise((r) => setTimeout(r, (1000 * BUSY_BATCH) / this.busyRate));
+    if (!busy()) return this.store.emails.undispatched(BATCH);
+    const rows = await this.store.emails.undispatched(BUSY_BATCH);
+    const system = this.deliverability.system;
+    if (!system) return rows;
+    const have = new Set(rows.map((r) => r.id));
+    return [...rows, ...(await this.store.emails.undispatched(BATCH, system.projectId)).filter((r) => !have.has(r.id))];
+  }
+
+  private schedule(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.wake(), RETRY_MS);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+}

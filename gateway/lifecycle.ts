@@ -1,0 +1,58 @@
+// Starts the gateway's side of the control contract inside Haraka (called from the
+// postgate_rpc plugin at init_master): settles enqueues a crash interrupted, then
+// serves gRPC. Stops it again at shutdown, after in-flight deliveries drain.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Enqueuer, recoverPending, type QueueFn } from './enqueue.js';
+import { queueFiles, queuedEmailIds } from './queue-scan.js';
+import { startRpc } from './grpc-server.js';
+import { gatewayRuntime } from './runtime.js';
+
+/** How long a queued id stays known, so a late retry of its Enqueue is still a duplicate. */
+const IDEMPOTENCY_WINDOW_MS = 7 * 24 * 3600_000;
+/**
+ * Longest waits at shutdown for unary calls, then for SMTP sessions under way (a cut
+ * session is re-sent at restart). Together under the supervisor's 15 s before SIGKILL.
+ */
+const RPC_GRACE_MS = 3_000;
+const DRAIN_MS = 8_000;
+
+export interface GatewayServiceOptions {
+  /** outbound.send_email, promisified. */
+  queue: QueueFn;
+  /** Resolves once Haraka has loaded its queue dir. */
+  queueLoaded: Promise<void>;
+}
+
+export interface GatewayServiceHandle {
+  /** Stops gRPC, waits for deliveries under way, closes the outbox. */
+  shutdown(): Promise<void>;
+}
+
+export async function startGatewayService(opts: GatewayServiceOptions): Promise<GatewayServiceHandle> {
+  const rt = await gatewayRuntime();
+  const { outbox, log, paths } = rt;
+  const findQueued = (ids: ReadonlySet<string>) => queuedEmailIds(paths.queueDir, ids);
+
+  // Haraka has not loaded its queue yet, so the files seen here are exactly what it will send.
+  await recoverPending(outbox, findQueued, log);
+  const pruneIds = () => outbox.pruneEnqueued(Date.now() - IDEMPOTENCY_WINDOW_MS).catch((err) => log.error({ err }, 'pruning enqueued ids failed'));
+  await pruneIds();
+  const pruneTimer = setInterval(pruneIds, 3600_000).unref();
+
+  const enqueuer = new Enqueuer(outbox, opts.queue, findQueued, opts.queueLoaded, log);
+  const rpc = await startRpc(rt, enqueuer, async () => (await queueFiles(paths.queueDir)).length);
+  void opts.queueLoaded.then(() => log.info({ grpc: `127.0.0.1:${rpc.port}`, lastSeq: rt.feed.lastSeq }, 'gateway ready'));
+
+  return {
+    async shutdown() {
+      clearInterval(pruneTimer);
+      await rpc.shutdown(RPC_GRACE_MS);
+      const until = Date.now() + DRAIN_MS;
+      while (rt.attempts.size && Date.now() < until) await sleep(100);
+      if (rt.attempts.size) log.warn({ attempts: rt.attempts.size }, 'stopping with deliveries under way; they are retried at start');
+      await rt.flushUsage();
+      outbox.close();
+      log.info('gateway stopped');
+    },
+  };
+}

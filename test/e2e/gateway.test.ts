@@ -1,0 +1,353 @@
+// The gateway process end to end: the real gateway (Haraka + our plugins) started as
+// control's supervisor starts it, driven over gRPC, delivering to a real SMTP sink
+// found through a real DNS server, all on loopback with free ports.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as grpc from '@grpc/grpc-js';
+import { create } from '@bufbuild/protobuf';
+import { grpcClient, unary } from '../../proto/grpc.js';
+import {
+  AckRequestSchema,
+  EnqueueRequestSchema,
+  EventsRequestSchema,
+  GatewayService,
+  QueueStatsRequestSchema,
+  type DeliveryEvent,
+  type EnqueueResponse,
+  type QueueStatsResponse,
+} from '../../proto/gen/postgate/gateway/v1/gateway_pb.js';
+import { Outbox } from '../../gateway/outbox/outbox.js';
+import { CONTRACT } from '../../proto/contract.js';
+import { eventTypeName } from '../../proto/events.js';
+import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
+import { replies, startMxSink, tempFailFirst, type MxSink } from '../helpers/mx-sink.js';
+
+const repo = path.resolve(import.meta.dirname, '../..');
+type Client = ReturnType<typeof grpcClient>;
+
+interface Gateway {
+  proc: ChildProcess;
+  address: string;
+  client: Client;
+  log: string[];
+}
+
+/** Starts `node --import tsx gateway/main.ts` and waits for its "gateway ready" line. */
+async function startGateway(env: NodeJS.ProcessEnv): Promise<Gateway> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'gateway/main.ts'], { cwd: repo, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const log: string[] = [];
+  readline.createInterface({ input: proc.stderr! }).on('line', (l) => log.push(l));
+  const address = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gateway not ready:\n${log.slice(-30).join('\n')}`)), 20_000);
+    proc.once('exit', (code) => reject(new Error(`gateway exited (${code}):\n${log.slice(-30).join('\n')}`)));
+    readline.createInterface({ input: proc.stdout! }).on('line', (line) => {
+      log.push(line);
+      try {
+        const rec = JSON.parse(line) as { msg?: string; grpc?: string };
+        if (rec.msg === 'gateway ready' && rec.grpc) {
+          clearTimeout(timer);
+          resolve(rec.grpc);
+        }
+      } catch {
+        // not JSON: kept in the log for failure messages
+      }
+    });
+  });
+  return { proc, address, client: grpcClient(GatewayService, address), log };
+}
+
+async function stopGateway(gw: Gateway, signal: NodeJS.Signals): Promise<number | null> {
+  gw.client.close();
+  if (gw.proc.exitCode !== null) return gw.proc.exitCode;
+  const exited = new Promise<number | null>((resolve) => gw.proc.once('exit', (code) => resolve(code)));
+  gw.proc.kill(signal);
+  return exited;
+}
+
+/** An event as control reads it: the type by its name. */
+type Seen = Omit<DeliveryEvent, 'type'> & { type: string };
+
+/** A live Events stream that keeps everything it receives. */
+function follow(client: Client, afterSeq: bigint) {
+  const events: Seen[] = [];
+  let wake: () => void = () => {};
+  const call = client.events!(create(EventsRequestSchema, { contract: CONTRACT, afterSeq })) as grpc.ClientReadableStream<DeliveryEvent>;
+  call.on('data', (e: DeliveryEvent) => {
+    events.push({ ...e, type: eventTypeName(e.type) ?? `unknown ${e.type}` });
+    wake();
+  });
+  call.on('error', () => {}); // CANCELLED when we stop following
+  return {
+    events,
+    /** Events of one email, in order. */
+    of: (emailId: string) => events.filter((e) => e.emailId === emailId),
+    async until(pred: (events: Seen[]) => boolean, timeoutMs = 15_000): Promise<Seen[]> {
+      const deadline = Date.now() + timeoutMs;
+      while (!pred(events)) {
+        if (Date.now() > deadline) throw new Error(`events never matched; got:\n${events.map(show).join('\n')}`);
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, 200);
+        });
+      }
+      return events;
+    },
+    stop: () => call.cancel(),
+  };
+}
+
+const show = (e: Seen) => `${e.seq} ${e.emailId} ${e.type} ${e.recipient} #${e.attempt} ${e.enhancedCode} ${e.response}`;
+const types = (events: Seen[], rcpt?: string) => events.filter((e) => !rcpt || e.recipient === rcpt).map((e) => `${e.type}#${e.attempt}`);
+
+function message(emailId: string, rcptTo: string[]) {
+  const raw =
+    `From: Sender <app@sender.test>\r\nTo: ${rcptTo.join(', ')}\r\nSubject: Test ${emailId}\r\n` +
+    `Date: Sun, 22 Nov 2026 10:00:00 +0000\r\nMessage-ID: <${emailId}@sender.test>\r\nX-Email-Id: ${emailId}\r\nMIME-Version: 1.0\r\n` +
+    `Content-Type: text/plain; charset=utf-8\r\n\r\nHello ${emailId}, héllo.\r\n.leading dot line\r\n`;
+  return { emailId, projectId: 'prj_test', mailFrom: 'bounces@sender.test', rcptTo, raw: Buffer.from(raw), bulk: false, senderDomain: 'sender.test' };
+}
+
+async function enqueue(client: Client, ...messages: ReturnType<typeof message>[]) {
+  const res = await unary<EnqueueResponse>(client, 'enqueue', create(EnqueueRequestSchema, { contract: CONTRACT, messages }));
+  return res.results;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('gateway process', () => {
+  let dns: DnsServer;
+  let sink: MxSink;
+  let dataDir: string;
+  let env: NodeJS.ProcessEnv;
+  let gw: Gateway;
+  let feed: ReturnType<typeof follow>;
+
+  beforeAll(async () => {
+    dns = await startDnsServer([
+      { type: 'MX', name: 'ok.test', exchange: 'mx.ok.test', priority: 10 },
+      { type: 'A', name: 'mx.ok.test', address: '127.0.0.1' },
+      // No MX: the domain's own A record is its implicit MX (RFC 5321).
+      { type: 'A', name: 'implicit.test', address: '127.0.0.1' },
+    ]);
+    sink = await startMxSink();
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'postgate-gw-'));
+    const configFile = path.join(dataDir, 'config.json');
+    fs.writeFileSync(configFile, JSON.stringify({ delivery: { retryDelays: [1], maxTempFailures: 100 } }));
+    env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('POSTGATE_')));
+    Object.assign(env, {
+      POSTGATE_DATA_DIR: dataDir,
+      POSTGATE_HOST: '127.0.0.1',
+      POSTGATE_GATEWAY_PORT: '0',
+      POSTGATE_DNS_SERVERS: dns.address,
+      POSTGATE_DELIVERY_PORT: String(sink.port),
+      POSTGATE_CONFIG: configFile,
+      POSTGATE_LOG_LEVEL: 'info',
+    });
+    gw = await startGateway(env);
+    feed = follow(gw.client, 0n);
+  }, 30_000);
+
+  afterAll(async () => {
+    feed?.stop();
+    if (gw) expect(await stopGateway(gw, 'SIGTERM')).toBe(0);
+    await sink?.close();
+    await dns?.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }, 30_000);
+
+  it('delivers a message: the sink gets it, events go sending → sent', async () => {
+    const msg = message('em_ok', ['alice@ok.test']);
+    expect(await enqueue(gw.client, msg)).toMatchObject([{ emailId: 'em_ok', duplicate: false, error: '' }]);
+
+    const [got] = (await sink.waitFor(1)).filter((m) => m.emailId === 'em_ok');
+    expect(got!.mailFrom).toBe('bounces@sender.test');
+    expect(got!.rcptTo).toEqual(['alice@ok.test']);
+    // Haraka adds one Received header on top; the message itself arrives byte for byte.
+    expect(got!.raw.toString('utf8')).toMatch(/^Received: \(postgate\)/);
+    expect(got!.raw.toString('utf8').endsWith(msg.raw.toString('utf8'))).toBe(true);
+
+    const events = await feed.until(() => feed.of('em_ok').some((e) => e.type === 'sent'));
+    const mine = events.filter((e) => e.emailId === 'em_ok');
+    expect(types(mine)).toEqual(['sending#1', 'sent#1']);
+    expect(mine[1]).toMatchObject({ recipient: 'alice@ok.test', mx: 'mx.ok.test' });
+    expect(mine[1]!.response).not.toBe('');
+    expect(mine[0]!.seq).toBeLessThan(mine[1]!.seq);
+  }, 30_000);
+
+  it('reports refused recipients: 550 5.1.1 bounced, 550 5.7.1 rejected, NXDOMAIN bounced', async () => {
+    sink.setBehaviour('nobody@ok.test', { rcpt: [replies.noSuchUser] });
+    sink.setBehaviour('spamtrap@ok.test', { rcpt: [replies.policy] });
+    await enqueue(gw.client, message('em_bounce', ['nobody@ok.test', 'spamtrap@ok.test']), message('em_nxdomain', ['someone@nowhere.test']));
+
+    await feed.until(() => feed.of('em_bounce').filter((e) => e.type !== 'sending').length === 2 && feed.of('em_nxdomain').length === 2);
+    const bounced = feed.of('em_bounce').find((e) => e.recipient === 'nobody@ok.test' && e.type !== 'sending');
+    expect(bounced).toMatchObject({ type: 'bounced', enhancedCode: '5.1.1', mx: 'mx.ok.test', attempt: 1 });
+    expect(bounced!.response).toMatch(/^550 5\.1\.1 .*User unknown/);
+    const rejected = feed.of('em_bounce').find((e) => e.recipient === 'spamtrap@ok.test' && e.type !== 'sending');
+    expect(rejected).toMatchObject({ type: 'rejected', enhancedCode: '5.7.1' });
+    expect(rejected!.response).toMatch(/spam/);
+
+    const nx = feed.of('em_nxdomain');
+    expect(types(nx)).toEqual(['sending#1', 'bounced#1']);
+    expect(nx[1]).toMatchObject({ recipient: 'someone@nowhere.test', enhancedCode: '5.1.2', mx: '' });
+    expect(nx[1]!.response).toMatch(/NXDOMAIN/);
+    expect(sink.messages.some((m) => m.emailId === 'em_bounce' || m.emailId === 'em_nxdomain')).toBe(false);
+  }, 30_000);
+
+  it('retries a 450 after the configured delay, then delivers', async () => {
+    sink.setBehaviour('grey@ok.test', { rcpt: tempFailFirst(1) });
+    await enqueue(gw.client, message('em_grey', ['grey@ok.test']));
+
+    await feed.until(() => feed.of('em_grey').some((e) => e.type === 'sent'));
+    const mine = feed.of('em_grey');
+    expect(types(mine)).toEqual(['sending#1', 'deferred#1', 'sending#2', 'sent#2']);
+    const deferred = mine[1]!;
+    expect(deferred).toMatchObject({ recipient: 'grey@ok.test', enhancedCode: '4.2.0', mx: 'mx.ok.test' });
+    expect(deferred.response).toMatch(/^450 4\.2\.0 Greylisted/);
+    // retryDelays [1]: the next attempt is due a second after the deferral, and happens then.
+    expect(Number(deferred.nextAttemptMs - deferred.atMs)).toBe(1000);
+    expect(Number(mine[2]!.atMs)).toBeGreaterThanOrEqual(Number(deferred.nextAttemptMs) - 50);
+    expect(sink.messages.filter((m) => m.emailId === 'em_grey')).toHaveLength(1);
+  }, 30_000);
+
+  it('enqueues an id once: a repeated Enqueue is answered duplicate and not re-sent', async () => {
+    const msg = message('em_dup', ['dup@implicit.test']);
+    // The same id twice in one request, and again after it was queued.
+    const first = await enqueue(gw.client, msg, msg);
+    expect(first.map((r) => r.duplicate).sort()).toEqual([false, true]);
+    expect(await enqueue(gw.client, msg)).toMatchObject([{ emailId: 'em_dup', duplicate: true, error: '' }]);
+
+    await feed.until(() => feed.of('em_dup').some((e) => e.type === 'sent'));
+    expect(feed.of('em_dup').find((e) => e.type === 'sent')!.mx).toBe('implicit.test');
+    expect(await enqueue(gw.client, msg)).toMatchObject([{ duplicate: true }]);
+    await sleep(1500); // room for a wrongful second delivery to show up
+    expect(sink.messages.filter((m) => m.emailId === 'em_dup')).toHaveLength(1);
+    expect(types(feed.of('em_dup'))).toEqual(['sending#1', 'sent#1']);
+  }, 30_000);
+
+  it('refuses a control of another contract version, loudly and before reading anything', async () => {
+    const other = CONTRACT + 1;
+    const refusal = (req: { contract?: number }) =>
+      unary<EnqueueResponse>(gw.client, 'enqueue', create(EnqueueRequestSchema, { ...req, messages: [message('em_other', ['carol@ok.test'])] })).then(
+        () => undefined,
+        (err: grpc.ServiceError) => err,
+      );
+    const refused = await refusal({ contract: other });
+    expect(refused?.code).toBe(grpc.status.FAILED_PRECONDITION);
+    expect(refused?.details).toContain(`control speaks contract ${other}, this gateway ${CONTRACT}`);
+    // A control from before versioning sends no contract at all.
+    expect((await refusal({}))?.code).toBe(grpc.status.FAILED_PRECONDITION);
+
+    const stream = gw.client.events!(create(EventsRequestSchema, { contract: other, afterSeq: 0n })) as grpc.ClientReadableStream<DeliveryEvent>;
+    let streamed = 0;
+    stream.on('data', () => streamed++);
+    const streamErr = await new Promise<grpc.ServiceError>((resolve) => stream.on('error', resolve));
+    expect(streamErr.code).toBe(grpc.status.FAILED_PRECONDITION);
+    expect(streamed).toBe(0);
+
+    // Nothing of the refused call was kept: the same message in the right contract is sent, not a duplicate.
+    const ok = await unary<EnqueueResponse>(
+      gw.client,
+      'enqueue',
+      create(EnqueueRequestSchema, { contract: CONTRACT, messages: [message('em_other', ['carol@ok.test'])] }),
+    );
+    // The answer states the gateway's version too, so a control can tell a gateway from before the check.
+    expect(ok.contract).toBe(CONTRACT);
+    expect(ok.results).toMatchObject([{ emailId: 'em_other', duplicate: false, error: '' }]);
+    await feed.until(() => feed.of('em_other').some((e) => e.type === 'sent'));
+  }, 30_000);
+
+  it('resumes Events from a cursor, and Ack prunes what control has recorded', async () => {
+    const before = [...feed.events];
+    const cursor = before[Math.floor(before.length / 2)]!.seq;
+
+    // A reconnecting consumer gets exactly the events after its cursor, then live ones.
+    const resumed = follow(gw.client, cursor);
+    await resumed.until((ev) => ev.length >= before.filter((e) => e.seq > cursor).length);
+    expect(resumed.events.map((e) => e.seq)).toEqual(before.filter((e) => e.seq > cursor).map((e) => e.seq));
+    await enqueue(gw.client, message('em_live', ['bob@ok.test']));
+    await resumed.until(() => resumed.of('em_live').some((e) => e.type === 'sent'));
+    resumed.stop();
+    const seqs = resumed.events.map((e) => Number(e.seq));
+    expect(seqs.every((s, i) => s > Number(cursor) && (i === 0 || s > seqs[i - 1]!))).toBe(true);
+
+    await unary(gw.client, 'ack', create(AckRequestSchema, { seq: cursor }));
+    const stats = await unary<QueueStatsResponse>(gw.client, 'queueStats', create(QueueStatsRequestSchema));
+    expect(stats.lastSeq).toBe(feed.events.at(-1)!.seq);
+    expect(Number(stats.outboxPending)).toBe(feed.events.filter((e) => e.seq > cursor).length);
+    const fromZero = follow(gw.client, 0n);
+    await fromZero.until((ev) => ev.length > 0);
+    fromZero.stop();
+    expect(fromZero.events[0]!.seq).toBeGreaterThan(cursor);
+  }, 30_000);
+
+  it('survives kill -9: queued mail is delivered after restart, interrupted enqueues settle', async () => {
+    // Mail in mid-session (DATA answer held back) and mail waiting for a retry.
+    sink.setBehaviour('slow@ok.test', { dataDelayMs: 2500 });
+    sink.setBehaviour('stuck@ok.test', { rcpt: Array(1000).fill(replies.greylisted) });
+    const slow = ['em_c1', 'em_c2', 'em_c3'].map((id) => message(id, ['slow@ok.test']));
+    const stuck = message('em_x1', ['stuck@ok.test']);
+    for (const r of await enqueue(gw.client, ...slow, stuck)) expect(r).toMatchObject({ duplicate: false, error: '' });
+    await feed.until(() => feed.of('em_x1').some((e) => e.type === 'deferred') && sink.attempts('slow@ok.test') >= 3);
+    feed.stop();
+    expect(await stopGateway(gw, 'SIGKILL')).toBe(null);
+
+    // While it is down, fake the two crash windows of Enqueue in its outbox:
+    // em_x1 as if the gateway died after Haraka queued it but before recording so,
+    // em_y1 as if it died before Haraka wrote anything.
+    const outbox = Outbox.open(path.join(dataDir, 'gateway', 'outbox.db'));
+    await outbox.forgetEnqueued(['em_x1']);
+    expect(await outbox.beginEnqueue('em_x1')).toBeUndefined();
+    expect(await outbox.beginEnqueue('em_y1')).toBeUndefined();
+    expect(await outbox.getEnqueueState('em_c1')).toBe('queued');
+    outbox.close();
+
+    sink.setBehaviour('slow@ok.test', {});
+    sink.setBehaviour('stuck@ok.test', {});
+    const sentBefore = new Set(feed.events.filter((e) => e.type === 'sent').map((e) => e.emailId));
+    gw = await startGateway(env);
+    feed = follow(gw.client, 0n);
+    // Settled from Haraka's queue files at start, before Haraka loaded them.
+    const recovery = gw.log.map((l) => JSON.parse(l) as Record<string, unknown>).find((r) => r.msg === 'resolved enqueues interrupted by a crash');
+    expect(recovery).toMatchObject({ queued: 1, notQueued: 1 });
+
+    const again = await enqueue(gw.client, ...slow, stuck, message('em_y1', ['fresh@ok.test']));
+    expect(again.map((r) => [r.emailId, r.duplicate, r.error])).toEqual([
+      ['em_c1', true, ''],
+      ['em_c2', true, ''],
+      ['em_c3', true, ''],
+      ['em_x1', true, ''], // found in Haraka's queue at start: not sent again
+      ['em_y1', false, ''], // never reached Haraka: sent now
+    ]);
+
+    const ids = ['em_c1', 'em_c2', 'em_c3', 'em_x1', 'em_y1'];
+    await feed.until(() => ids.every((id) => feed.of(id).some((e) => e.type === 'sent')));
+    for (const id of ['em_c1', 'em_c2', 'em_c3']) expect(sentBefore.has(id)).toBe(false);
+    for (const id of ids) expect(sink.messages.some((m) => m.emailId === id)).toBe(true);
+    await sleep(1500);
+    expect(sink.messages.filter((m) => m.emailId === 'em_x1')).toHaveLength(1);
+    expect(sink.messages.filter((m) => m.emailId === 'em_y1')).toHaveLength(1);
+    // Events written before the crash were kept and streamed again from the outbox.
+    expect(feed.of('em_x1').filter((e) => e.type === 'deferred').length).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('stops on SIGTERM after the SMTP session under way has finished', async () => {
+    sink.setBehaviour('drain@ok.test', { dataDelayMs: 1500 });
+    await enqueue(gw.client, message('em_drain', ['drain@ok.test']));
+    await feed.until(() => sink.attempts('drain@ok.test') >= 1);
+    feed.stop();
+    expect(await stopGateway(gw, 'SIGTERM')).toBe(0);
+    expect(sink.messages.filter((m) => m.emailId === 'em_drain')).toHaveLength(1);
+
+    // Its outcome was recorded before the exit, so the next start does not send it again.
+    gw = await startGateway(env);
+    feed = follow(gw.client, 0n);
+    await feed.until(() => feed.of('em_drain').some((e) => e.type === 'sent'));
+    await sleep(1000);
+    expect(types(feed.of('em_drain'))).toEqual(['sending#1', 'sent#1']);
+  }, 30_000);
+});
