@@ -1,23 +1,7 @@
 // CLI commands of the auth area: providers, allowed origins, settings. Each
 // calls the auth admin API of the running control. The CLI (control/cli) runs them;
-// they know it only through the context below.
-
-/** What a command gets from the CLI that runs it: the parsed options, an admin API client and output helpers. */
-export interface CommandContext {
-  opts: Record<string, string | boolean>;
-  positionals: string[];
-  call(method: string, path: string, body?: unknown): Promise<any>;
-  /** A required --option's value. */
-  need(name: string): string;
-  /** The --project slug, URL-encoded. */
-  slug(): string;
-  table(rows: Array<Record<string, unknown>>): string;
-  /** Ends the command with a message for the operator (exit status 1). */
-  fail(message: string): never;
-}
-
-/** Commands by their two words, e.g. "provider set". */
-export type Commands = Record<string, { usage: string; run(ctx: CommandContext): Promise<{ data: unknown; text: string }> }>;
+// they know it only through core/cli-commands.ts.
+import type { CliContext, Commands } from '../core/cli-commands.js';
 
 const flags: Record<string, string> = {
   'client-id': 'clientId',
@@ -43,15 +27,15 @@ const csv = (v: string) =>
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-const str = (c: CommandContext, name: string): string | undefined => (typeof c.opts[name] === 'string' ? (c.opts[name] as string) : undefined);
+const str = (c: CliContext, name: string): string | undefined => (typeof c.opts[name] === 'string' ? (c.opts[name] as string) : undefined);
 
-function origin(c: CommandContext): string {
+function origin(c: CliContext): string {
   const o = c.positionals[0] ?? str(c, 'origin');
   if (!o) c.fail('give the origin, e.g. https://app.example.com');
   return o;
 }
 
-function callbackUrl(c: CommandContext): string {
+function callbackUrl(c: CliContext): string {
   const u = c.positionals[0] ?? str(c, 'url');
   if (!u) c.fail('give the callback URL, e.g. https://app.example.com/auth/callback');
   return u;
@@ -75,7 +59,7 @@ const providerRow = (p: any) => ({
 const settingsText = (d: any) =>
   `session ttl: ${d.sessionTtlSeconds} s\ncode sender: ${d.codeFrom ?? '(system sender)'}\ntelegram auth_date window: ${d.telegramWindowSeconds} s\ncode verifier required: ${d.requireCodeVerifier ? 'on' : 'off'}`;
 
-function int(c: CommandContext, name: string): number | null | undefined {
+function int(c: CliContext, name: string): number | null | undefined {
   const v = str(c, name);
   if (v === undefined) return undefined;
   if (v === '' || v === 'default') return null;

@@ -9,7 +9,8 @@ import { callbackRoutes, keyRoutes } from './routes.js';
 import type { SessionChecker } from './sessions.js';
 import { settings } from './settings.js';
 import { hostedPlugin } from './hosted/plugin.js';
-import { authCommands, type Commands } from './cli.js';
+import type { Commands } from '../core/cli-commands.js';
+import { authCommands } from './cli.js';
 
 export type { AuthDeps } from './services.js';
 export type { SendSystemMail, SystemMessage, Limiter } from './codes.js';

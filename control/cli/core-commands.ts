@@ -1,5 +1,5 @@
 // Projects and API keys.
-import { CliError, type Commands } from './context.js';
+import { CliError, type Commands } from '../../core/cli-commands.js';
 
 export const coreCommands: Commands = {
   'project create': {

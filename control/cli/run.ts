@@ -3,7 +3,7 @@
 // or the data dir), so every change is validated in one place and takes effect at once.
 import { loadConfig } from '../../core/config.js';
 import { adminToken } from '../../core/secrets.js';
-import { CliError, type CliContext, type Commands } from './context.js';
+import { CliError, type CliContext, type Commands } from '../../core/cli-commands.js';
 
 const FLAGS = new Set(['json', 'help', 'force']);
 

@@ -1,6 +1,6 @@
 // `postgate throttle list|set` and `postgate pacing approve`: the operator's pacing
 // commands, through the admin API (so a change is stored and pushed to the gateways at once).
-import { CliError, type CliContext, type Commands } from '../cli/context.js';
+import { CliError, type CliContext, type Commands } from '../../core/cli-commands.js';
 
 const number = (c: CliContext, name: string): number | undefined => {
   const v = c.opts[name];

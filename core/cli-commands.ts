@@ -1,4 +1,5 @@
-// What every CLI command gets: the parsed options, an admin API client and output helpers.
+// The contract between the CLI and its commands (control's and auth's): what a command
+// gets (the parsed options, an admin API client, output helpers) and what it returns.
 export class CliError extends Error {}
 
 export interface CliContext {
