@@ -9,7 +9,12 @@ import { fileURLToPath } from 'node:url';
 import { buildSync } from 'esbuild';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-export const dist = path.join(root, 'dist');
+/**
+ * The compiled tree: dist/, or POSTGATE_BUILD_DIR (a folder name inside the checkout, so
+ * node_modules resolve) when several test runs share one checkout and must not rebuild
+ * each other's tree mid-run.
+ */
+export const dist = path.join(root, process.env.POSTGATE_BUILD_DIR || 'dist');
 const SOURCES = ['core', 'common', 'control', 'auth', 'gateway', 'plugins', 'proto'];
 /** Not server code: the React SDK's own build and packages, and the widget's browser sources (copied). */
 const SKIP = [path.join('auth', 'sdk', 'dist'), path.join('auth', 'sdk', 'node_modules'), path.join('auth', 'hosted', 'browser')];

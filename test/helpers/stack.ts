@@ -7,10 +7,11 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { freePort } from './ports.js';
+import { dist } from '../../deploy/build.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const exec = promisify(execFile);
-const supervisor = path.join(root, 'dist/control/supervisor.js');
+const supervisor = path.join(dist, 'control/supervisor.js');
 
 export interface StackOptions {
   env?: Record<string, string>;
@@ -129,7 +130,7 @@ export class Stack {
   }
 
   async cli(...args: string[]): Promise<string> {
-    const { stdout } = await exec(process.execPath, [path.join(root, 'bin/postgate.js'), ...args], { cwd: root, env: { ...process.env, ...this.env } });
+    const { stdout } = await exec(process.execPath, [path.join(dist, 'control/cli/main.js'), ...args], { cwd: root, env: { ...process.env, ...this.env } });
     return stdout;
   }
 

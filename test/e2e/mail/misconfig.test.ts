@@ -5,8 +5,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { dist } from '../../../deploy/build.js';
 
-const supervisor = path.resolve('dist/control/supervisor.js');
+const supervisor = path.join(dist, 'control/supervisor.js');
 
 function start(env: Record<string, string>) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'postgate-misconfig-'));
