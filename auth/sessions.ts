@@ -50,6 +50,12 @@ export class Sessions {
       if (key.startsWith('user:')) this.users.delete(key.slice(5));
       else this.byHash.delete(key);
     });
+    // Invalidations may have been missed (Redis away): nothing cached is trusted.
+    invalidator.onReset(() => {
+      this.generation++;
+      this.byHash.clear();
+      this.users.clear();
+    });
   }
 
   private newSession(ttlMs: number): { token: string; row: NewSession } {

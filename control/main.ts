@@ -3,7 +3,9 @@
 import { loadConfig } from '../core/config.js';
 import { adminToken, masterSecret } from '../core/secrets.js';
 import { createLogger } from '../core/log.js';
-import { localInvalidator } from '../core/invalidation.js';
+import { localInvalidator, redisInvalidator } from '../core/invalidation.js';
+import { connectRedis } from '../core/redis.js';
+import { SharedCounters } from '../core/shared-counters.js';
 import { openStore } from './store/index.js';
 import { KeyAuthenticator } from './api-keys/authenticate.js';
 import { GatewayClients } from './delivery/gateways.js';
@@ -15,7 +17,7 @@ import { Metrics } from './metrics.js';
 import { buildApp, buildAdminApp, type AppDeps } from './app.js';
 import { FastLane } from './http/fast-lane.js';
 import { createAuth } from '../auth/plugin.js';
-import { memoryCounters } from './limits/counters.js';
+import { memoryCounters, sharedCounters } from './limits/counters.js';
 import { RateLimiter } from './limits/rate-limit.js';
 import { makeResolver } from '../core/dns.js';
 import { sealer } from '../core/crypto.js';
@@ -30,8 +32,16 @@ import { PacingService } from './pacing/service.js';
 process.umask(0o077); // data-dir files are the service's alone (core/data-dir.ts), also when run without the supervisor
 const config = loadConfig();
 const log = createLogger('control', config.logLevel);
-const invalidator = localInvalidator();
-const store = await openStore(config, invalidator);
+// Redis, when configured: what several control nodes share fast (invalidations, limit counters).
+// Not needed to start: a node without it runs on per-node shares until it answers.
+const redis = config.redisUrl ? connectRedis({ redisUrl: config.redisUrl, redisPrefix: config.redisPrefix }, log) : undefined;
+const invalidator = redis ? redisInvalidator(redis, log) : localInvalidator();
+// A database that cannot be opened (unreachable, wrong password, missing) is a configuration error:
+// one line, and exit code 78 (EX_CONFIG) so the supervisor stops instead of restarting into it.
+const store = await openStore(config, invalidator).catch((err: unknown) => {
+  console.error(`postgate: ${String((err as Error).message ?? err).split('\n')[0]}`);
+  return process.exit(78);
+});
 const metrics = new Metrics();
 const gateways = new GatewayClients(config.gateways);
 const secret = masterSecret(config);
@@ -52,7 +62,7 @@ metrics.gauge('postgate_store_writes', () => store.stats().writes, 'Writes commi
 metrics.gauge('postgate_process_rss_bytes', () => process.memoryUsage().rss);
 
 // One set of fixed-window counters for every limit of the process (API rate, sign-in codes, SMTP, admin guard).
-const counters = memoryCounters();
+const counters = redis ? sharedCounters(new SharedCounters(redis, { role: 'control', nodes: config.redisNodes, log })) : memoryCounters();
 const limiter = new RateLimiter(counters);
 const fastLane = new FastLane(metrics, config.http);
 const deps: AppDeps = {
@@ -126,6 +136,7 @@ async function shutdown(signal: string): Promise<void> {
   await events.stop();
   gateways.close();
   await store.close();
+  await redis?.close();
   log.info('control stopped');
   process.exit(0);
 }

@@ -41,7 +41,15 @@ interface Child {
   timer?: NodeJS.Timeout;
   /** Scheduling priority (nice value) of the child. */
   nice: number;
+  /** Times started (a child that never ran is told apart from one that ran, then died). */
+  starts?: number;
 }
+
+/**
+ * A child's exit code for "this configuration cannot start" (EX_CONFIG, e.g. a database that cannot
+ * be opened): the child printed why; restarting it would only print it again.
+ */
+const EX_CONFIG = 78;
 
 // V8 flags of both children. V8 lets garbage pile up to several times the live heap before a
 // full collection; a small growth step keeps each process near its live size (measured in
@@ -52,16 +60,18 @@ interface Child {
 // MALLOC_ARENA_MAX=2 (~8 MB, but SMTP submission halved).
 const V8_FLAGS = ['--heap-growing-percent=10', '--v8-pool-size=1'];
 
+// POSTGATE_ROLE picks the children: both (one machine), or control or gateway alone (several nodes).
 const children: Child[] = [
   // Accepting mail is what callers wait on; delivery is background work that catches up. On a busy
   // machine the gateway gets what CPU control leaves (a higher nice value), not an equal share.
-  { name: 'gateway', entry: `gateway/main${ext}`, stopSignal: 'SIGINT', startedAt: 0, backoffMs: 250, nice: 10 },
-  { name: 'control', entry: `control/main${ext}`, stopSignal: 'SIGTERM', startedAt: 0, backoffMs: 250, nice: 0 },
-];
+  { name: 'gateway' as const, entry: `gateway/main${ext}`, stopSignal: 'SIGINT' as const, startedAt: 0, backoffMs: 250, nice: config.role === 'both' ? 10 : 0 },
+  { name: 'control' as const, entry: `control/main${ext}`, stopSignal: 'SIGTERM' as const, startedAt: 0, backoffMs: 250, nice: 0 },
+].filter((c) => config.role === 'both' || c.name === config.role);
 let stopping = false;
 
 function start(c: Child): void {
   c.startedAt = Date.now();
+  c.starts = (c.starts ?? 0) + 1;
   // detached: a Ctrl-C in the terminal reaches the supervisor only, which then stops the children in order.
   // POSTGATE_NODE_ARGS: extra Node flags for the children (e.g. --cpu-prof, --max-old-space-size=…).
   const extra = (process.env.POSTGATE_NODE_ARGS ?? '').split(' ').filter(Boolean);
@@ -75,6 +85,13 @@ function start(c: Child): void {
   proc.on('exit', (code, signal) => {
     c.proc = undefined;
     if (stopping) return;
+    // At the first start it is the operator's to fix: the node stops. Later (it ran, then died) it is an outage
+    // of what it depends on, such as the database: restarted with backoff like any other exit.
+    if (code === EX_CONFIG && c.starts === 1) {
+      log.error({ child: c.name, code }, `${c.name} cannot start with this configuration (its line above says why); stopping`);
+      void shutdown('configuration', 1);
+      return;
+    }
     // A child that ran a while gets a quick restart; one that keeps dying backs off.
     c.backoffMs = Date.now() - c.startedAt > 30_000 ? 250 : Math.min(c.backoffMs * 2, 10_000);
     log.error({ child: c.name, code, signal, restartInMs: c.backoffMs }, 'child exited; restarting');
@@ -99,16 +116,15 @@ function stopChild(c: Child): Promise<void> {
   });
 }
 
-async function shutdown(signal: string): Promise<void> {
+async function shutdown(signal: string, exitCode = 0): Promise<void> {
   if (stopping) return;
   stopping = true;
   log.info({ signal }, 'stopping');
   // Control first: it stops taking mail and commits what it accepted; then the gateway drains.
-  await stopChild(children[1]!);
-  await stopChild(children[0]!);
+  for (const c of [...children].reverse()) await stopChild(c);
   for (const c of children) fs.rmSync(path.join(runDir, `${c.name}.pid`), { force: true });
   log.info('stopped');
-  process.exit(0);
+  process.exit(exitCode);
 }
 
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

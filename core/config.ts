@@ -120,6 +120,9 @@ export interface AuthSettings {
   codeSendsPerProjectHour: number;
 }
 
+export type Role = 'both' | 'control' | 'gateway';
+const ROLES: readonly Role[] = ['both', 'control', 'gateway'];
+
 export interface Config {
   dataDir: string;
   host: string;
@@ -130,7 +133,11 @@ export interface Config {
   smtpPort: number;
   grpcPort: number;
   gatewayPort: number;
+  /** Where this node's gateway listens for control (loopback unless the gateway serves controls on other machines). */
+  gatewayHost: string;
   gateways: HostPort[];
+  /** What this node runs (POSTGATE_ROLE): control, gateway, or both (one machine). */
+  role: Role;
   inboundPort: number;
   baseUrl: string;
   idUrl: string;
@@ -140,6 +147,8 @@ export interface Config {
   sendingIps: string[];
   systemFrom: string;
   secret: string | undefined;
+  /** POSTGATE_DATABASE_URL: the PostgreSQL database several control nodes share; undefined = SQLite in the data dir. */
+  databaseUrl: string | undefined;
   tlsCert: string | undefined;
   tlsKey: string | undefined;
   adminToken: string | undefined;
@@ -159,6 +168,12 @@ export interface Config {
   pacing: PacingSettings;
   /** POSTGATE_TEST_CLOCK=1: the admin API (and the gateways) let tests move the clock. */
   testClock: boolean;
+  /** POSTGATE_REDIS_URL: shared limit and pacing counters and cross-node cache invalidation; unset = this process's memory. */
+  redisUrl: string | undefined;
+  /** POSTGATE_REDIS_PREFIX: put before every key and channel, so several deployments (or test stacks) can share one server. */
+  redisPrefix: string;
+  /** POSTGATE_REDIS_NODES: nodes of a kind assumed while Redis is down and no heartbeat has told how many there are. */
+  redisNodes: number;
 }
 
 // A new sender's first days, per provider (a day's norm × growth each further day: ~×57 in 10 days).
@@ -248,11 +263,65 @@ function systemFrom(env: NodeJS.ProcessEnv, baseHost: string): string {
   return `no-reply@${baseHost}`;
 }
 
+/**
+ * The shared database, when one is named. Several nodes on it must derive the same keys (code
+ * hashes, sealed DKIM keys, webhook secrets, return-path MACs), so a secret generated into one
+ * node's data dir would not do: POSTGATE_SECRET is required with it.
+ */
+function databaseUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.POSTGATE_DATABASE_URL;
+  if (!raw) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    /* reported below */
+  }
+  if (!url || (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:')) {
+    throw new Error('POSTGATE_DATABASE_URL must be a postgres://user:password@host:port/database URL');
+  }
+  if (!env.POSTGATE_SECRET) {
+    throw new Error('POSTGATE_DATABASE_URL is set but POSTGATE_SECRET is not: every node on a shared database needs the same secret');
+  }
+  return raw;
+}
+
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`${name} must be a port number, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+/** A redis:// or rediss:// URL; the password never goes into the message. */
+function redisUrl(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  let u: URL | undefined;
+  try {
+    u = new URL(raw);
+  } catch {}
+  if (!u || (u.protocol !== 'redis:' && u.protocol !== 'rediss:') || !u.hostname)
+    throw new Error(
+      `POSTGATE_REDIS_URL must be a URL such as redis://127.0.0.1:6379 or rediss://:password@host:6380/0, got ${JSON.stringify(raw.replace(/\/\/[^@/]*@/, '//…@'))}`,
+    );
+  if (u.pathname.length > 1 && !/^\/\d+$/.test(u.pathname))
+    throw new Error(`POSTGATE_REDIS_URL: the path must be a database number (/0), got ${JSON.stringify(u.pathname)}`);
+  return raw;
+}
+
+function redisPrefix(raw: string | undefined): string {
+  if (raw === undefined || raw === '') return 'postgate:';
+  if (!/^[\x21-\x7e]{1,64}$/.test(raw))
+    throw new Error(`POSTGATE_REDIS_PREFIX must be 1 to 64 printable characters without spaces, got ${JSON.stringify(raw)}`);
+  return raw;
+}
+
+function redisNodes(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return 2;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 1000)
+    throw new Error(`POSTGATE_REDIS_NODES must be a whole number of nodes (1 or more), got ${JSON.stringify(raw)}`);
   return n;
 }
 
@@ -293,7 +362,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   let file: Record<string, unknown> = {};
   if (env.POSTGATE_CONFIG) file = JSON.parse(fs.readFileSync(env.POSTGATE_CONFIG, 'utf8')) as Record<string, unknown>;
   const gateways = list(env.POSTGATE_GATEWAYS).map((g) => parseHostPort(g, gatewayPort));
+  const role = (env.POSTGATE_ROLE || 'both') as Role;
+  if (!ROLES.includes(role)) throw new Error(`POSTGATE_ROLE must be one of ${ROLES.join(', ')} (got ${JSON.stringify(env.POSTGATE_ROLE)})`);
+  if (role === 'control' && !gateways.length)
+    throw new Error('POSTGATE_ROLE=control runs no gateway here: set POSTGATE_GATEWAYS to the gateways it sends through (host:port list)');
   return {
+    role,
     dataDir,
     host,
     httpPort,
@@ -302,6 +376,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpPort: int(env, 'POSTGATE_SMTP_PORT', 2587),
     grpcPort: int(env, 'POSTGATE_GRPC_PORT', 50051),
     gatewayPort,
+    gatewayHost: env.POSTGATE_GATEWAY_HOST || '127.0.0.1',
     gateways: gateways.length ? gateways : [{ host: '127.0.0.1', port: gatewayPort }],
     inboundPort: int(env, 'POSTGATE_INBOUND_PORT', 2525),
     baseUrl,
@@ -312,6 +387,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sendingIps: list(env.POSTGATE_SENDING_IPS),
     systemFrom: systemFrom(env, baseHost),
     secret: env.POSTGATE_SECRET || undefined,
+    databaseUrl: databaseUrl(env),
     tlsCert: env.POSTGATE_TLS_CERT || undefined,
     tlsKey: env.POSTGATE_TLS_KEY || undefined,
     adminToken: env.POSTGATE_ADMIN_TOKEN || undefined,
@@ -332,5 +408,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     http: merge(defaults.http, file.http, 'http'),
     pacing: pacingSettings(file.pacing),
     testClock: env.POSTGATE_TEST_CLOCK === '1',
+    redisUrl: redisUrl(env.POSTGATE_REDIS_URL),
+    redisPrefix: redisPrefix(env.POSTGATE_REDIS_PREFIX),
+    redisNodes: redisNodes(env.POSTGATE_REDIS_NODES),
   };
 }

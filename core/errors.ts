@@ -24,6 +24,7 @@ export type ErrorCode =
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA_TYPE'
   | 'SERVER_BUSY'
+  | 'STORE_UNAVAILABLE'
   | 'INTERNAL';
 
 export const statusOf: Record<ErrorCode, number> = {
@@ -50,6 +51,7 @@ export const statusOf: Record<ErrorCode, number> = {
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   SERVER_BUSY: 503,
+  STORE_UNAVAILABLE: 503,
   INTERNAL: 500,
 };
 
@@ -77,3 +79,16 @@ export class ApiError extends Error {
 
 export const invalid = (message: string): ApiError => new ApiError('INVALID_REQUEST', message);
 export const notFound = (what = 'Not found'): ApiError => new ApiError('NOT_FOUND', what);
+
+/**
+ * The store's database cannot be reached (a network database lost mid-run): nothing was
+ * recorded, or its commit could not be confirmed. Answered 503 with Retry-After over HTTP,
+ * 451 4.3.0 over SMTP and UNAVAILABLE over gRPC, so clients retry rather than give up.
+ */
+export class StoreUnavailableError extends ApiError {
+  constructor(cause?: unknown) {
+    super('STORE_UNAVAILABLE', 'The database is unavailable; try again shortly', {}, { 'Retry-After': '2' });
+    this.name = 'StoreUnavailableError';
+    if (cause !== undefined) this.cause = cause;
+  }
+}

@@ -185,9 +185,10 @@ export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCou
   // Control batches whole messages (attachments included) into one Enqueue.
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 256 * 1024 * 1024 });
   server.addService(grpcDefinition(GatewayService), handlers);
-  // The internal API enqueues mail without authentication: it listens on loopback only,
-  // whatever POSTGATE_HOST says. Gateways on other machines need a private link.
-  const host = '127.0.0.1';
+  // The internal API enqueues mail without authentication: it listens on loopback unless
+  // POSTGATE_GATEWAY_HOST names a private interface (controls on other machines), never on
+  // POSTGATE_HOST, the public one.
+  const host = rt.config.gatewayHost;
   const { gatewayPort } = rt.config;
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${net.isIPv6(host) ? `[${host}]` : host}:${gatewayPort}`, grpc.ServerCredentials.createInsecure(), (err, p) =>

@@ -1,6 +1,7 @@
 // State shared by gateway/main.ts and the Haraka plugins of one gateway process.
 // The plugins are CommonJS and reach this ES module with import(), which returns
 // the same instance main.ts loaded, so there is one config, logger and outbox.
+import crypto from 'node:crypto';
 import { loadConfig, type Config } from '../core/config.js';
 import { createLogger, type Logger } from '../core/log.js';
 import { Outbox, type DeliveryEventRow, type NewDeliveryEvent, type UsageRow } from './outbox/outbox.js';
@@ -8,6 +9,8 @@ import { clock, dayOf } from '../core/clock.js';
 import { EventFeed } from './event-feed.js';
 import { gatewayPaths, type GatewayPaths } from './paths.js';
 import { Pacer } from './pacing/pacer.js';
+import { connectRedis } from '../core/redis.js';
+import { SharedCounters } from '../core/shared-counters.js';
 
 export interface GatewayContext {
   config: Config;
@@ -22,7 +25,7 @@ export interface GatewayRuntime extends GatewayContext {
   attempts: Set<string>;
   /** Warm-up, rate and connection limits (postgate_pacing); throttles pushed by control. */
   pacer: Pacer;
-  /** Writes warm-up counters not yet saved (at shutdown). */
+  /** Writes warm-up counters not yet saved, to the outbox and to Redis, and closes Redis (at shutdown). */
   flushUsage(): Promise<void>;
   /** Appends events durably, then wakes the Events streams. */
   record(events: readonly NewDeliveryEvent[]): Promise<DeliveryEventRow[]>;
@@ -52,10 +55,21 @@ async function open(): Promise<GatewayRuntime> {
     unsaved = [];
     return outbox.addUsage(rows).catch((err) => ctx.log.error({ err }, 'could not record pacing usage'));
   };
-  const pacer = new Pacer(ctx.config.pacing.providers, (rows) => {
-    if (!unsaved.length) setTimeout(() => void saveUsage(), 250).unref();
-    unsaved.push(...rows);
-  });
+  // Several gateways share warm-up and rate counts through Redis when it is configured; not needed to start.
+  const { redisUrl, redisPrefix, redisNodes } = ctx.config;
+  const redis = redisUrl ? connectRedis({ redisUrl, redisPrefix }, ctx.log) : undefined;
+  // Named as before a restart: the warm-up counts this gateway seeds from its outbox replace its own in Redis instead of adding to them.
+  let node = await outbox.setting('redis-node');
+  if (redis && !node) await outbox.putSetting('redis-node', (node = crypto.randomUUID()));
+  const shared = redis && new SharedCounters(redis, { role: 'gateway', nodes: redisNodes, log: ctx.log, node });
+  const pacer = new Pacer(
+    ctx.config.pacing.providers,
+    (rows) => {
+      if (!unsaved.length) setTimeout(() => void saveUsage(), 250).unref();
+      unsaved.push(...rows);
+    },
+    shared,
+  );
   pacer.loadUsage(await outbox.usageOfDay(dayOf(clock.now())));
   // The operator's throttles as control last pushed them, so a restart does not fall back to the defaults.
   const pushed = await outbox.setting('throttles');
@@ -66,7 +80,10 @@ async function open(): Promise<GatewayRuntime> {
     feed,
     attempts: new Set(),
     pacer,
-    flushUsage: saveUsage,
+    async flushUsage() {
+      await saveUsage();
+      await redis?.close();
+    },
     async record(events) {
       const rows = await outbox.appendEvents(events.filter((e) => e.emailId));
       if (rows.length) feed.published(rows[rows.length - 1]!.seq);

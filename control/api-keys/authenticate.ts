@@ -40,6 +40,11 @@ export class KeyAuthenticator {
   ) {
     invalidator.subscribe('key', (hash) => this.keys.delete(hash));
     invalidator.subscribe('project', (id) => this.projects.delete(id));
+    // Invalidations may have been missed (Redis away): nothing cached is trusted.
+    invalidator.onReset(() => {
+      this.keys.clear();
+      this.projects.clear();
+    });
   }
 
   async resolve(plain: string | undefined, need: KeyRequirement): Promise<Caller> {

@@ -168,7 +168,17 @@ export class Dispatcher {
 
   private async drain(): Promise<void> {
     while (!this.stopped) {
-      const rows = await this.next();
+      let rows: Awaited<ReturnType<Dispatcher['next']>>;
+      try {
+        rows = await this.next();
+      } catch (err) {
+        // The store is unreachable (a network database lost): try again shortly, once logged per outage.
+        if (!this.down.has('store')) this.log.warn({ err: (err as Error).message }, 'cannot read mail to dispatch; will retry');
+        this.down.set('store', 'unavailable');
+        this.schedule();
+        return;
+      }
+      if (this.down.delete('store')) this.log.info('mail to dispatch readable again');
       if (!rows.length) return;
       const byGateway = new Map<Gateway, typeof rows>();
       for (const r of rows) {

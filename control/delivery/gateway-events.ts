@@ -94,7 +94,15 @@ class Consumer {
   async connect(): Promise<void> {
     if (this.stopped) return;
     await this.applying;
-    const cursor = await this.deps.store.deliveryLog.cursor(this.gw.name);
+    let cursor: number;
+    try {
+      cursor = await this.deps.store.deliveryLog.cursor(this.gw.name);
+    } catch (err) {
+      // The store is unreachable (a network database lost): the stream resumes from the cursor once it answers.
+      this.deps.log.debug({ gateway: this.gw.name, err: (err as Error).message }, 'event cursor unreadable; retrying');
+      setTimeout(() => void this.connect(), RECONNECT_MS).unref();
+      return;
+    }
     this.committed = cursor;
     const stream = this.deps.gateways.events(this.gw, cursor);
     this.stream = stream;

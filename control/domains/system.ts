@@ -24,18 +24,30 @@ export async function ensureSystemSender(
     return undefined;
   }
   const domain = domainOf(from.address);
-  let project = await store.projects.bySlug(SYSTEM_PROJECT_SLUG);
-  if (!project) {
-    project = await store.projects.create(
-      { id: 'system', slug: SYSTEM_PROJECT_SLUG, name: 'postgate system sender', plan: 'scale', createdAt: clock.now() },
-      [],
-    );
-  }
-  let d = await store.domains.byName(project.id, domain);
-  if (!d) {
-    d = await createDomain(store, config, dkimSealer, project.id, domain, { allowLocal: true });
-    log.info({ domain, records: d.records }, 'system sender domain created; publish these DNS records for it');
-  }
+  // Several controls may start at once on one database: whoever loses the race to create the
+  // project or the domain reads back what the winner wrote.
+  const project = await createOrRead(
+    () => store.projects.bySlug(SYSTEM_PROJECT_SLUG),
+    () => store.projects.create({ id: 'system', slug: SYSTEM_PROJECT_SLUG, name: 'postgate system sender', plan: 'scale', createdAt: clock.now() }, []),
+  );
+  const existing = await store.domains.byName(project.id, domain);
+  const d = await createOrRead(
+    () => store.domains.byName(project.id, domain),
+    () => createDomain(store, config, dkimSealer, project.id, domain, { allowLocal: true }),
+  );
+  if (!existing) log.info({ domain, records: d.records }, 'system sender domain created; publish these DNS records for it');
   if (d.status !== 'verified') await store.domains.update(d.id, 'verified', d.records, clock.now(), clock.now());
   return { projectId: project.id, domain };
+}
+
+async function createOrRead<T>(read: () => Promise<T | undefined>, create: () => Promise<T>): Promise<T> {
+  const found = await read();
+  if (found) return found;
+  try {
+    return await create();
+  } catch (err) {
+    const raced = await read();
+    if (raced) return raced;
+    throw err;
+  }
 }

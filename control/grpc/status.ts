@@ -15,6 +15,8 @@ const byHttpStatus: Record<number, grpc.status> = {
   415: grpc.status.INVALID_ARGUMENT,
   422: grpc.status.FAILED_PRECONDITION,
   429: grpc.status.RESOURCE_EXHAUSTED,
+  // Busy, or the store unreachable: nothing was done, the client retries (after `retry-after`).
+  503: grpc.status.UNAVAILABLE,
 };
 
 export const CODE_KEY = 'x-postgate-code';

@@ -73,7 +73,9 @@ export function newFastify({ config, log, metrics, serverFactory, budgetBodies =
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const apiErr = toApiError(err);
-    if (apiErr.status >= 500) req.log.error({ err, url: req.url }, 'request failed');
+    // An unreachable database is an outage, not a bug: a warning with its cause (503 and Retry-After go to the client).
+    if (apiErr.code === 'STORE_UNAVAILABLE') req.log.warn({ url: req.url, cause: String((err as Error).cause ?? '') }, 'store unavailable');
+    else if (apiErr.status >= 500) req.log.error({ err, url: req.url }, 'request failed');
     metrics.inc(`postgate_http_errors_total{code="${apiErr.code}"}`);
     reply.code(apiErr.status).headers(apiErr.headers).send(apiErr.toJSON());
   });

@@ -1,7 +1,7 @@
 // Fixed-window counters behind one small interface: in process memory on one machine;
-// several control nodes would share them through Redis instead (INCR, and PEXPIRE on a
-// window's first hit: the same windows as here).
+// with POSTGATE_REDIS_URL, shared by every control node through Redis (core/shared-counters.ts).
 import { clock } from '../../core/clock.js';
+import type { SharedCounters } from '../../core/shared-counters.js';
 
 export interface WindowCount {
   count: number;
@@ -41,6 +41,24 @@ export function memoryCounters(): Counters {
       }
       w.count += by;
       return w;
+    },
+  };
+}
+
+/**
+ * The same interface over counters every control node shares (core/shared-counters.ts). `hit`
+ * stays a memory operation: the count is the others' count as last read from Redis (every
+ * 50 ms), this node's own, and the others' assumed progress since; past a limit the nodes
+ * together overshoot by at most about what the others admit in one flush interval. Windows are
+ * aligned to the clock (floor(now / windowMs)), not opened by a key's first hit as in
+ * memoryCounters(), so that all nodes count the same window. While Redis is away each node
+ * allows only its share: its own count × the number of nodes must stay within the limit.
+ */
+export function sharedCounters(shared: SharedCounters): Counters {
+  return {
+    hit(key, windowMs, by = 1, now = clock.now()) {
+      const c = shared.hit(key, windowMs, by, now);
+      return { count: c.judged, resetAt: c.resetAt };
     },
   };
 }

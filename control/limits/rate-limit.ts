@@ -3,7 +3,7 @@
 // RATE_LIMIT_EXCEEDED with Retry-After.
 import { ApiError } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
-import { memoryCounters, type Counters } from './counters.js';
+import { memoryCounters, type Counters, type WindowCount } from './counters.js';
 
 export interface RateDecision {
   headers: Record<string, string>;
@@ -17,16 +17,20 @@ export const secondsUntil = (resetAt: number, now: number = clock.now()): number
 
 function take(counters: Counters, key: string, limit: number, windowMs: number, refusal: Refusal, by: number): RateDecision {
   const now = clock.now();
-  const w = counters.hit(key, windowMs, by, now);
-  const resetSec = secondsUntil(w.resetAt, now);
-  const headers = {
+  const headersOf = (w: WindowCount) => ({
     'RateLimit-Policy': `${limit};w=${Math.round(windowMs / 1000)}`,
     'RateLimit-Limit': String(limit),
     'RateLimit-Remaining': String(Math.max(0, limit - w.count)),
-    'RateLimit-Reset': String(resetSec),
-  };
-  if (w.count > limit) throw new ApiError('RATE_LIMIT_EXCEEDED', refusal(resetSec), {}, { ...headers, 'Retry-After': String(resetSec) });
-  return { headers };
+    'RateLimit-Reset': String(secondsUntil(w.resetAt, now)),
+  });
+  // A refused event is not counted: with counters shared by several nodes it would take room
+  // from the window that nothing used.
+  const seen = counters.hit(key, windowMs, 0, now);
+  if (seen.count + by > limit) {
+    const resetSec = secondsUntil(seen.resetAt, now);
+    throw new ApiError('RATE_LIMIT_EXCEEDED', refusal(resetSec), {}, { ...headersOf(seen), 'Retry-After': String(resetSec) });
+  }
+  return { headers: headersOf(counters.hit(key, windowMs, by, now)) };
 }
 
 export class RateLimiter {

@@ -2,7 +2,7 @@
 // validate → checks → store (committed) → answer queued. Delivery starts after
 // the commit, in the dispatcher.
 import { Ajv, type ValidateFunction } from 'ajv';
-import { ApiError, invalid } from '../../core/errors.js';
+import { ApiError, invalid, StoreUnavailableError } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import { uuidv7 } from '../../core/ids.js';
 import type { Config } from '../../core/config.js';
@@ -257,7 +257,8 @@ export class MailPipeline {
           const refusal = await this.judge(caller, email, false);
           return refusal ? { email: this.failed(email, refusal), refusal } : { email };
         } catch (err) {
-          if (err instanceof ApiError) return err;
+          // An unreachable store fails the whole batch (503): a 202 must mean what it answers was stored.
+          if (err instanceof ApiError && !(err instanceof StoreUnavailableError)) return err;
           throw err;
         }
       }),
@@ -271,6 +272,8 @@ export class MailPipeline {
       ),
     );
     const accepted = (o: PromiseSettledResult<Acceptance>) => o.status === 'fulfilled' && o.value.kind === 'accepted';
+    const lost = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected' && o.reason instanceof StoreUnavailableError);
+    if (lost && !outcomes.some((o) => o.status === 'fulfilled')) throw lost.reason;
     if (emails.some((e, i) => !e.refusal && accepted(outcomes[i]!))) this.dispatcher.wake();
     let i = 0;
     return judged.map((j) => {

@@ -21,6 +21,8 @@ const replies: Partial<Record<ErrorCode, Reply>> = {
   RECIPIENT_IN_SUPPRESSION_LIST: { code: 550, enhanced: '5.1.1' },
   INVALID_REQUEST: { code: 550, enhanced: '5.6.0' },
   PAYLOAD_TOO_LARGE: { code: 552, enhanced: '5.3.4' },
+  // Nothing was stored: the client keeps the message and tries again.
+  STORE_UNAVAILABLE: { code: 451, enhanced: '4.3.0' },
 };
 
 export type SmtpError = Error & { responseCode: number };

@@ -104,6 +104,8 @@ export async function startSmtpSubmission({ config, log, access, pipeline, limit
         (err: unknown) => {
           if (!(err instanceof ApiError)) log.error({ err }, 'smtp auth lookup failed');
           log.info({ remote: session.remoteAddress, method: auth.method }, 'smtp auth refused');
+          // A key that could not be looked up (the store unreachable) is not a wrong key: 454, try again (RFC 4954).
+          if (err instanceof ApiError && err.code === 'STORE_UNAVAILABLE') return callback(smtpReply(454, '4.7.0', `STORE_UNAVAILABLE: ${err.message}`));
           callback(err instanceof ApiError ? smtpReply(535, '5.7.8', 'INVALID_API_KEY: Authentication credentials invalid') : smtpError(err));
         },
       );

@@ -10,6 +10,8 @@ export class ProjectCache<V> {
 
   constructor(invalidator: Invalidator, channel: string) {
     invalidator.subscribe(channel, (projectId) => this.entries.delete(projectId));
+    // While the cross-node bus is down (or was), other nodes' writes may have gone unheard.
+    invalidator.onReset(() => this.clear());
   }
 
   get(projectId: string, load: () => V): V {

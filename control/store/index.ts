@@ -1,7 +1,7 @@
 // Control's storage, the one module callers import: a Store made of repositories
 // whose methods are intents. Every change that touches several tables is one method
 // and atomic by contract, so a backend can keep it in one transaction (SQLite's group
-// commit, later one short PostgreSQL transaction); there is deliberately no generic
+// commit, or one short PostgreSQL transaction); there is deliberately no generic
 // transaction across this interface. Rules (quotas, bulk, the status machine,
 // webhook payloads) are pure modules the backends call, and refusals come back as
 // data for the pipeline to word.
@@ -358,7 +358,16 @@ export interface Emails {
   /** Several emails (a batch), each judged and settled on its own, committed together where the backend can. */
   acceptMany(list: NewEmail[], guards?: AcceptGuards): Array<Promise<Acceptance>>;
   get(projectId: string, id: string): Promise<StoredEmail | undefined>;
-  /** Accepted emails not yet handed to a gateway (and not held), oldest first; of one project when given. */
+  /**
+   * Accepted emails not yet handed to a gateway (and not held), oldest first; of one project when given.
+   * On a database several control nodes share (PostgreSQL) the call also claims what it returns for
+   * this node, for a lease of about 30 s on the database's clock: another node's call skips them, so
+   * two nodes never hand the same email on together. The node renews its own claims each time it
+   * asks (a retry after a failed hand-over gets them back at once); a node that dies leaves them to
+   * expire and another node takes them over; closing the store gives them up. A hand-over that
+   * outlasts the lease may be repeated by another node, which the gateways' idempotent Enqueue
+   * absorbs. SQLite serves one node and needs no claim.
+   */
   undispatched(limit: number, projectId?: string): Promise<PendingEmail[]>;
   /** A gateway holds these now; the platform's own mail drops its body. */
   markDispatched(ids: string[], at: number): Promise<void>;
@@ -537,14 +546,21 @@ export interface Store {
   close(): Promise<void>;
 }
 
-export type StoreConfig = Pick<Config, 'dataDir' | 'storage'>;
+export type StoreConfig = Pick<Config, 'dataDir' | 'storage'> & Partial<Pick<Config, 'databaseUrl'>>;
 
 /**
  * Opens the store the configuration names: the one place that chooses a backend
- * (today SQLite in the data dir). The store publishes its writes on `invalidator` and
- * its own caches listen there, so every node's caches drop what any node changed.
+ * (PostgreSQL when `databaseUrl` is set, else SQLite in the data dir). Each backend is
+ * imported only when chosen, so a node loads one driver. The store publishes its writes
+ * on `invalidator` (once committed) and its own caches listen there, so every node's
+ * caches drop what any node changed. Fails with one line when the database cannot be
+ * opened (unreachable server, wrong password, missing database).
  */
 export async function openStore(config: StoreConfig, invalidator: Invalidator): Promise<Store> {
+  if (config.databaseUrl) {
+    const { openPostgresStore } = await import('./postgres/store.js');
+    return openPostgresStore({ ...config, databaseUrl: config.databaseUrl }, invalidator);
+  }
   const { openSqliteStore } = await import('./sqlite/store.js');
   return openSqliteStore(config, invalidator);
 }

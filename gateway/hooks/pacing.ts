@@ -9,7 +9,7 @@ import type { HarakaOutbound, HMailItem, Next } from '../haraka.js';
 import { cachedLookupMx } from './mx.js';
 import { attemptOf, PROVIDER } from '../outcome.js';
 import { classify, providerOfDomain } from '../../common/providers.js';
-import { LIMIT_RECHECK_MS, type PaceDecision } from '../pacing/pacer.js';
+import { LIMIT_RECHECK_MS, type PaceDecision, type PaceRequest } from '../pacing/pacer.js';
 import { gatewayRuntime } from '../runtime.js';
 
 export interface PacingHooks {
@@ -116,21 +116,21 @@ export async function pacingHooks(outbound: HarakaOutbound): Promise<PacingHooks
         next(...args);
       };
       providerOf(hmail.todo.domain)
-        .then((provider) => {
+        .then(async (provider) => {
           hmail.notes[PROVIDER] = provider;
-          const d = pacer.decide(
-            {
-              key: hmail.todo.uuid,
-              projectId: String(notes.project_id ?? ''),
-              bulk: notes.bulk === true,
-              domain: hmail.todo.domain,
-              provider,
-              recipients: hmail.todo.rcpt_to.length,
-              warmupStartMs: Number(notes.warmup_start) || 0,
-              notBeforeMs: Number(notes.not_before) || 0,
-            },
-            wakeOf(hmail),
-          );
+          const req: PaceRequest = {
+            key: hmail.todo.uuid,
+            projectId: String(notes.project_id ?? ''),
+            bulk: notes.bulk === true,
+            domain: hmail.todo.domain,
+            provider,
+            recipients: hmail.todo.rcpt_to.length,
+            warmupStartMs: Number(notes.warmup_start) || 0,
+            notBeforeMs: Number(notes.not_before) || 0,
+          };
+          // With gateways sharing counts (Redis): bulk mail under a norm takes its place there first, and a gate's first message of a minute reads the others' rate count.
+          await pacer.prepare(req);
+          const d = pacer.decide(req, wakeOf(hmail));
           if (d.kind === 'go') return answer();
           const events = report(hmail, d, provider);
           if (!events) return answer(constants.delay, d.delaySec);

@@ -11,11 +11,22 @@
 // simply comes back through this decision. The hook glue (gateway/hooks/pacing.ts)
 // supplies a wake() per held item, so a moved clock, a raised norm or a freed
 // connection releases mail at once instead of at the end of its delay.
-import { clock, dayOf, nextDayStart } from '../../core/clock.js';
+//
+// Several gateways (POSTGATE_REDIS_URL) share the warm-up counts and the rates through Redis
+// (core/shared-counters.ts): a project's day at a provider, and each rate gate's minute, are
+// counted over all gateways. Bulk mail under a norm is reserved atomically before its decision
+// (prepare(): one Redis call per bulk message while a norm applies), so the gateways together
+// never pass the norm; transactional mail is counted locally and flushed. A rate is judged on
+// the gateways' count in the current clock minute (each gateway still spaces its own sends
+// with its token bucket); connections stay per gateway. While Redis is away, each gateway
+// allows its share: its own count × the number of gateways must stay under the norm or rate.
+// Each gateway's own counts (saved in its outbox, reported by stats()) stay its own.
+import { clock, DAY_MS, dayOf, dayStart, nextDayStart } from '../../core/clock.js';
 import type { ProviderThrottle } from '../../core/config.js';
 import type { UsageRow } from '../outbox/outbox.js';
 import { OTHER } from '../../common/providers.js';
 import { normFor, warmupDay } from '../../common/warmup.js';
+import type { SharedCounters } from '../../core/shared-counters.js';
 
 export interface Throttle extends ProviderThrottle {
   provider: string;
@@ -60,6 +71,8 @@ interface Gate {
   transactional: Map<string, () => void>;
   bulk: Map<string, () => void>;
   timer?: NodeJS.Timeout;
+  /** The gateways' count of this minute reached the rate: no token before this (our clock). */
+  fullUntil: number;
 }
 
 interface Counter {
@@ -69,6 +82,23 @@ interface Counter {
 
 /** How long mail waiting for a connection or a token sleeps before it looks again on its own. */
 export const LIMIT_RECHECK_MS = 30_000;
+/** The window of a rate shared by several gateways. */
+const RATE_WINDOW_MS = 60_000;
+/** A shared rate that is not surely used up is looked at again this soon. */
+const RECHECK_MS = 150;
+
+const warmupKey = (projectId: string, provider: string) => `warmup:${projectId}:${provider}`;
+/** Rates and connections are per provider; for `other`, per recipient domain. */
+const gateName = (req: Pick<PaceRequest, 'provider' | 'domain'>) => (req.provider === OTHER ? `${OTHER}:${req.domain.toLowerCase()}` : req.provider);
+const rateKey = (gate: string) => `rate:${gate}`;
+
+/** A bulk message's place under the norm, taken in Redis before its decision. */
+interface Reservation {
+  day: string;
+  ok: boolean;
+  /** The count over all gateways before this message. */
+  used: number;
+}
 
 export class Pacer {
   private throttles = new Map<string, Throttle>();
@@ -84,10 +114,13 @@ export class Pacer {
   private readonly slots = new Map<string, string>();
   /** When each item waiting for a slot or a token began to wait (real time). */
   private readonly waitingSince = new Map<string, number>();
+  private readonly reservations = new Map<string, Reservation>();
 
   constructor(
     defaults: Record<string, ProviderThrottle>,
     private readonly persist: (rows: UsageRow[]) => void,
+    /** Counts shared with the other gateways (Redis); none: this gateway alone. */
+    private readonly shared?: SharedCounters,
   ) {
     this.setThrottles(Object.entries(defaults).map(([provider, t]) => ({ provider, ...t })));
   }
@@ -112,7 +145,41 @@ export class Pacer {
 
   /** Loads persisted counters (today's, at start). */
   loadUsage(rows: readonly UsageRow[]): void {
-    for (const r of rows) this.usage.set(`${r.day}|${r.projectId}|${r.provider}`, { transactional: r.transactional, bulk: r.bulk });
+    for (const r of rows) {
+      this.usage.set(`${r.day}|${r.projectId}|${r.provider}`, { transactional: r.transactional, bulk: r.bulk });
+      // Our part of the shared count, which Redis may have lost meanwhile.
+      if (this.shared) this.shared.seed(warmupKey(r.projectId, r.provider), DAY_MS, r.transactional + r.bulk, dayStart(Date.parse(r.day)));
+    }
+  }
+
+  /**
+   * With shared counts, a bulk message under a norm takes its place in Redis first (atomic
+   * over all gateways), so decide() stays synchronous. Never fails: without an answer from
+   * Redis, decide() falls back to this gateway's share.
+   */
+  async prepare(req: PaceRequest): Promise<void> {
+    if (!this.shared) return;
+    // The first message of a gate in a minute learns the other gateways' count before its decision.
+    if (this.throttleOf(req.provider).ratePerMinute) await this.shared.sync(rateKey(gateName(req)), RATE_WINDOW_MS);
+    if (!req.bulk) return;
+    const now = clock.now();
+    const day = dayOf(now);
+    if (req.notBeforeMs > now || this.counted.get(req.key) === day) return;
+    const held = this.reservations.get(req.key);
+    if (held?.ok && held.day === day) return;
+    const norm = normFor(this.throttleOf(req.provider), warmupDay(req.warmupStartMs, now));
+    if (norm === Infinity) return;
+    const r = await this.shared.reserve(warmupKey(req.projectId, req.provider), DAY_MS, req.recipients, norm, now);
+    if (r) this.reservations.set(req.key, { day, ok: r.ok, used: r.count });
+    else this.reservations.delete(req.key);
+  }
+
+  /** What counts against a norm: this gateway's usage, or with shared counts the gateways' (at least our share while Redis is away). */
+  private usedToday(req: PaceRequest, c: Counter, now: number): number {
+    const own = c.transactional + c.bulk;
+    if (!this.shared) return own;
+    const v = this.shared.hit(warmupKey(req.projectId, req.provider), DAY_MS, 0, now);
+    return Math.max(v.judged, v.fresh ? own : own * this.shared.nodes);
   }
 
   private counter(day: string, projectId: string, provider: string): Counter {
@@ -131,13 +198,22 @@ export class Pacer {
     const day = dayOf(now);
     if (this.counted.get(req.key) !== day) {
       const c = this.counter(day, req.projectId, req.provider);
+      const reserved = this.reservations.get(req.key);
+      this.reservations.delete(req.key);
       if (req.bulk) {
         const norm = normFor(this.throttleOf(req.provider), warmupDay(req.warmupStartMs, now));
-        const used = c.transactional + c.bulk;
-        if (used >= norm) return { ...this.hold(req, 'warmup', nextDayStart(now), wake), norm, used };
+        if (reserved?.day === day) {
+          // Already counted in Redis by prepare(), or refused there.
+          if (!reserved.ok) return { ...this.hold(req, 'warmup', nextDayStart(now), wake), norm, used: reserved.used };
+        } else {
+          const used = this.usedToday(req, c, now);
+          if (used >= norm) return { ...this.hold(req, 'warmup', nextDayStart(now), wake), norm, used };
+          this.shared?.hit(warmupKey(req.projectId, req.provider), DAY_MS, req.recipients, now);
+        }
         c.bulk += req.recipients;
       } else {
         c.transactional += req.recipients;
+        this.shared?.hit(warmupKey(req.projectId, req.provider), DAY_MS, req.recipients, now);
       }
       this.counted.set(req.key, day);
       this.persist([
@@ -155,11 +231,11 @@ export class Pacer {
   }
 
   private gateOf(req: Pick<PaceRequest, 'provider' | 'domain'>): Gate {
-    const name = req.provider === OTHER ? `${OTHER}:${req.domain.toLowerCase()}` : req.provider;
+    const name = gateName(req);
     let g = this.gates.get(name);
     if (!g) {
       const t = this.throttleOf(req.provider);
-      g = { name, inFlight: 0, tokens: Math.max(1, t.ratePerMinute / 60), refilledAt: Date.now(), transactional: new Map(), bulk: new Map() };
+      g = { name, inFlight: 0, tokens: Math.max(1, t.ratePerMinute / 60), refilledAt: Date.now(), transactional: new Map(), bulk: new Map(), fullUntil: 0 };
       this.gates.set(name, g);
     }
     return g;
@@ -177,9 +253,21 @@ export class Pacer {
     const burst = Math.max(1, rate / 60);
     g.tokens = Math.min(burst, g.tokens + ((now - g.refilledAt) * rate) / 60_000);
     g.refilledAt = now;
-    if (g.tokens < 1) return false;
+    if (g.tokens < 1 || !this.sharedRateAllows(g, rate)) return false;
     g.tokens -= 1;
+    this.shared?.hit(rateKey(g.name), RATE_WINDOW_MS, 1, clock.now());
     return true;
+  }
+
+  /** With shared counts: the gateways together are under the rate in this minute (at least our share while Redis is away). */
+  private sharedRateAllows(g: Gate, rate: number): boolean {
+    if (!this.shared) return true;
+    const now = clock.now();
+    const v = this.shared.hit(rateKey(g.name), RATE_WINDOW_MS, 0, now);
+    if (v.judged < rate) return true;
+    // A full minute frees nothing before it ends; a count judged with the others' assumed share, or not read lately, is looked at again soon.
+    g.fullUntil = v.fresh && v.count >= rate ? v.resetAt : Math.min(v.resetAt, now + RECHECK_MS);
+    return false;
   }
 
   private hasSlot(g: Gate): boolean {
@@ -229,6 +317,7 @@ export class Pacer {
     this.counted.delete(key);
     this.held.delete(key);
     this.waitingSince.delete(key);
+    this.reservations.delete(key);
   }
 
   /** Hands free slots and tokens to waiting mail, transactional first. */
@@ -250,7 +339,8 @@ export class Pacer {
   private schedulePump(g: Gate): void {
     if (g.timer || !(g.transactional.size + g.bulk.size) || !this.hasSlot(g)) return;
     const rate = this.limits(g).ratePerMinute;
-    const wait = rate ? Math.max(5, Math.ceil(((1 - g.tokens) * 60_000) / rate)) : 5;
+    const full = g.fullUntil - clock.now();
+    const wait = full > 0 ? full : rate ? Math.max(5, Math.ceil(((1 - g.tokens) * 60_000) / rate)) : 5;
     g.timer = setTimeout(() => {
       g.timer = undefined;
       this.pump(g);

@@ -296,3 +296,199 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
     });
   });
 }
+
+export interface NodesFixture {
+  /** Opens one more node on the same data: its own connections, caches and identity, as another control process. */
+  node: () => Promise<Store>;
+  /** Closes every node still open and drops the data. */
+  cleanup: () => Promise<void>;
+}
+
+/**
+ * What must hold when several control nodes share one store (a backend made for that, such as
+ * PostgreSQL): claims, counters and one-time secrets are decided by the database, not by any
+ * node's memory. Each case runs its calls on two or three nodes at once.
+ */
+export function describeSeveralNodes(name: string, open: () => Promise<NodesFixture>): void {
+  describe(`store conformance, several nodes: ${name}`, () => {
+    let fx: NodesFixture;
+    let a: Store;
+    let b: Store;
+    let projectId: string;
+    const now = Date.now();
+
+    beforeEach(async () => {
+      fx = await open();
+      [a, b] = await Promise.all([fx.node(), fx.node()]);
+      projectId = `prj_${crypto.randomUUID().slice(0, 8)}`;
+      await a.projects.create({ id: projectId, slug: projectId, name: 'Nodes', plan: 'free', createdAt: now }, []);
+    });
+
+    afterEach(async () => {
+      await fx.cleanup();
+    });
+
+    const email = (o: Partial<NewEmail> = {}): NewEmail => ({
+      id: uuidv7(now),
+      projectId,
+      status: 'queued',
+      from: 'a@acme.test',
+      subject: 'Hello',
+      bulk: false,
+      createdAt: now,
+      request: JSON.stringify({ from: 'a@acme.test', to: ['r@inbox.test'], cc: [], bcc: [], reply_to: [], subject: 'Hello', text: 't', tags: [], headers: {} }),
+      recipients: [{ address: 'r@inbox.test', kind: 'to' }],
+      ...o,
+    });
+
+    it('undispatched: two nodes asking at once get disjoint claims; a third gets nothing until one closes', async () => {
+      const list = Array.from({ length: 40 }, () => email());
+      await Promise.all(a.emails.acceptMany(list));
+      const [fromA, fromB] = await Promise.all([a.emails.undispatched(25), b.emails.undispatched(25)]);
+      const idsA = fromA.map((e) => e.id);
+      const idsB = fromB.map((e) => e.id);
+      expect(idsA.filter((id) => idsB.includes(id))).toEqual([]);
+      expect(new Set([...idsA, ...idsB])).toEqual(new Set(list.map((e) => e.id)));
+      const c = await fx.node();
+      expect(await c.emails.undispatched(100)).toEqual([]);
+      // A node asking again gets its own claims back (its retry after a failed hand-over).
+      expect(new Set((await a.emails.undispatched(100)).map((e) => e.id))).toEqual(new Set(idsA));
+      // Closing gives them up: another node takes them over at once.
+      await a.close();
+      expect(new Set((await c.emails.undispatched(100)).map((e) => e.id))).toEqual(new Set(idsA));
+      await c.emails.markDispatched(idsA, now);
+      await b.emails.markDispatched(idsB, now);
+      expect(await c.emails.undispatched(100)).toEqual([]);
+    });
+
+    it('a daily quota hit from two nodes at once is never passed', async () => {
+      const quota = { quota: { daily: 10, monthly: 1000 } };
+      const outcomes = await Promise.all([
+        ...a.emails.acceptMany(
+          Array.from({ length: 8 }, () => email()),
+          quota,
+        ),
+        ...b.emails.acceptMany(
+          Array.from({ length: 8 }, () => email()),
+          quota,
+        ),
+        ...Array.from({ length: 4 }, (_, i) => (i % 2 ? a : b).emails.accept(email(), quota)),
+      ]);
+      expect(outcomes.filter((o) => o.kind === 'accepted')).toHaveLength(10);
+      expect(outcomes.filter((o) => o.kind === 'quota')).toHaveLength(10);
+      expect(await b.analytics.usage(projectId, now)).toEqual({ day: 10, month: 10 });
+      expect(await a.emails.accept(email(), quota)).toEqual({ kind: 'quota', period: 'daily', limit: 10 });
+    });
+
+    it('the bulk same-subject limit holds across nodes', async () => {
+      const guards = { bulk: { subjectLimit: 10, spike: { factor: 3, floor: 1000, days: 7 } } };
+      const bulk = () => email({ bulk: true, subject: 'Sale' });
+      const outcomes = await Promise.all([
+        ...a.emails.acceptMany(Array.from({ length: 8 }, bulk), guards),
+        ...b.emails.acceptMany(Array.from({ length: 8 }, bulk), guards),
+      ]);
+      expect(outcomes.filter((o) => o.kind === 'accepted')).toHaveLength(10);
+      expect(outcomes.filter((o) => o.kind === 'bulk-subject')).toHaveLength(6);
+    });
+
+    it('delivery events applied by two nodes at once are recorded and counted once', async () => {
+      const e = email();
+      await a.emails.accept(e);
+      const events = (): GatewayEvent[] => [
+        { seq: 1, emailId: e.id, type: 'deferred', recipient: 'r@inbox.test', at: now + 1, attempt: 1, details: {} },
+        { seq: 2, emailId: e.id, type: 'sent', recipient: 'r@inbox.test', at: now + 2, attempt: 2, details: {} },
+      ];
+      const [ra, rb] = await Promise.all([a.deliveryLog.apply('gw', events()), b.deliveryLog.apply('gw', events())]);
+      expect(ra.length + rb.length).toBe(2);
+      expect((await b.emails.get(projectId, e.id))?.events.map((x) => x.type)).toEqual(['queued', 'deferred', 'sent']);
+      const counts = Object.fromEntries((await a.analytics.daily(projectId, '0000-00-00', '9999-99-99')).map((r) => [r.status, r.count]));
+      expect(counts).toEqual({ queued: 1, sending: 1, sent: 1 });
+      expect(await a.deliveryLog.cursor('gw')).toBe(2);
+    });
+
+    describe('one-time secrets', () => {
+      const profile = {
+        provider: 'github',
+        subject: '7',
+        email: 'u@inbox.test',
+        emailVerified: true,
+        name: null,
+        avatarUrl: null,
+        phone: null,
+        username: null,
+      };
+      const session = (token: string) => ({ id: crypto.randomUUID(), tokenHash: sha(token), createdAt: now, expiresAt: now + 3_600_000 });
+      const putCode = (code: string) =>
+        a.signIn.putOtp({
+          projectId,
+          env: 'live',
+          channel: 'email',
+          target: 'u@inbox.test',
+          codeHash: sha(code),
+          createdAt: now,
+          expiresAt: now + 600_000,
+          testCode: null,
+        });
+      const check = (s: Store, code: string) => s.signIn.checkOtp(projectId, 'live', 'email', 'u@inbox.test', now + 1, 5, (stored) => stored === sha(code));
+
+      it('the right code raced from two nodes succeeds exactly once', async () => {
+        await putCode('123456');
+        const results = await Promise.all([check(a, '123456'), check(b, '123456')]);
+        expect(results.sort()).toEqual(['missing', 'ok']);
+      });
+
+      it('the 5-try cap counts the wrong tries of every node', async () => {
+        await putCode('123456');
+        const results = [];
+        for (let i = 0; i < 5; i++) results.push(await check(i % 2 ? b : a, '000000'));
+        expect(results).toEqual(['wrong', 'wrong', 'wrong', 'wrong', 'locked']);
+        expect(await check(b, '123456')).toBe('locked');
+        // Wrong tries at once from both nodes still stop at the cap.
+        await putCode('654321');
+        const burst = await Promise.all(Array.from({ length: 8 }, (_, i) => check(i % 2 ? a : b, '000000')));
+        expect(burst.filter((r) => r === 'wrong')).toHaveLength(4);
+        expect(await check(a, '654321')).toBe('locked');
+      });
+
+      it('an exchange code used from two nodes at once opens one session; the other use is a reuse', async () => {
+        await a.signIn.signIn(projectId, 'live', profile, { ip: null, userAgent: null }, now, {
+          exchange: { codeHash: sha('x-code'), expiresAt: now + 60_000, clientChallenge: null },
+        });
+        const results = await Promise.all([
+          a.signIn.useExchangeCode(sha('x-code'), projectId, 'live', session('ta'), () => true),
+          b.signIn.useExchangeCode(sha('x-code'), projectId, 'live', session('tb'), () => true),
+        ]);
+        expect(results.map((r) => r.status).sort()).toEqual(['ok', 'reused']);
+        // The leaked code's session is revoked, whichever node opened it.
+        expect(await a.signIn.sessionByHash(sha('ta'))).toBeUndefined();
+        expect(await b.signIn.sessionByHash(sha('tb'))).toBeUndefined();
+      });
+
+      it('an OAuth state is taken by one node only', async () => {
+        await a.signIn.insertState({
+          stateHash: sha('st'),
+          projectId,
+          env: 'live',
+          provider: 'github',
+          callbackUrl: 'https://app.test/cb',
+          codeVerifier: 'sealed',
+          nonce: null,
+          clientChallenge: null,
+          createdAt: now,
+          expiresAt: now + 600_000,
+        });
+        const taken = await Promise.all([a.signIn.takeState(sha('st')), b.signIn.takeState(sha('st'))]);
+        expect(taken.filter(Boolean)).toHaveLength(1);
+      });
+
+      it('the same new user signing in on two nodes at once is created once', async () => {
+        const p = { ...profile, subject: 'new-user', email: 'new@inbox.test' };
+        const [ra, rb] = await Promise.all([
+          a.signIn.signIn(projectId, 'live', p, { ip: null, userAgent: null }, now, { session: session('na') }),
+          b.signIn.signIn(projectId, 'live', p, { ip: null, userAgent: null }, now, { session: session('nb') }),
+        ]);
+        expect(ra.user.id).toBe(rb.user.id);
+      });
+    });
+  });
+}

@@ -1,0 +1,333 @@
+// The PostgreSQL schema, one versioned step at a time, recorded in schema_migrations.
+// Steps run at start inside one transaction holding a transaction-level advisory lock,
+// so nodes starting together apply each step once: the others wait, then find it done.
+// Never edit an applied step; append a new one.
+//
+// Against the SQLite schema: epoch-ms columns are BIGINT, flags BOOLEAN, structured
+// values JSONB (nothing compares their text); `request` and webhook payloads stay TEXT,
+// kept byte for byte (a payload is signed). Monthly usage has its own counter row (the
+// lock that keeps a month's quota exact across nodes), and emails and webhook messages
+// carry a claim (who hands them on, until when) so several nodes never take the same one.
+import type { Tx } from './db.js';
+
+export interface PgMigration {
+  id: string;
+  sql: string;
+}
+
+export const migrations: readonly PgMigration[] = [
+  {
+    id: '0001_schema',
+    sql: `
+      CREATE TABLE projects (
+        id TEXT PRIMARY KEY,
+        slug TEXT NOT NULL UNIQUE,
+        name TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'active',
+        plan TEXT NOT NULL DEFAULT 'free',
+        daily_quota INTEGER,
+        monthly_quota INTEGER,
+        rate_limit INTEGER,
+        created_at BIGINT NOT NULL
+      );
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        kind TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        hash TEXT NOT NULL UNIQUE,
+        hint TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        revoked_at BIGINT
+      );
+      CREATE INDEX api_keys_project ON api_keys(project_id);
+
+      CREATE TABLE emails (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        status TEXT NOT NULL,
+        from_addr TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        bulk BOOLEAN NOT NULL DEFAULT false,
+        system BOOLEAN NOT NULL DEFAULT false,
+        request TEXT NOT NULL,
+        error TEXT,
+        error_code TEXT,
+        reached TEXT NOT NULL DEFAULT '',
+        held TEXT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        dispatched_at BIGINT,
+        -- A node hands the email to a gateway until then; past it (the node died) another may.
+        dispatch_claimed_until BIGINT,
+        dispatch_claimed_by TEXT
+      );
+      CREATE INDEX emails_project_created ON emails(project_id, created_at);
+      CREATE INDEX emails_undispatched ON emails(created_at) WHERE dispatched_at IS NULL AND status = 'queued' AND held IS NULL;
+      CREATE INDEX emails_held ON emails(project_id) WHERE held IS NOT NULL;
+      CREATE TABLE email_recipients (
+        email_id TEXT NOT NULL REFERENCES emails(id),
+        address TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        status TEXT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        -- Unsubscribe and VERP tokens name a recipient by its place in the email.
+        position INTEGER NOT NULL,
+        PRIMARY KEY (email_id, address),
+        UNIQUE (email_id, position)
+      );
+      CREATE TABLE email_events (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        email_id TEXT NOT NULL REFERENCES emails(id),
+        type TEXT NOT NULL,
+        recipient TEXT NOT NULL DEFAULT '',
+        attempt INTEGER NOT NULL DEFAULT 0,
+        at BIGINT NOT NULL,
+        details JSONB,
+        dedupe TEXT NOT NULL DEFAULT '',
+        -- The same outcome reported twice, by one node or several, is recorded once.
+        UNIQUE (email_id, type, recipient, attempt, dedupe)
+      );
+      CREATE TABLE gateway_cursors (
+        gateway TEXT PRIMARY KEY,
+        seq BIGINT NOT NULL
+      );
+      CREATE TABLE suppressions (
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        address TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        scope TEXT NOT NULL DEFAULT 'all',
+        email_id TEXT,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (project_id, address)
+      );
+
+      CREATE TABLE usage_daily (
+        project_id TEXT NOT NULL,
+        day TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        PRIMARY KEY (project_id, day)
+      );
+      CREATE TABLE usage_monthly (
+        project_id TEXT NOT NULL,
+        month TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        PRIMARY KEY (project_id, month)
+      );
+      CREATE TABLE analytics_daily (
+        project_id TEXT NOT NULL,
+        day TEXT NOT NULL,
+        status TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        PRIMARY KEY (project_id, day, status)
+      );
+      CREATE TABLE bulk_daily (
+        project_id TEXT NOT NULL,
+        day TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        PRIMARY KEY (project_id, day)
+      );
+      CREATE TABLE bulk_subject_daily (
+        project_id TEXT NOT NULL,
+        day TEXT NOT NULL,
+        subject_hash TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        PRIMARY KEY (project_id, day, subject_hash)
+      );
+      CREATE TABLE volume_allowances (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        day TEXT NOT NULL,
+        volume INTEGER NOT NULL,
+        source TEXT NOT NULL,
+        created_at BIGINT NOT NULL
+      );
+      CREATE INDEX volume_allowances_day ON volume_allowances(project_id, day);
+      CREATE TABLE throttles (
+        provider TEXT PRIMARY KEY,
+        daily_norm INTEGER NOT NULL,
+        growth DOUBLE PRECISION NOT NULL,
+        max_daily_norm INTEGER NOT NULL,
+        rate_per_minute INTEGER NOT NULL,
+        connections INTEGER NOT NULL,
+        updated_at BIGINT NOT NULL
+      );
+
+      CREATE TABLE domains (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        name TEXT NOT NULL,
+        status TEXT NOT NULL,
+        selector TEXT NOT NULL,
+        dkim_private TEXT NOT NULL,
+        dkim_public TEXT NOT NULL,
+        records JSONB NOT NULL,
+        created_at BIGINT NOT NULL,
+        verified_at BIGINT,
+        checked_at BIGINT,
+        UNIQUE (project_id, name)
+      );
+      CREATE TABLE webhooks (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        url TEXT NOT NULL,
+        statuses JSONB NOT NULL,
+        secret TEXT NOT NULL,
+        created_at BIGINT NOT NULL
+      );
+      CREATE INDEX webhooks_project ON webhooks(project_id);
+      CREATE TABLE webhook_deliveries (
+        id TEXT PRIMARY KEY,
+        webhook_id TEXT NOT NULL,
+        project_id TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        attempt INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at BIGINT NOT NULL,
+        status TEXT NOT NULL,
+        last_error TEXT,
+        created_at BIGINT NOT NULL,
+        delivered_at BIGINT,
+        -- Like emails: one node posts a message at a time.
+        claimed_until BIGINT,
+        claimed_by TEXT
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries(webhook_id, created_at);
+
+      CREATE TABLE auth_settings (
+        project_id TEXT PRIMARY KEY REFERENCES projects(id),
+        session_ttl_seconds INTEGER,
+        code_from TEXT,
+        telegram_window_seconds INTEGER,
+        require_code_verifier BOOLEAN NOT NULL DEFAULT false,
+        updated_at BIGINT NOT NULL
+      );
+      CREATE TABLE auth_providers (
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        provider TEXT NOT NULL,
+        enabled BOOLEAN NOT NULL,
+        methods JSONB NOT NULL,
+        client_id TEXT,
+        client_secret TEXT,
+        bot_token TEXT,
+        endpoints JSONB NOT NULL DEFAULT '{}',
+        region JSONB NOT NULL DEFAULT '{}',
+        updated_at BIGINT NOT NULL,
+        PRIMARY KEY (project_id, provider)
+      );
+      CREATE TABLE auth_origins (
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        origin TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (project_id, origin)
+      );
+      CREATE TABLE auth_callback_urls (
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        url TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (project_id, url)
+      );
+      CREATE TABLE auth_users (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        env TEXT NOT NULL,
+        email TEXT,
+        email_verified BOOLEAN NOT NULL DEFAULT false,
+        name TEXT,
+        avatar_url TEXT,
+        phone TEXT,
+        username TEXT,
+        provider TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        last_sign_in BIGINT
+      );
+      -- Only authoritative (verified) emails link accounts, so only they must be unique.
+      CREATE UNIQUE INDEX auth_users_verified_email ON auth_users(project_id, env, email) WHERE email_verified;
+      CREATE TABLE auth_identities (
+        project_id TEXT NOT NULL,
+        env TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        user_id TEXT NOT NULL REFERENCES auth_users(id),
+        created_at BIGINT NOT NULL,
+        PRIMARY KEY (project_id, env, provider, subject)
+      );
+      CREATE INDEX auth_identities_user ON auth_identities(user_id);
+      CREATE TABLE auth_sessions (
+        id TEXT PRIMARY KEY,
+        token_hash TEXT NOT NULL UNIQUE,
+        project_id TEXT NOT NULL,
+        env TEXT NOT NULL,
+        user_id TEXT NOT NULL REFERENCES auth_users(id),
+        provider TEXT NOT NULL,
+        ip TEXT,
+        user_agent TEXT,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        revoked_at BIGINT
+      );
+      CREATE INDEX auth_sessions_user ON auth_sessions(user_id);
+      CREATE INDEX auth_sessions_expiry ON auth_sessions(expires_at);
+      CREATE TABLE auth_exchange_codes (
+        code_hash TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        env TEXT NOT NULL,
+        user_id TEXT NOT NULL REFERENCES auth_users(id),
+        provider TEXT NOT NULL,
+        ip TEXT,
+        user_agent TEXT,
+        client_challenge TEXT,
+        expires_at BIGINT NOT NULL,
+        used_at BIGINT,
+        session_id TEXT
+      );
+      CREATE TABLE auth_oauth_states (
+        state_hash TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        env TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        callback_url TEXT NOT NULL,
+        code_verifier TEXT NOT NULL,
+        nonce TEXT,
+        client_challenge TEXT,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL
+      );
+      CREATE TABLE auth_otp_codes (
+        project_id TEXT NOT NULL,
+        env TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        target TEXT NOT NULL,
+        code_hash TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        test_code TEXT,
+        PRIMARY KEY (project_id, env, channel, target)
+      );
+      CREATE TABLE auth_replays (
+        digest TEXT PRIMARY KEY,
+        expires_at BIGINT NOT NULL
+      );
+    `,
+  },
+];
+
+/** Any constant both nodes agree on: the key of the advisory lock that serialises migrations. */
+const MIGRATION_LOCK = 0x706f737467617465n; // "postgate"
+
+/** Applies the steps not yet recorded; returns their ids. Runs inside `tx`. */
+export async function migrate(tx: Tx, steps: readonly PgMigration[] = migrations): Promise<string[]> {
+  // Without the statement timeout: another node may hold the lock through a long step.
+  await tx.exec(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`);
+  await tx.exec('CREATE TABLE IF NOT EXISTS schema_migrations (id TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)');
+  const applied = new Set((await tx.query<{ id: string }>('SELECT id FROM schema_migrations')).rows.map((r) => r.id));
+  const done: string[] = [];
+  for (const m of steps) {
+    if (applied.has(m.id)) continue;
+    await tx.exec(m.sql);
+    await tx.query('INSERT INTO schema_migrations (id, applied_at) VALUES ($1, $2)', [m.id, Date.now()]);
+    done.push(m.id);
+  }
+  return done;
+}
