@@ -179,6 +179,7 @@ export class Dispatcher {
         return;
       }
       if (this.down.delete('store')) this.log.info('mail to dispatch readable again');
+      this.log.debug({ rows: rows.length }, 'dispatch round');
       if (!rows.length) return;
       const byGateway = new Map<Gateway, typeof rows>();
       for (const r of rows) {
@@ -204,7 +205,10 @@ export class Dispatcher {
             for (const x of res.results) if (x.error) this.log.error({ emailId: x.emailId, key: x.key, err: x.error }, 'gateway refused to queue');
             await this.store.emails.markDispatched(done, clock.now());
             this.metrics.inc('postgate_emails_dispatched_total', done.length);
-            if (done.length < list.length) failed = true;
+            if (done.length < list.length) {
+              this.log.debug({ gateway: gw.name, done: done.length, of: list.length, refused: refused.size }, 'dispatch round incomplete');
+              failed = true;
+            }
           } catch (err) {
             failed = true;
             // Once per outage, not once a second.

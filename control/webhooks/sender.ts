@@ -36,17 +36,26 @@ export class WebhookSender {
     this.timer.unref();
   }
 
+  /** The last poll failed: logged once until one succeeds. */
+  private failing = false;
+
   private async tick(): Promise<void> {
     if (this.running) return;
     this.running = true;
     try {
       for (;;) {
         const due = await this.store.webhooks.due(clock.now(), BATCH);
+        if (this.failing) {
+          this.failing = false;
+          this.log.info('webhook delivery loop running again');
+        }
         if (!due.length || this.stopped) break;
         await Promise.all(due.map((d) => this.deliver(d)));
       }
     } catch (err) {
-      this.log.error({ err }, 'webhook delivery loop failed');
+      // Once per outage (a network database lost), not every poll.
+      if (!this.failing) this.log.error({ err }, 'webhook delivery loop failed; retrying');
+      this.failing = true;
     } finally {
       this.running = false;
       this.schedule(POLL_MS);

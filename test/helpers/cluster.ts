@@ -5,10 +5,10 @@ import crypto from 'node:crypto';
 import pg from 'pg';
 import { Stack, type StackOptions } from './stack.js';
 import { freePort } from './ports.js';
+import { dropKeys, testRedisUrl } from './redis.js';
 
 /** The PostgreSQL server the tests may create databases on (CI sets it; a local default otherwise). */
 export const testDatabaseUrl = (): string => process.env.POSTGATE_TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
-export const testRedisUrl = (): string => process.env.POSTGATE_TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 
 export interface TestDatabase {
   url: string;
@@ -54,7 +54,8 @@ export async function startCluster(count: number, opts: StackOptions & { redis?:
   const secret = crypto.randomBytes(32).toString('hex');
   const gatewayPorts = await Promise.all(Array.from({ length: count }, () => freePort()));
   const gateways = gatewayPorts.map((p) => `127.0.0.1:${p}`).join(',');
-  const redis: Record<string, string> = opts.redis === false ? {} : { POSTGATE_REDIS_URL: opts.redis ?? testRedisUrl(), POSTGATE_REDIS_PREFIX: redisPrefix };
+  const redisUrl = opts.redis === false ? undefined : (opts.redis ?? (await testRedisUrl()));
+  const redis: Record<string, string> = redisUrl ? { POSTGATE_REDIS_URL: redisUrl, POSTGATE_REDIS_PREFIX: redisPrefix } : {};
   const started = await Promise.allSettled(
     gatewayPorts.map((port) =>
       Stack.start({
@@ -84,6 +85,7 @@ export async function startCluster(count: number, opts: StackOptions & { redis?:
     async stop() {
       await Promise.all(nodes.map((n) => n.stop()));
       await db.drop();
+      if (redisUrl) await dropKeys(redisUrl, redisPrefix).catch(() => undefined);
     },
   };
 }
