@@ -1,0 +1,81 @@
+// Rows as both backends read them (snake_case columns) to the store's types. SQLite hands
+// JSON as text and booleans as 0/1; PostgreSQL hands JSONB parsed and BOOLEAN as booleans.
+import type { ApiKeyRow, DomainRow, EmailRow, Project, RecipientRow, WebhookDelivery, WebhookRow } from './index.js';
+
+/** A JSON column: text from SQLite, already parsed from PostgreSQL's JSONB. */
+const json = (v: unknown): any => (typeof v === 'string' ? JSON.parse(v) : v);
+
+export const toProject = (r: any): Project => ({
+  id: r.id,
+  slug: r.slug,
+  name: r.name,
+  status: r.status,
+  plan: r.plan,
+  dailyQuota: r.daily_quota,
+  monthlyQuota: r.monthly_quota,
+  rateLimit: r.rate_limit,
+  createdAt: r.created_at,
+});
+
+export const toKey = (r: any): ApiKeyRow => ({
+  id: r.id,
+  projectId: r.project_id,
+  kind: r.kind,
+  scope: r.scope,
+  hint: r.hint,
+  createdAt: r.created_at,
+  revokedAt: r.revoked_at,
+});
+
+export const toEmail = (r: any): EmailRow => ({
+  id: r.id,
+  projectId: r.project_id,
+  status: r.status,
+  from: r.from_addr,
+  subject: r.subject,
+  bulk: !!r.bulk,
+  request: r.request,
+  error: r.error,
+  errorCode: r.error_code,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  dispatchedAt: r.dispatched_at,
+});
+
+export const toRecipient = (r: any): RecipientRow => ({ address: r.address, kind: r.kind, status: r.status, updatedAt: r.updated_at });
+
+export const toDomain = (r: any): DomainRow => ({
+  id: r.id,
+  projectId: r.project_id,
+  name: r.name,
+  status: r.status,
+  selector: r.selector,
+  dkimPrivate: r.dkim_private,
+  dkimPublic: r.dkim_public,
+  records: json(r.records),
+  createdAt: r.created_at,
+  verifiedAt: r.verified_at,
+  checkedAt: r.checked_at,
+});
+
+export const toWebhook = (r: any): WebhookRow => ({
+  id: r.id,
+  projectId: r.project_id,
+  url: r.url,
+  statuses: json(r.statuses),
+  secret: r.secret,
+  createdAt: r.created_at,
+});
+
+export const toDelivery = (r: any): WebhookDelivery => ({
+  id: r.id,
+  webhookId: r.webhook_id,
+  projectId: r.project_id,
+  payload: r.payload,
+  attempt: r.attempt,
+  nextAttemptAt: r.next_attempt_at,
+  status: r.status,
+  lastError: r.last_error,
+  createdAt: r.created_at,
+  deliveredAt: r.delivered_at,
+});
