@@ -21,6 +21,9 @@ interface LockedEmail {
   recipients: Array<{ address: string; status: string }>;
 }
 
+/** Events per transaction (see apply). */
+const APPLY_CHUNK = 20;
+
 export class PgDeliveryLog implements DeliveryLog {
   constructor(
     private readonly db: PgDb,
@@ -32,7 +35,18 @@ export class PgDeliveryLog implements DeliveryLog {
     return r.rows[0]?.seq ?? 0;
   }
 
-  apply(gateway: string, events: GatewayEvent[]): Promise<AppliedEvent[]> {
+  /**
+   * Applied a few events per transaction: each transaction holds its emails' row locks until it
+   * commits, and the dispatcher's markDispatched waits on those rows. Each chunk moves the cursor
+   * with its events, so a crash between chunks loses nothing and repeats nothing.
+   */
+  async apply(gateway: string, events: GatewayEvent[]): Promise<AppliedEvent[]> {
+    const applied: AppliedEvent[] = [];
+    for (let i = 0; i < events.length; i += APPLY_CHUNK) applied.push(...(await this.applyChunk(gateway, events.slice(i, i + APPLY_CHUNK))));
+    return applied;
+  }
+
+  private applyChunk(gateway: string, events: GatewayEvent[]): Promise<AppliedEvent[]> {
     return this.db.tx(async (tx) => {
       const cursor = (await tx.query<{ seq: number }>('SELECT seq FROM gateway_cursors WHERE gateway = $1', [gateway])).rows[0]?.seq ?? 0;
       const fanout = new Fanout(tx, this.hooks);

@@ -54,7 +54,7 @@ describe('two nodes while Redis is down', () => {
     const p = await a.createProject();
     await a.setPlan(p.slug, 'scale', { rate });
     await a.verifyDomain(p.slug, 'acme.test');
-    await sleep(300); // both nodes' heartbeats are in Redis: each knows there are two controls
+    await sleep(2_500); // a heartbeat (every 2 s) has told each node there are two controls
 
     await redis.kill();
     await sleep(500);
@@ -81,11 +81,13 @@ describe('two nodes while Redis is down', () => {
     expect(down.ok).toBeLessThanOrEqual(rate * down.windows);
 
     await redis.start();
-    await sleep(1500); // reconnect and rewrite the counts
+    await sleep(3_000); // reconnect, rewrite the counts, heartbeat
     await nextSecond();
+    // Back on shared counts (test/core/shared-counters.test.ts measures the resumption itself): the
+    // limit holds within the documented burst tolerance, and the project is not stuck at one node's share.
     const shared = await burst(p, 40);
     expect(shared.ok).toBeGreaterThan(rate / 2);
-    expect(shared.ok).toBeLessThanOrEqual(rate * shared.windows + 2);
+    expect(shared.ok).toBeLessThanOrEqual(rate * shared.windows + rate / 2);
 
     const until = Date.now() + 30_000;
     while (Date.now() < until && !ids.every((id) => sink.messages.some((m) => messageId(m) === id))) await sleep(200);
