@@ -71,6 +71,17 @@ export function newFastify({ config, log, metrics, serverFactory, budgetBodies =
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
   }) as unknown as FastifyInstance<Server>;
 
+  // An empty body with a JSON content type is no body: SDKs (Resend's, for one) and curl send it on
+  // calls that need none. A route that needs a body still answers 400 from its schema. Anything
+  // else goes through Fastify's own parser (prototype-poisoning checks included).
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (!text.trim()) return done(null, undefined);
+    parseJson(req, text, done);
+  });
+
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const apiErr = toApiError(err);
     // An unreachable database is an outage, not a bug: a warning with its cause (503 and Retry-After go to the client).

@@ -160,6 +160,19 @@ describe('send request validation', () => {
     expect(JSON.parse(huge.body).code).toBe('PAYLOAD_TOO_LARGE');
   });
 
+  it('takes an empty body with a JSON content type as no body (SDKs and curl send one on calls that need none)', async () => {
+    const call = (method: string, path: string) =>
+      fetch(stack.url + path, { method, headers: { authorization: `Bearer ${a.keys.live}`, 'content-type': 'application/json' }, body: '' });
+    const del = await call('DELETE', '/v1/domains/no-such-id');
+    expect(del.status).toBe(404);
+    expect((await del.json()).code).toBe('NOT_FOUND');
+    expect((await call('POST', '/v1/domains/no-such-id/verify')).status).toBe(404);
+    // A route that needs a body still says so, in the one error shape.
+    const send = await call('POST', '/v1/emails');
+    expect(send.status).toBe(400);
+    expect((await send.json()).code).toBe('INVALID_REQUEST');
+  });
+
   it('accepts every field of the send request', async () => {
     const r = await stack.api('POST', '/v1/emails', a.keys.live, {
       from: 'Acme <hello@acme.test>',
