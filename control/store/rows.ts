@@ -1,6 +1,6 @@
 // Rows as both backends read them (snake_case columns) to the store's types. SQLite hands
 // JSON as text and booleans as 0/1; PostgreSQL hands JSONB parsed and BOOLEAN as booleans.
-import type { ApiKeyRow, DomainRow, EmailRow, Project, RecipientRow, WebhookDelivery, WebhookRow } from './index.js';
+import type { ApiKeyRow, DomainRow, EmailRow, Project, ProviderRow, RecipientRow, SessionRow, UserRow, WebhookDelivery, WebhookRow } from './index.js';
 
 /** A JSON column: text from SQLite, already parsed from PostgreSQL's JSONB. */
 const json = (v: unknown): any => (typeof v === 'string' ? JSON.parse(v) : v);
@@ -78,4 +78,41 @@ export const toDelivery = (r: any): WebhookDelivery => ({
   lastError: r.last_error,
   createdAt: r.created_at,
   deliveredAt: r.delivered_at,
+});
+
+export const toUser = (r: any): UserRow => ({
+  id: r.id,
+  projectId: r.project_id,
+  env: r.env,
+  email: r.email,
+  emailVerified: !!r.email_verified,
+  name: r.name,
+  avatarUrl: r.avatar_url,
+  phone: r.phone,
+  username: r.username,
+  provider: r.provider,
+  createdAt: r.created_at,
+  lastSignIn: r.last_sign_in,
+});
+export const toSession = (r: any): SessionRow => ({
+  id: r.id,
+  projectId: r.project_id,
+  env: r.env,
+  userId: r.user_id,
+  provider: r.provider,
+  ip: r.ip,
+  userAgent: r.user_agent,
+  createdAt: r.created_at,
+  expiresAt: r.expires_at,
+});
+export const toProvider = (r: any): ProviderRow => ({
+  provider: r.provider,
+  enabled: !!r.enabled,
+  methods: json(r.methods),
+  clientId: r.client_id,
+  clientSecret: r.client_secret,
+  botToken: r.bot_token,
+  endpoints: json(r.endpoints),
+  region: json(r.region),
+  updatedAt: r.updated_at,
 });

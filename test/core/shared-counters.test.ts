@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { clock } from '../../core/clock.js';
 import { connectRedis, type RedisLink } from '../../core/redis.js';
 import { FLUSH_MS, SharedCounters } from '../../core/shared-counters.js';
-import { dropKeys, quietLog, randomPrefix, startOwnRedis, stopTestRedis, testRedisUrl, until, type OwnRedis } from '../helpers/redis.js';
+import { dropKeys, quietLog, randomPrefix, sharedRedis, startOwnRedis, until, type OwnRedis } from '../helpers/redis.js';
 
 const links: RedisLink[] = [];
 async function nodeOn(url: string, prefix: string, role = 'test'): Promise<SharedCounters> {
@@ -20,19 +20,11 @@ afterEach(async () => {
 });
 
 describe('SharedCounters on the shared Redis', () => {
-  let url: string;
-  const prefix = randomPrefix();
-  beforeAll(async () => {
-    url = await testRedisUrl();
-  });
-  afterAll(async () => {
-    await dropKeys(url, prefix);
-    await stopTestRedis();
-  });
+  const redis = sharedRedis();
 
   it('each node sees the others within a flush; windows are aligned to the clock and end together', async () => {
-    const a = await nodeOn(url, prefix);
-    const b = await nodeOn(url, prefix);
+    const a = await nodeOn(redis.url, redis.prefix);
+    const b = await nodeOn(redis.url, redis.prefix);
     const now = clock.now();
     const first = a.hit('k', 60_000, 5, now);
     expect(first).toMatchObject({ count: 5, local: 5, resetAt: (Math.floor(now / 60_000) + 1) * 60_000 });
@@ -46,17 +38,17 @@ describe('SharedCounters on the shared Redis', () => {
 
   it('learns the number of nodes from the heartbeat', async () => {
     const p = randomPrefix();
-    const a = await nodeOn(url, p, 'hb');
-    const b = await nodeOn(url, p, 'hb');
-    await nodeOn(url, p, 'hb');
+    const a = await nodeOn(redis.url, p, 'hb');
+    const b = await nodeOn(redis.url, p, 'hb');
+    await nodeOn(redis.url, p, 'hb');
     await until(() => a.nodes === 3 && b.nodes === 3, 5000, 'three nodes');
     for (const l of links.splice(0)) await l.close();
-    await dropKeys(url, p);
+    await dropKeys(redis.url, p);
   });
 
   it('reserve() is exact: two nodes racing for a limit of 50 get 50 together', async () => {
-    const a = await nodeOn(url, prefix);
-    const b = await nodeOn(url, prefix);
+    const a = await nodeOn(redis.url, redis.prefix);
+    const b = await nodeOn(redis.url, redis.prefix);
     const tries = Array.from({ length: 80 }, (_, i) => (i % 2 ? a : b).reserve('norm', 86_400_000, 1, 50));
     const got = await Promise.all(tries);
     expect(got.filter((r) => r?.ok).length).toBe(50);
@@ -69,8 +61,8 @@ describe('SharedCounters on the shared Redis', () => {
 
   it('judged: the others are assumed to count as this node did since its previous read; with one node it is the count', async () => {
     const p = randomPrefix();
-    const a = await nodeOn(url, p, 'judge');
-    const b = await nodeOn(url, p, 'judge');
+    const a = await nodeOn(redis.url, p, 'judge');
+    const b = await nodeOn(redis.url, p, 'judge');
     await until(() => a.nodes === 2, 5000, 'two nodes learnt');
     // Before any read of the window each node keeps to its share: judged = local × 2.
     const blind = a.hit('w', 60_000, 3);
@@ -84,12 +76,12 @@ describe('SharedCounters on the shared Redis', () => {
     expect(a.hit('w', 60_000, 0)).toMatchObject({ count: 4, judged: 4, fresh: true });
     expect(a.hit('w', 60_000, 2)).toMatchObject({ count: 6, judged: 8 });
     const alone = randomPrefix();
-    const single = await nodeOn(url, alone, 'alone');
+    const single = await nodeOn(redis.url, alone, 'alone');
     await until(() => single.nodes === 1, 5000, 'one node');
     expect(single.hit('w', 60_000, 5).judged).toBe(5);
     for (const l of links.splice(0)) await l.close();
-    await dropKeys(url, p);
-    await dropKeys(url, alone);
+    await dropKeys(redis.url, p);
+    await dropKeys(redis.url, alone);
   });
 });
 

@@ -8,7 +8,7 @@ import { connectRedis, type RedisLink } from '../../core/redis.js';
 import { FLUSH_MS, SharedCounters } from '../../core/shared-counters.js';
 import { Pacer, type PaceRequest } from '../../gateway/pacing/pacer.js';
 import type { UsageRow } from '../../gateway/outbox/outbox.js';
-import { dropKeys, quietLog, randomPrefix, startOwnRedis, stopTestRedis, testRedisUrl, until, type OwnRedis } from '../helpers/redis.js';
+import { dropKeys, quietLog, randomPrefix, sharedRedis, startOwnRedis, until, type OwnRedis } from '../helpers/redis.js';
 
 const throttles = (norm: number, ratePerMinute = 0) => ({
   google: { dailyNorm: norm, growth: 1, maxDailyNorm: 0, ratePerMinute, connections: 0 },
@@ -70,19 +70,11 @@ async function together(gws: Gateway[], projectId: string, each: number): Promis
 }
 
 describe('two gateways sharing pacing counts', () => {
-  let url: string;
-  const prefix = randomPrefix();
-  beforeAll(async () => {
-    url = await testRedisUrl();
-  });
-  afterAll(async () => {
-    await dropKeys(url, prefix);
-    await stopTestRedis();
-  });
+  const redis = sharedRedis();
 
   it("stay together within one provider's daily norm (transactional counted, never held)", async () => {
-    const a = await gateway(url, prefix, 40);
-    const b = await gateway(url, prefix, 40);
+    const a = await gateway(redis.url, redis.prefix, 40);
+    const b = await gateway(redis.url, redis.prefix, 40);
     // Transactional mail is never held, but counts toward the norm.
     for (let i = 0; i < 5; i++) expect(await send(a, req('p1', { bulk: false }))).toBe(true);
     await a.shared.flush();
@@ -105,11 +97,11 @@ describe('two gateways sharing pacing counts', () => {
     const now = Date.now();
     clock.setOffset(Math.ceil(now / 60_000) * 60_000 + 1000 - now);
     // A set of gateways of its own: the heartbeat counts three.
-    const p = `${prefix}rate:`;
-    const a = await gateway(url, p, 0, 600);
-    const b = await gateway(url, p, 0, 600);
+    const p = `${redis.prefix}rate:`;
+    const a = await gateway(redis.url, p, 0, 600);
+    const b = await gateway(redis.url, p, 0, 600);
     // A third gateway has already sent 590 this minute.
-    const c = await gateway(url, p, 0, 600);
+    const c = await gateway(redis.url, p, 0, 600);
     c.shared.hit('rate:google', 60_000, 590);
     await c.shared.flush();
     await until(() => [a, b].every((g) => g.shared.nodes === 3), 5000, 'three gateways learnt');

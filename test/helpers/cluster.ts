@@ -7,7 +7,7 @@ import { Stack, type StackOptions } from './stack.js';
 import { freePort } from './ports.js';
 import { dropKeys, testRedisUrl } from './redis.js';
 
-/** The PostgreSQL server the tests may create databases on (CI sets it; a local default otherwise). */
+/** The PostgreSQL server the tests create databases on (CI sets it; a local default otherwise); never skipped. */
 export const testDatabaseUrl = (): string => process.env.POSTGATE_TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 
 export interface TestDatabase {
@@ -19,8 +19,12 @@ export interface TestDatabase {
 export async function createTestDatabase(prefix = 'pgcluster'): Promise<TestDatabase> {
   const admin = new URL(testDatabaseUrl());
   const name = `${prefix}_${crypto.randomBytes(6).toString('hex')}`;
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
+  const client = new pg.Client({ connectionString: admin.toString(), connectionTimeoutMillis: 5000 });
+  await client.connect().catch((err: Error) => {
+    throw new Error(
+      `PostgreSQL at ${admin.host} does not answer (${err.message}): set POSTGATE_TEST_DATABASE_URL to a server where tests may create databases`,
+    );
+  });
   await client.query(`CREATE DATABASE ${name}`);
   await client.end();
   const url = new URL(admin.toString());

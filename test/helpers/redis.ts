@@ -6,6 +6,7 @@ import crypto from 'node:crypto';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
 import { createLogger } from '../../core/log.js';
 import { freePort } from './ports.js';
 
@@ -140,4 +141,17 @@ export async function until(fn: () => boolean, ms: number, what: string): Promis
     await sleep(10);
   }
   return Date.now() - t0;
+}
+
+/** For one describe block: the shared test Redis, a key prefix of its own, and its keys dropped at the end. */
+export function sharedRedis(): { readonly url: string; readonly prefix: string } {
+  const ctx = { url: '', prefix: randomPrefix() };
+  beforeAll(async () => {
+    ctx.url = await testRedisUrl();
+  });
+  afterAll(async () => {
+    await dropKeys(ctx.url, ctx.prefix);
+    await stopTestRedis();
+  });
+  return ctx;
 }

@@ -21,43 +21,7 @@ import type {
   SignInStore,
   UserRow,
 } from '../index.js';
-
-const toUser = (r: any): UserRow => ({
-  id: r.id,
-  projectId: r.project_id,
-  env: r.env,
-  email: r.email,
-  emailVerified: !!r.email_verified,
-  name: r.name,
-  avatarUrl: r.avatar_url,
-  phone: r.phone,
-  username: r.username,
-  provider: r.provider,
-  createdAt: r.created_at,
-  lastSignIn: r.last_sign_in,
-});
-const toSession = (r: any): SessionRow => ({
-  id: r.id,
-  projectId: r.project_id,
-  env: r.env,
-  userId: r.user_id,
-  provider: r.provider,
-  ip: r.ip,
-  userAgent: r.user_agent,
-  createdAt: r.created_at,
-  expiresAt: r.expires_at,
-});
-const toProvider = (r: any): ProviderRow => ({
-  provider: r.provider,
-  enabled: !!r.enabled,
-  methods: JSON.parse(r.methods),
-  clientId: r.client_id,
-  clientSecret: r.client_secret,
-  botToken: r.bot_token,
-  endpoints: JSON.parse(r.endpoints),
-  region: JSON.parse(r.region),
-  updatedAt: r.updated_at,
-});
+import { toProvider, toSession, toUser } from '../rows.js';
 
 export class SqliteSignIn implements SignInStore {
   private readonly q;

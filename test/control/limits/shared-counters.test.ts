@@ -8,7 +8,7 @@ import { connectRedis, type RedisLink } from '../../../core/redis.js';
 import { FLUSH_MS, SharedCounters } from '../../../core/shared-counters.js';
 import { sharedCounters } from '../../../control/limits/counters.js';
 import { RateLimiter } from '../../../control/limits/rate-limit.js';
-import { dropKeys, quietLog, randomPrefix, startOwnRedis, stopTestRedis, testRedisUrl, until, type OwnRedis } from '../../helpers/redis.js';
+import { dropKeys, quietLog, randomPrefix, sharedRedis, startOwnRedis, until, type OwnRedis } from '../../helpers/redis.js';
 
 interface ControlNode {
   shared: SharedCounters;
@@ -59,19 +59,11 @@ const sum = (row: number[]) => row.reduce((a, b) => a + b, 0);
 const tolerance = (nodes: number, perNodeRate: number) => Math.ceil((nodes - 1) * perNodeRate * ((2 * FLUSH_MS) / 1000));
 
 describe('the limiter on counters shared through Redis', () => {
-  let url: string;
-  const prefix = randomPrefix();
-  beforeAll(async () => {
-    url = await testRedisUrl();
-  });
-  afterAll(async () => {
-    await dropKeys(url, prefix);
-    await stopTestRedis();
-  });
+  const redis = sharedRedis();
 
   it('two nodes at full speed for ~1 s: the sum in each window stays within the limit plus the tolerance (60/s and 1000/s)', async () => {
-    const a = await control(url, prefix);
-    const b = await control(url, prefix);
+    const a = await control(redis.url, redis.prefix);
+    const b = await control(redis.url, redis.prefix);
     await until(() => a.shared.nodes === 2 && b.shared.nodes === 2, 5000, 'two nodes learnt');
     for (const limit of [60, 1000]) {
       const windows = await race([a, b], `api:project-${limit}`, limit, 1000, 1200);
@@ -86,10 +78,10 @@ describe('the limiter on counters shared through Redis', () => {
 
   it('uneven nodes (one at full speed, one at a trickle) and three nodes: still within the tolerance', async () => {
     // A set of nodes of its own: the heartbeat counts three.
-    const p = `${prefix}three:`;
-    const a = await control(url, p);
-    const b = await control(url, p);
-    const c = await control(url, p);
+    const p = `${redis.prefix}three:`;
+    const a = await control(redis.url, p);
+    const b = await control(redis.url, p);
+    const c = await control(redis.url, p);
     await until(() => [a, b, c].every((n) => n.shared.nodes === 3), 5000, 'three nodes learnt');
     for (const [nodes, perTick, limit] of [
       [[a, b], [40, 1], 300],

@@ -10,10 +10,9 @@ import { startDnsServer, type DnsServer } from '../../helpers/dns-server.js';
 import { startMxSink, replies, type MxSink, type ReceivedMessage } from '../../helpers/mx-sink.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/cluster.js';
 
-const server = process.env.POSTGATE_TEST_DATABASE_URL;
 const messageId = (m: ReceivedMessage) => /^Message-ID:\s*<([^@>]+)@/im.exec(m.raw.toString('utf8'))?.[1];
 
-describe.runIf(server)('a whole stack on PostgreSQL', () => {
+describe('a whole stack on PostgreSQL', () => {
   let db: TestDatabase;
   let dns: DnsServer;
   let sink: MxSink;

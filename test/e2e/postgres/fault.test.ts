@@ -15,10 +15,9 @@ import { startMxSink, type MxSink, type ReceivedMessage } from '../../helpers/mx
 import { createTestDatabase, type TestDatabase } from '../../helpers/cluster.js';
 import { startTcpProxy, type TcpProxy } from '../../helpers/tcp-proxy.js';
 
-const server = process.env.POSTGATE_TEST_DATABASE_URL;
 const messageId = (m: ReceivedMessage) => /^Message-ID:\s*<([^@>]+)@/im.exec(m.raw.toString('utf8'))?.[1];
 
-describe.runIf(server)('PostgreSQL lost under load', () => {
+describe('PostgreSQL lost under load', () => {
   let db: TestDatabase;
   let proxy: TcpProxy;
   let dns: DnsServer;

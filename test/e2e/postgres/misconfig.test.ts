@@ -9,9 +9,10 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { dist } from '../../../deploy/build.js';
 import { freePort } from '../../helpers/ports.js';
+import { testDatabaseUrl } from '../../helpers/cluster.js';
 
 const supervisor = path.join(dist, 'control/supervisor.js');
-const server = process.env.POSTGATE_TEST_DATABASE_URL;
+const server = testDatabaseUrl();
 
 async function start(env: Record<string, string>) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'postgate-pg-misconfig-'));
@@ -50,12 +51,12 @@ describe('PostgreSQL misconfiguration at start', () => {
   });
 
   const database = (change: (u: URL) => void) => {
-    const u = new URL(server ?? 'postgres://postgres@127.0.0.1:5432/test');
+    const u = new URL(server);
     change(u);
     return u.toString();
   };
 
-  it.runIf(server).each([
+  it.each([
     ['an unreachable server', () => database((u) => void (u.port = '1')), /ECONNREFUSED/],
     ['a missing database', () => database((u) => void (u.pathname = '/pg_test_no_such_database')), /database "pg_test_no_such_database" does not exist/],
     [
