@@ -18,6 +18,7 @@ import type { ProjectAuthConfig } from './project-config.js';
 import { effectiveEndpoints } from './providers/oidc.js';
 import { CredentialError, type OAuthAdapter, type OAuthTokens, type ProviderConfig, type ProviderDef } from './providers/types.js';
 import { providers } from './providers/index.js';
+import type { AuthEvents } from './events.js';
 
 export interface OAuthDeps {
   config: Config;
@@ -26,6 +27,7 @@ export interface OAuthDeps {
   crypto: AuthCrypto;
   sessions: Sessions;
   projects: ProjectAuthConfig;
+  events: AuthEvents;
 }
 
 interface Server {
@@ -149,19 +151,25 @@ export class OAuthFlows {
       u.searchParams.set(param, value);
       return u.toString();
     };
+    const scope = { projectId: st.projectId, env: st.env };
+    const failed = async (reason: string, error: string) => {
+      await this.d.events.signInFailed(scope, { provider: providerId }, reason, origin);
+      return back('error', error);
+    };
     const def = providers.get(providerId);
     const cfg = await this.d.projects.provider(st.projectId, providerId);
-    if (!def?.oauth || !cfg?.methods.includes('oauth')) return back('error', 'provider_not_enabled');
+    if (!def?.oauth || !cfg?.methods.includes('oauth')) return failed('provider_not_enabled', 'provider_not_enabled');
     try {
       const profile = await this.complete(def, def.oauth, cfg, query, state, st.nonce, this.d.crypto.decrypt(st.codeVerifier));
-      const code = await this.d.sessions.openLater({ projectId: st.projectId, env: st.env }, { provider: def.id, ...profile }, origin, st.clientChallenge);
+      const code = await this.d.sessions.openLater(scope, { provider: def.id, ...profile }, origin, st.clientChallenge);
       return back('svc_code', code);
     } catch (err) {
-      if (err instanceof oauth.AuthorizationResponseError) return back('error', safeError(err.error));
+      // The provider said no (the user denied access, …): its own error code goes back to the app.
+      if (err instanceof oauth.AuthorizationResponseError) return failed('provider_refused', safeError(err.error));
       this.d.log.warn({ provider: providerId, err: (err as Error).message }, 'oauth callback failed');
       if (err instanceof CredentialError || err instanceof oauth.ResponseBodyError || err instanceof oauth.OperationProcessingError)
-        return back('error', 'invalid_grant');
-      return back('error', 'server_error');
+        return failed('invalid_credential', 'invalid_grant');
+      return failed('provider_error', 'server_error');
     }
   }
 

@@ -34,8 +34,12 @@ export function createAuth(deps: AuthDeps): Auth {
     await app.register(hostedPlugin(ctx)); // first: its browser-origin hooks reach the key routes
     await app.register(keyRoutes(ctx, deps.fastLane));
     await app.register(callbackRoutes(ctx));
+    // The audit log's retention too: at start (a node that was down past it) and with the rest.
+    const pruneAudit = () => ctx.events.prune(deps.config.auth.auditRetentionDays).catch((err: unknown) => deps.log.warn({ err }, 'audit prune failed'));
+    void pruneAudit();
     const prune = setInterval(() => {
       ctx.store.prune(clock.now()).catch((err: unknown) => deps.log.warn({ err }, 'auth prune failed'));
+      void pruneAudit();
     }, settings.pruneEveryMs);
     prune.unref();
     app.addHook('onClose', async () => clearInterval(prune));

@@ -9,6 +9,8 @@ import { sendJson, type FastLane } from '../control/http/fast-lane.js';
 import { isAddress } from '../common/address.js';
 import type { Origin, SessionRow, UserRow } from '../control/store/index.js';
 import type { AuthServices } from './services.js';
+import { scopeOf } from './sessions.js';
+import type { Attempt } from './events.js';
 import { clientIp, connectionIp, regionAllows } from './region.js';
 import { checkWidget, type WidgetFields } from './telegram.js';
 import { CredentialError, type Method, type Profile, type ProviderConfig } from './providers/types.js';
@@ -36,11 +38,13 @@ function phone(input: string): string {
 export const keyRoutes =
   (ctx: AuthServices, fastLane?: FastLane): FastifyPluginAsync =>
   async (app) => {
-    const { access, projects, sessions, codes, oauth, store } = ctx;
+    const { access, projects, sessions, codes, oauth, store, events } = ctx;
     app.decorateRequest('caller', undefined);
     app.addHook('onRequest', access.hook(AUTH_KEYS));
 
     const originOf = (req: FastifyRequest): Origin => ({ ip: clientIp(req, req.caller!), userAgent: req.headers['user-agent'] ?? null });
+    /** A sign-in step whose refusal is recorded as sign_in.failed (auth/events.ts). */
+    const attempt = <T>(req: FastifyRequest, who: Attempt, step: () => Promise<T>): Promise<T> => events.watch(scopeOf(req.caller!), who, originOf(req), step);
 
     /** The provider's settings if `method` is enabled for the project and the user's region may use it. */
     async function enabled(req: FastifyRequest, providerId: string, method: Method): Promise<ProviderConfig> {
@@ -123,10 +127,12 @@ export const keyRoutes =
       async (req) => {
         const { sessionTtlMs, requireCodeVerifier } = await projects.settings(req.caller!.project.id);
         const { code, codeVerifier } = req.body;
-        const s = await sessions.exchange(req.caller!, code, sessionTtlMs, {
-          ...(codeVerifier !== undefined ? { verifier: codeVerifier } : {}),
-          required: requireCodeVerifier,
-        });
+        const s = await attempt(req, {}, () =>
+          sessions.exchange(req.caller!, code, sessionTtlMs, {
+            ...(codeVerifier !== undefined ? { verifier: codeVerifier } : {}),
+            required: requireCodeVerifier,
+          }),
+        );
         return { token: s.token, user: userOut(s.user, s.session.provider) };
       },
     );
@@ -147,11 +153,13 @@ export const keyRoutes =
         const { provider, method, credential: cred, nonce } = req.body;
         const verify = providers.get(provider)?.verify?.[method];
         if (!verify) throw new ApiError('PROVIDER_NOT_ENABLED', `${provider} has no ${method} sign-in`);
-        const cfg = await enabled(req, provider, method);
-        const { telegramWindowMs } = await projects.settings(req.caller!.project.id);
-        const { once, ...profile } = await credential(() => verify(cfg, cred, { ...(nonce !== undefined ? { nonce } : {}), windowMs: telegramWindowMs }));
-        await useOnce(once);
-        const s = await signIn(req, provider, profile);
+        const s = await attempt(req, { provider }, async () => {
+          const cfg = await enabled(req, provider, method);
+          const { telegramWindowMs } = await projects.settings(req.caller!.project.id);
+          const { once, ...profile } = await credential(() => verify(cfg, cred, { ...(nonce !== undefined ? { nonce } : {}), windowMs: telegramWindowMs }));
+          await useOnce(once);
+          return signIn(req, provider, profile);
+        });
         return { token: s.token, user: userOut(s.user) };
       },
     );
@@ -169,11 +177,13 @@ export const keyRoutes =
         },
       },
       async (req) => {
-        const cfg = await enabled(req, 'telegram', 'widget');
-        const { telegramWindowMs } = await projects.settings(req.caller!.project.id);
-        const { once, ...profile } = await credential(async () => checkWidget(cfg.botToken!, req.body, telegramWindowMs));
-        await useOnce(once);
-        const s = await signIn(req, 'telegram', profile);
+        const s = await attempt(req, { provider: 'telegram' }, async () => {
+          const cfg = await enabled(req, 'telegram', 'widget');
+          const { telegramWindowMs } = await projects.settings(req.caller!.project.id);
+          const { once, ...profile } = await credential(async () => checkWidget(cfg.botToken!, req.body, telegramWindowMs));
+          await useOnce(once);
+          return signIn(req, 'telegram', profile);
+        });
         return { token: s.token, user: userOut(s.user) };
       },
     );
@@ -215,8 +225,10 @@ export const keyRoutes =
       },
       async (req) => {
         const address = email(req.body.email);
-        await enabled(req, 'email', 'otp');
-        await codes.verify(req.caller!, 'email', address, req.body.code, clientIp(req, req.caller!));
+        await attempt(req, { email: address, provider: 'email' }, async () => {
+          await enabled(req, 'email', 'otp');
+          await codes.verify(req.caller!, 'email', address, req.body.code, clientIp(req, req.caller!));
+        });
         const s = await signIn(req, 'email', {
           subject: address,
           email: address,
@@ -264,8 +276,10 @@ export const keyRoutes =
       },
       async (req) => {
         const number = phone(req.body.phone);
-        await enabled(req, 'sms', 'otp');
-        await codes.verify(req.caller!, 'sms', number, req.body.code, clientIp(req, req.caller!));
+        await attempt(req, { phone: number, provider: 'sms' }, async () => {
+          await enabled(req, 'sms', 'otp');
+          await codes.verify(req.caller!, 'sms', number, req.body.code, clientIp(req, req.caller!));
+        });
         const s = await signIn(req, 'sms', { subject: number, email: null, emailVerified: false, name: null, avatarUrl: null, phone: number, username: null });
         return { token: s.token, user: userOut(s.user) };
       },
@@ -320,7 +334,7 @@ export const keyRoutes =
         },
       },
       async (req) => {
-        await sessions.signOut(req.caller!, bearerOf(req.headers));
+        await sessions.signOut(req.caller!, bearerOf(req.headers), originOf(req));
         return { success: true };
       },
     );

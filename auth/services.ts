@@ -10,6 +10,7 @@ import { ProjectAuthConfig } from './project-config.js';
 import { Sessions } from './sessions.js';
 import { Codes, type Limiter, type SendSystemMail } from './codes.js';
 import { OAuthFlows } from './oauth.js';
+import { AuthEvents } from './events.js';
 
 /** What the composition root gives the auth capability. */
 export interface AuthDeps {
@@ -39,13 +40,16 @@ export interface AuthServices {
   sessions: Sessions;
   codes: Codes;
   oauth: OAuthFlows;
+  /** Sign-in events: the audit log and auth webhooks (auth/events.ts). */
+  events: AuthEvents;
 }
 
 export function createAuthServices(o: AuthDeps): AuthServices {
   const store = o.store.signIn;
   const crypto = new AuthCrypto(o.secret);
   const projects = new ProjectAuthConfig(store, crypto);
-  const sessions = new Sessions(store, o.invalidator);
+  const events = new AuthEvents({ audit: o.store.audit, limiter: o.limiter, log: o.log });
+  const sessions = new Sessions(store, o.invalidator, events);
   const codes = new Codes({
     store,
     domains: o.store.domains,
@@ -56,6 +60,6 @@ export function createAuthServices(o: AuthDeps): AuthServices {
     log: o.log,
     onCapped: o.onCodeSendsCapped,
   });
-  const oauth = new OAuthFlows({ config: o.config, log: o.log, store, crypto, sessions, projects });
-  return { config: o.config, log: o.log, store, projectsStore: o.store, access: o.access, projects, sessions, codes, oauth };
+  const oauth = new OAuthFlows({ config: o.config, log: o.log, store, crypto, sessions, projects, events });
+  return { config: o.config, log: o.log, store, projectsStore: o.store, access: o.access, projects, sessions, codes, oauth, events };
 }

@@ -11,6 +11,7 @@ import type { SignInStore, Env, NewSession, Origin, SessionRow, SignInProfile, U
 import { randomToken, sha256 } from './crypto.js';
 import { bindingCheck } from './browser-binding.js';
 import { settings } from './settings.js';
+import type { AuthEvents, EventScope } from './events.js';
 
 export interface SessionInfo {
   user: UserRow;
@@ -33,6 +34,7 @@ const TOKEN_PREFIX = 'pgs_';
 const invalidSession = () => new ApiError('SESSION_INVALID', 'Session is invalid or expired');
 
 export const envOf = (caller: Caller): Env => caller.key.kind;
+export const scopeOf = (caller: Caller): EventScope => ({ projectId: caller.project.id, env: envOf(caller) });
 const clip = (o: Origin): Origin => ({ ip: o.ip, userAgent: o.userAgent?.slice(0, 512) ?? null });
 
 export class Sessions {
@@ -44,6 +46,8 @@ export class Sessions {
   constructor(
     private readonly store: SignInStore,
     private readonly invalidator: Invalidator,
+    /** Absent: no sign-in events (sessions built outside createAuth, e.g. in a unit test). */
+    private readonly events?: AuthEvents,
   ) {
     invalidator.subscribe(CHANNEL, (key) => {
       this.generation++;
@@ -67,19 +71,23 @@ export class Sessions {
   /** Signs the person in: a session now (token sign-ins), or a one-time code that opens one later (OAuth). */
   async open(caller: Caller, profile: SignInProfile, origin: Origin, ttlMs: number): Promise<OpenedSession> {
     const { token, row } = this.newSession(ttlMs);
-    const { user, session } = await this.store.signIn(caller.project.id, envOf(caller), profile, clip(origin), row.createdAt, { session: row });
+    const { user, session, created } = await this.store.signIn(caller.project.id, envOf(caller), profile, clip(origin), row.createdAt, { session: row });
     this.userChanged(user.id);
+    if (created) await this.events?.userCreated(scopeOf(caller), user, clip(origin));
+    await this.events?.sessionCreated(scopeOf(caller), user, session!);
     return { token, user, session: session! };
   }
 
   /** OAuth: resolves the user now and returns the `svc_code` whose exchange opens the session. */
-  async openLater(project: { projectId: string; env: Env }, profile: SignInProfile, origin: Origin, clientChallenge: string | null): Promise<string> {
+  async openLater(project: EventScope, profile: SignInProfile, origin: Origin, clientChallenge: string | null): Promise<string> {
     const code = randomToken();
     const now = clock.now();
-    const { user } = await this.store.signIn(project.projectId, project.env, profile, clip(origin), now, {
+    const { user, created } = await this.store.signIn(project.projectId, project.env, profile, clip(origin), now, {
       exchange: { codeHash: sha256(code), expiresAt: now + settings.exchangeCodeTtlMs, clientChallenge },
     });
     this.userChanged(user.id);
+    // Its session.created comes with the exchange.
+    if (created) await this.events?.userCreated(project, user, clip(origin));
     return code;
   }
 
@@ -89,9 +97,11 @@ export class Sessions {
     const r = await this.store.useExchangeCode(sha256(code), caller.project.id, envOf(caller), row, bindingCheck(binding.verifier, binding.required));
     switch (r.status) {
       case 'ok':
+        await this.events?.sessionCreated(scopeOf(caller), r.user, r.session);
         return { token, user: r.user, session: r.session };
       case 'reused':
         if (r.revokedTokenHash) this.invalidator.publish(CHANNEL, r.revokedTokenHash);
+        if (r.revokedSessionId) await this.events?.sessionRevoked(scopeOf(caller), { sessionId: r.revokedSessionId, userId: r.userId }, 'code_reused');
         throw new ApiError('INVALID_CODE', 'This code was already used; its session has been revoked');
       case 'expired':
         throw new ApiError('CODE_EXPIRED', 'This code has expired');
@@ -154,11 +164,13 @@ export class Sessions {
     return session.projectId === caller.project.id && session.env === envOf(caller) && session.expiresAt > clock.now();
   }
 
-  async signOut(caller: Caller, token: string | undefined): Promise<void> {
-    await this.check(caller, token);
+  async signOut(caller: Caller, token: string | undefined, origin?: Origin): Promise<void> {
+    const { user, session } = await this.check(caller, token);
     const hash = sha256(token!);
-    await this.store.revokeSession(hash, clock.now());
+    const revoked = await this.store.revokeSession(hash, clock.now());
     this.invalidator.publish(CHANNEL, hash);
+    // Only the call that ended it reports it (two sign-outs racing).
+    if (revoked) await this.events?.sessionRevoked(scopeOf(caller), { sessionId: session.id, userId: user.id, user }, 'sign_out', origin && clip(origin));
   }
 
   private remember<V>(map: Map<string, V>, key: string, value: V): void {

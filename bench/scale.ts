@@ -18,14 +18,16 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { build } from '../deploy/build.js';
 import { startCluster, type Cluster } from '../test/helpers/cluster.js';
 import { startDnsServer } from '../test/helpers/dns-server.js';
 import { Stack, sleep, type Project } from '../test/helpers/stack.js';
 import { tree } from './lib/rss.js';
-import { startCountingSink, type CountingSink } from './lib/sink.js';
+import { startReceiver, type Receiver } from './lib/receiver.js';
+import { prepare } from './lib/prepare.js';
+import { writeResult } from './lib/results.js';
 
-build();
+// The generated code and the compiled tree, so this runs on a fresh clone after `npm install`.
+await prepare();
 
 const exec = promisify(execFile);
 const EMAILS = Number(process.env.BENCH_EMAILS || 3000);
@@ -88,7 +90,7 @@ async function project(node: Stack): Promise<Project> {
   return p;
 }
 
-async function sendLoad(setup: Setup, sink: CountingSink): Promise<Figures> {
+async function sendLoad(setup: Setup, sink: Receiver): Promise<Figures> {
   const p = await project(setup.nodes[0]!);
   // Delivery at full speed: the default pacing of unnamed domains (600/min, 10 connections) would measure the throttle.
   await setup.nodes[0]!.cli('throttle', 'set', '--provider', 'other', '--rate', '0', '--connections', '0');
@@ -178,7 +180,7 @@ async function propagation(a: Stack, b: Stack): Promise<{ p50: number; p99: numb
 }
 
 async function main(): Promise<void> {
-  const sink = await startCountingSink();
+  const sink = await startReceiver();
   const dns = await startDnsServer([
     { type: 'MX', name: 'ok.test', exchange: 'mx.ok.test', priority: 10 },
     { type: 'A', name: 'mx.ok.test', address: '127.0.0.1' },
@@ -227,8 +229,7 @@ async function main(): Promise<void> {
   console.log('(2 cores: four Node processes, PostgreSQL and Redis share them; the 2+2 row is the cost of coordination, not a gain)');
   const result = { bench: 'scale', emails: EMAILS, rows, sessions, propagation: prop };
   console.log(JSON.stringify(result));
-  fs.mkdirSync('bench/results', { recursive: true });
-  fs.writeFileSync(`bench/results/scale-${new Date().toISOString().replace(/[:.]/g, '-')}.json`, JSON.stringify(result, null, 2));
+  console.log(`figures written to ${writeResult('scale', result)}`);
 }
 
 await main();

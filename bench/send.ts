@@ -1,33 +1,42 @@
-// `npm run bench`: ingestion throughput of postgate next to a hello-world
-// measured in the same run (the machine is noisy; the ratio is the figure).
+// `npm run bench` (or `npm run bench:send`): ingestion throughput of postgate next to a
+// hello-world measured in the same run (on a shared machine the ratio is the figure), with the
+// server's CPU per request read from /proc beside it.
 //
-//   hello-world      bare Fastify, one route, logging off (measured first and last)
+//   hello-world      bare Fastify, one route, logging off, its own process (measured first and last)
+//   end to end       emails delivered/s into the receiver (DNS on loopback too), fed by batches
 //   POST /v1/emails  accepted emails/s
+//   SMTP             submission sessions with AUTH and pipelining: accepted emails/s
 //   batch            POST /v1/emails/batch, 100 per request: accepted emails/s
-//   SMTP             submission sessions with pipelining: accepted emails/s
-//   end to end       emails delivered/s into a loopback MX (DNS on loopback too)
 //
-// Postgate runs as `npm start` runs it (the supervisor, control + gateway) on a
-// temporary data dir and free ports; everything stays on loopback, each
-// measurement is bounded (~10 s, fixed connection counts). Accepted mail is
-// dispatched and delivered in the background while later measurements run, as
-// in production; the table says how much was. Prints a table and a JSON line.
-import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { startHello, stopChild } from './lib/baseline.js';
-import autocannon, { type Result } from 'autocannon';
-import { Stack, sleep } from '../test/helpers/stack.js';
-import { startDnsServer } from '../test/helpers/dns-server.js';
-import { startCountingSink } from './lib/sink.js';
-import { smtpLoad } from './lib/smtp-load.js';
-import { memoryOf, peakMemory, tree, type Memory } from './lib/rss.js';
-import { build } from '../deploy/build.js';
+// Every load generator runs in a process of its own: the HTTP rows the same generator as the
+// hello-world (wrk, else autocannon's CLI: bench/lib/http-load.ts), SMTP a Node SMTP client
+// (bench/lib/smtp-load-cli.ts), the end-to-end batches bench/lib/api-load.ts; the receiver too
+// (bench/lib/receiver.ts). The CPU columns are user + system time from /proc over the
+// measurement: control's (the process that answers) per request, and the gateway's, which
+// meanwhile delivers what was accepted.
+//
+// Postgate runs as `npm start` runs it (the supervisor, control + gateway) on a temporary data
+// dir and free ports; everything stays on loopback, each measurement is bounded (BENCH_SECONDS,
+// 10 s; fixed connection counts). Prints a table; writes bench/results/send-<time>.json.
+import { prepare, root } from './lib/prepare.js';
 
-// Postgate runs as `npm start` runs it, from the compiled tree: built now, so it matches the sources.
-build();
+await prepare();
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const fs = await import('node:fs');
+const path = await import('node:path');
+const { execFile } = await import('node:child_process');
+const { promisify } = await import('node:util');
+const { startHello, stopChild } = await import('./lib/baseline.js');
+const { Stack, sleep } = await import('../test/helpers/stack.js');
+const { startDnsServer } = await import('../test/helpers/dns-server.js');
+const { startReceiver } = await import('./lib/receiver.js');
+const { httpGenerator, httpLoad, describeGenerator } = await import('./lib/http-load.js');
+const { cpuMs, pssOf, sampleMemory, tree } = await import('./lib/proc.js');
+const { memoryOf } = await import('./lib/rss.js');
+const { writeResult } = await import('./lib/results.js');
+type HttpRun = import('./lib/http-load.js').HttpRun;
+
+const exec = promisify(execFile);
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
 const WARMUP = 1;
 const HTTP_CONNECTIONS = 32;
@@ -45,94 +54,77 @@ interface Row {
   p50?: number;
   p99?: number;
   ratio?: number;
+  /** CPU µs per request (per email for SMTP and batches) of the answering process: control, or the hello-world. */
+  serverUs?: number;
+  /** The gateway's CPU µs per request over the same time (delivering in the background). */
+  gatewayUs?: number;
   note?: string;
 }
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
-/** Emails postgate said it queued, over the whole run (warm-ups included): what the sink must receive. */
-let accepted = 0;
+const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
+const gen = httpGenerator();
 
-/** An autocannon run that also counts the emails the answers say were queued. */
-async function cannon(
-  url: string,
-  req: { method?: string; path?: string; headers?: Record<string, string>; body?: string },
-  connections: number,
-  seconds: number,
-) {
-  let queued = 0;
-  const result: Result = await autocannon({
-    url,
-    connections,
-    duration: seconds,
-    requests: [
-      {
-        ...req,
-        onResponse: (status, body) => {
-          if (status !== 202) return;
-          const n = body.split('"status":"queued"').length - 1;
-          queued += n;
-          accepted += n;
-        },
-      },
-    ],
+/** A generator process run to its end: its last stdout line, parsed. */
+async function runJson<T>(script: string, options: unknown): Promise<T> {
+  const { stdout } = await exec(process.execPath, ['--import', 'tsx', path.join(root, script), JSON.stringify(options)], {
+    cwd: root,
+    maxBuffer: 16 * 1024 * 1024,
   });
-  return { result, queued };
+  return JSON.parse(stdout.trim().split('\n').pop()!) as T;
 }
 
-const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
-const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : 0);
-
-async function dispatched(stack: Stack): Promise<number> {
-  const text = await (await fetch(`${stack.url}/metrics`)).text();
-  return Number(/^postgate_emails_dispatched_total (\d+)/m.exec(text)?.[1] ?? 0);
+async function hello(): Promise<{ run: HttpRun; cpuUs: number }> {
+  const h = await startHello();
+  try {
+    await httpLoad(gen, { url: `${h.url}/` }, HTTP_CONNECTIONS, WARMUP);
+    const c0 = cpuMs([h.proc.pid!]);
+    const run = await httpLoad(gen, { url: `${h.url}/` }, HTTP_CONNECTIONS, SECONDS);
+    return { run, cpuUs: ((cpuMs([h.proc.pid!]) - c0) * 1000) / run.requests };
+  } finally {
+    await stopChild(h.proc);
+  }
 }
 
 async function main(): Promise<void> {
   const rows: Row[] = [];
 
   // 1. The baseline.
-  const hello = await startHello();
-  await cannon(hello.url, { path: '/' }, HTTP_CONNECTIONS, WARMUP);
-  const h1 = (await cannon(hello.url, { path: '/' }, HTTP_CONNECTIONS, SECONDS)).result;
-  await stopChild(hello.proc);
-  log(`hello-world: ${round(h1.requests.average, 0)} req/s`);
+  const h1 = await hello();
+  log(`hello-world: ${round(h1.run.rps, 0)} req/s, ${round(h1.cpuUs)} µs CPU/req`);
 
   // 2. Postgate with its peers on loopback.
-  const sink = await startCountingSink();
+  const receiver = await startReceiver();
   const dns = await startDnsServer([
     { type: 'MX', name: 'ok.test', exchange: 'mx.ok.test', priority: 10 },
     { type: 'A', name: 'mx.ok.test', address: '127.0.0.1' },
   ]);
   const stack = await Stack.start({
-    env: { POSTGATE_DNS_SERVERS: dns.address, POSTGATE_DELIVERY_PORT: String(sink.port) },
+    env: { POSTGATE_DNS_SERVERS: dns.address, POSTGATE_DELIVERY_PORT: String(receiver.port), POSTGATE_LOG_LEVEL: 'warn' },
     // The SMTP rate (300/s by default) is per project and has no plan knob: raised here.
     // BENCH_CONFIG (JSON) adds POSTGATE_CONFIG settings for experiments, e.g. {"storage":{"synchronous":"NORMAL"}}.
     config: { smtpRate: 1_000_000, ...(JSON.parse(process.env.BENCH_CONFIG || '{}') as Record<string, unknown>) },
   });
-  const peak = peakMemory(() => stack.proc!.pid!);
-  let rss = { idleMb: 0, peakMb: 0, idleRssSumMb: 0, peakRssSumMb: 0 };
+  const mem = sampleMemory(() => [stack.proc!.pid!]);
+  let memory = { idleMb: 0, peakPssMb: 0, idleFilesOnceMb: 0, peakFilesOnceMb: 0 };
   /** Set when mail was not delivered in time: the stack's log is kept for a look. */
   let keepLog = false;
   let planNote = 'plan scale';
+  /** Emails postgate said it queued, over the whole run (warm-ups included): what the receiver must get. */
+  let accepted = 0;
+  /** What the receiver had before this stack sent anything. */
+  const base = receiver.count();
   try {
     const project = await stack.createProject('bench', 'Benchmark');
-    try {
-      await stack.cli('plan', 'set', '--project', 'bench', '--plan', 'scale', '--rate', BIG, '--daily-quota', BIG, '--monthly-quota', BIG);
-    } catch (err) {
-      planNote = 'plan set unavailable: default limits';
-      log(`plan set failed, continuing with the default plan: ${(err as Error).message.split('\n')[0]}`);
-    }
+    await stack.cli('plan', 'set', '--project', 'bench', '--plan', 'scale', '--rate', BIG, '--daily-quota', BIG, '--monthly-quota', BIG);
     await stack.cli('domain', 'verify', '--project', 'bench', '--name', 'bench.test', '--force');
     // The gateway paces each receiving provider (a domain of its own for unknown ones like ok.test);
     // the loopback MX is no provider to be gentle with: no rate or connection limit (0 = unlimited).
-    try {
-      await stack.cli('throttle', 'set', '--provider', 'other', '--rate', '0', '--connections', '0');
-      planNote += ', throttle other unlimited';
-    } catch (err) {
-      planNote += ', throttle set unavailable';
-      log(`throttle set failed, delivery keeps the default pacing: ${(err as Error).message.split('\n')[0]}`);
-    }
-    const idle: Memory = memoryOf(tree(stack.proc!.pid!));
+    await stack.cli('throttle', 'set', '--provider', 'other', '--rate', '0', '--connections', '0');
+    planNote += ', throttle other unlimited';
+    const idlePids = tree(stack.proc!.pid!);
+    const idle = memoryOf(idlePids);
+    const idlePss = idlePids.reduce((n, p) => n + pssOf(p), 0);
     const auth = { authorization: `Bearer ${project.keys.live}`, 'content-type': 'application/json' };
     const one = {
       from: 'Bench <bench@bench.test>',
@@ -141,112 +133,125 @@ async function main(): Promise<void> {
       text: 'Hello from the benchmark. This is a short transactional message body.',
     };
     const batchBody = JSON.stringify(Array.from({ length: 100 }, () => one));
+    const pids = () => ({ control: stack.pid('control'), gateway: stack.pid('gateway') });
+    const cpu = () => {
+      const p = pids();
+      return { control: cpuMs([p.control]), gateway: cpuMs([p.gateway]), all: cpuMs([stack.proc!.pid!]) };
+    };
 
-    // 3. End to end first, while nothing else is queued: accepted → delivered into the sink.
+    // 3. End to end first, while nothing else is queued: accepted → delivered into the receiver.
     {
-      const before = sink.count();
+      const before = receiver.count();
+      const c0 = cpu();
       const t0 = performance.now();
-      let queued = 0;
-      for (let i = 0; i < E2E_EMAILS / 100; i += 5) {
-        const answers = await Promise.all(
-          Array.from({ length: Math.min(5, E2E_EMAILS / 100 - i) }, () =>
-            fetch(`${stack.url}/v1/emails/batch`, { method: 'POST', headers: auth, body: batchBody }).then((r) => r.text()),
-          ),
-        );
-        for (const a of answers) queued += a.split('"status":"queued"').length - 1;
-      }
-      accepted += queued;
+      const load = runJson<{ queued: number; refused: number; firstRefusal?: string }>('bench/lib/api-load.ts', {
+        url: stack.url,
+        key: project.keys.live,
+        count: E2E_EMAILS,
+        batch: 100,
+        concurrency: 5,
+        email: one,
+      });
+      const r = await load;
+      accepted += r.queued;
       // The rate up to 95% delivered: a few retried stragglers would otherwise decide the figure.
-      const until = t0 + E2E_TIMEOUT_MS;
       let t95 = 0;
-      while (sink.count() - before < queued && performance.now() < until) {
-        if (!t95 && sink.count() - before >= 0.95 * queued) t95 = performance.now();
-        await sleep(50);
+      try {
+        t95 = await receiver.waitFor(before + Math.ceil(0.95 * r.queued), E2E_TIMEOUT_MS);
+        await receiver.waitFor(before + r.queued, Math.max(1, E2E_TIMEOUT_MS - (performance.now() - t0)));
+      } catch {
+        keepLog = true;
       }
-      const delivered = sink.count() - before;
+      const delivered = receiver.count() - before;
       const secs = (performance.now() - t0) / 1000;
+      await sleep(300);
+      const c1 = cpu();
       const secs95 = ((t95 || performance.now()) - t0) / 1000;
-      const perSecond = t95 ? (0.95 * queued) / secs95 : delivered / secs;
       rows.push({
         name: 'end to end (delivered)',
-        perSecond,
-        note: `${E2E_EMAILS} sent by batch; 95% delivered in ${round(secs95)} s, ${delivered}/${queued} in ${round(secs)} s`,
+        perSecond: t95 ? (0.95 * r.queued) / secs95 : delivered / secs,
+        note: `${E2E_EMAILS} sent by batch; 95% delivered in ${round(secs95)} s, ${delivered}/${r.queued} in ${round(secs)} s; stack CPU ${round((c1.all - c0.all) / Math.max(1, delivered), 2)} ms/msg (control ${round((c1.control - c0.control) / Math.max(1, delivered), 2)}, gateway ${round((c1.gateway - c0.gateway) / Math.max(1, delivered), 2)})`,
       });
-      log(`end to end: ${delivered} of ${queued} in ${round(secs)} s`);
-      if (delivered < queued) keepLog = true;
+      log(`end to end: ${delivered} of ${r.queued} in ${round(secs)} s`);
     }
 
     // 4. Ingestion, each after a short warm-up, each starting once the mail of the one before was delivered
     //    (bounded), so the order of measurements matters less.
     const settle = async () => {
-      const until = performance.now() + SETTLE_MS;
-      while (sink.count() < accepted && performance.now() < until) await sleep(200);
-      if (sink.count() < accepted) log(`backlog of ${accepted - sink.count()} not delivered in ${SETTLE_MS / 1000} s; measuring anyway`);
+      try {
+        await receiver.waitFor(base + accepted, SETTLE_MS);
+      } catch {
+        log(`backlog of ${base + accepted - receiver.count()} not delivered in ${SETTLE_MS / 1000} s; measuring anyway`);
+      }
     };
-    const measure = async (name: string, run: () => Promise<Omit<Row, 'name' | 'note'> & { note?: string }>) => {
+    const measure = async (name: string, run: () => Promise<Omit<Row, 'name' | 'serverUs' | 'gatewayUs'> & { units: number }>) => {
       await settle();
-      const [d0, s0] = [await dispatched(stack), sink.count()];
-      const r = await run();
-      const [d1, s1] = [await dispatched(stack), sink.count()];
-      rows.push({ name, ...r, note: [r.note, `background: ${d1 - d0} dispatched, ${s1 - s0} delivered`].filter(Boolean).join('; ') });
-      log(`${name}: ${round(r.perSecond, 0)}/s`);
+      const d0 = receiver.count();
+      const c0 = cpu();
+      const { units, ...r } = await run();
+      const c1 = cpu();
+      const serverUs = ((c1.control - c0.control) * 1000) / Math.max(1, units);
+      const gatewayUs = ((c1.gateway - c0.gateway) * 1000) / Math.max(1, units);
+      rows.push({ name, ...r, serverUs, gatewayUs, note: [r.note, `background: ${receiver.count() - d0} delivered`].filter(Boolean).join('; ') });
+      log(`${name}: ${round(r.perSecond, 0)}/s, control ${round(serverUs)} µs, gateway ${round(gatewayUs)} µs per request`);
+    };
+    const httpEmails = async (reqPath: string, body: string, connections: number, perRequest: number) => {
+      const req = { url: `${stack.url}${reqPath}`, method: 'POST', headers: auth, body };
+      const warm = await httpLoad(gen, req, connections, WARMUP);
+      accepted += (warm.requests - warm.non2xx) * perRequest;
+      return httpLoad(gen, req, connections, SECONDS);
     };
 
     await measure('POST /v1/emails', async () => {
-      await cannon(stack.url, { method: 'POST', path: '/v1/emails', headers: auth, body: JSON.stringify(one) }, HTTP_CONNECTIONS, WARMUP);
-      const { result, queued } = await cannon(
-        stack.url,
-        { method: 'POST', path: '/v1/emails', headers: auth, body: JSON.stringify(one) },
-        HTTP_CONNECTIONS,
-        SECONDS,
-      );
+      const r = await httpEmails('/v1/emails', JSON.stringify(one), HTTP_CONNECTIONS, 1);
+      const ok = r.requests - r.non2xx;
+      accepted += ok;
       return {
-        perSecond: queued / result.duration,
-        p50: result.latency.p50,
-        p99: result.latency.p99,
-        note: result.non2xx ? `${result.non2xx} non-2xx` : undefined,
+        units: r.requests,
+        perSecond: ok / r.seconds,
+        p50: r.p50,
+        p99: r.p99,
+        note: r.non2xx || r.errors ? `${r.non2xx} non-2xx, ${r.errors} errors` : undefined,
       };
     });
 
-    await measure('SMTP submission', async () => {
+    await measure('SMTP submission (AUTH, pipelining)', async () => {
       const opts = {
         port: Number(stack.env.POSTGATE_SMTP_PORT),
         key: project.keys.live,
         connections: SMTP_CONNECTIONS,
+        pipelining: true,
         from: 'bench@bench.test',
         to: 'r@ok.test',
       };
-      accepted += (await smtpLoad({ ...opts, durationMs: WARMUP * 1000 })).accepted;
-      const r = await smtpLoad({ ...opts, durationMs: SECONDS * 1000 });
+      type R = { accepted: number; refused: number; errors: number; seconds: number; p50: number; p99: number; firstRefusal?: string; firstError?: string };
+      accepted += (await runJson<R>('bench/lib/smtp-load-cli.ts', { ...opts, durationMs: WARMUP * 1000 })).accepted;
+      const r = await runJson<R>('bench/lib/smtp-load-cli.ts', { ...opts, durationMs: SECONDS * 1000 });
       accepted += r.accepted;
-      const sorted = r.latencies.sort((a, b) => a - b);
-      const problems = [r.refused && `${r.refused} refused (${r.firstRefusal})`, r.errors && `${r.errors} errors`].filter(Boolean).join(', ');
-      return { perSecond: r.accepted / r.seconds, p50: round(percentile(sorted, 50), 2), p99: round(percentile(sorted, 99), 2), note: problems || undefined };
+      const problems = [r.refused && `${r.refused} refused (${r.firstRefusal})`, r.errors && `${r.errors} errors (${r.firstError})`].filter(Boolean).join(', ');
+      return { units: r.accepted, perSecond: r.accepted / r.seconds, p50: round(r.p50, 2), p99: round(r.p99, 2), note: problems || 'per message' };
     });
 
     await measure('POST /v1/emails/batch (100)', async () => {
-      await cannon(stack.url, { method: 'POST', path: '/v1/emails/batch', headers: auth, body: batchBody }, BATCH_CONNECTIONS, WARMUP);
-      const { result, queued } = await cannon(
-        stack.url,
-        { method: 'POST', path: '/v1/emails/batch', headers: auth, body: batchBody },
-        BATCH_CONNECTIONS,
-        SECONDS,
-      );
+      const r = await httpEmails('/v1/emails/batch', batchBody, BATCH_CONNECTIONS, 100);
+      const ok = r.requests - r.non2xx;
+      accepted += ok * 100;
       return {
-        perSecond: queued / result.duration,
-        p50: result.latency.p50,
-        p99: result.latency.p99,
-        note: `${round(result.requests.average, 0)} requests/s${result.non2xx ? `, ${result.non2xx} non-2xx` : ''}`,
+        units: ok * 100,
+        perSecond: (ok * 100) / r.seconds,
+        p50: r.p50,
+        p99: r.p99,
+        note: `${round(r.rps, 0)} requests/s; CPU per email${r.non2xx || r.errors ? `; ${r.non2xx} non-2xx, ${r.errors} errors` : ''}`,
       };
     });
 
-    const top = peak.stop();
+    const top = mem.stop();
     const mb = (n: number) => round(n / 2 ** 20, 0);
-    rss = { idleMb: mb(idle.stack), peakMb: mb(top.stack), idleRssSumMb: mb(idle.rssSum), peakRssSumMb: mb(top.rssSum) };
+    memory = { idleMb: mb(idlePss), peakPssMb: mb(top.pss), idleFilesOnceMb: mb(idle.stack), peakFilesOnceMb: mb(top.filesOnce) };
   } finally {
-    peak.stop();
+    mem.stop();
     await stack.stop();
-    await sink.close();
+    await receiver.close();
     await dns.close();
     if (keepLog) {
       const dir = path.join(root, 'bench/results');
@@ -259,52 +264,69 @@ async function main(): Promise<void> {
   }
 
   // 5. The baseline again, with postgate stopped: the machine may have changed pace meanwhile.
-  const hello2 = await startHello();
-  await cannon(hello2.url, { path: '/' }, HTTP_CONNECTIONS, WARMUP);
-  const h2 = (await cannon(hello2.url, { path: '/' }, HTTP_CONNECTIONS, SECONDS)).result;
-  await stopChild(hello2.proc);
-  const helloRps = (h1.requests.average + h2.requests.average) / 2;
+  const h2 = await hello();
+  const helloRps = (h1.run.rps + h2.run.rps) / 2;
   rows.unshift({
     name: 'hello-world (mean of 2)',
     perSecond: helloRps,
-    p50: h1.latency.p50,
-    p99: h1.latency.p99,
+    p50: h1.run.p50,
+    p99: h1.run.p99,
     ratio: 1,
-    note: `first ${round(h1.requests.average, 0)}, last ${round(h2.requests.average, 0)} req/s`,
+    serverUs: (h1.cpuUs + h2.cpuUs) / 2,
+    note: `first ${round(h1.run.rps, 0)}, last ${round(h2.run.rps, 0)} req/s`,
   });
   for (const r of rows) r.ratio ??= r.perSecond / helloRps;
-  print(rows, rss, planNote);
+  print(rows, memory, planNote);
 }
 
-function print(rows: Row[], rss: { idleMb: number; peakMb: number; idleRssSumMb: number; peakRssSumMb: number }, planNote: string): void {
-  const header = ['measurement', 'per second', 'p50 ms', 'p99 ms', '× hello', 'notes'];
+function print(rows: Row[], memory: Record<string, number>, planNote: string): void {
+  const header = ['measurement', 'per second', 'p50 ms', 'p99 ms', '× hello', 'CPU µs/req', 'gateway µs/req', 'notes'];
+  const opt = (n: number | undefined, d = 1) => (n === undefined ? '' : String(round(n, d)));
   const cells = rows.map((r) => [
     r.name,
     round(r.perSecond, 0).toLocaleString('en'),
-    r.p50 === undefined ? '' : String(r.p50),
-    r.p99 === undefined ? '' : String(r.p99),
+    opt(r.p50, 2),
+    opt(r.p99, 2),
     round(r.ratio ?? 0, 2).toFixed(2),
+    opt(r.serverUs, 0),
+    opt(r.gatewayUs, 0),
     r.note ?? '',
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i]!.length)));
-  const line = (c: string[]) => c.map((v, i) => (i === 0 || i === 5 ? v.padEnd(widths[i]!) : v.padStart(widths[i]!))).join('  ');
+  const last = header.length - 1;
+  const line = (c: string[]) => c.map((v, i) => (i === 0 || i === last ? v.padEnd(widths[i]!) : v.padStart(widths[i]!))).join('  ');
   console.log('');
   console.log(line(header));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const c of cells) console.log(line(c));
   const extra = process.env.BENCH_CONFIG ? `; BENCH_CONFIG ${process.env.BENCH_CONFIG}` : '';
+  console.log(`\nload: HTTP ${describeGenerator(gen)}; SMTP and end to end: Node generators, own processes; receiver: own process`);
   console.log(
-    `\nmemory (supervisor + control + gateway, shared files counted once): ${rss.idleMb} MB idle, ${rss.peakMb} MB peak (RSS sum ${rss.idleRssSumMb} / ${rss.peakRssSumMb} MB); ${planNote}; ${SECONDS} s per measurement${extra}`,
+    'CPU µs/req: user + system time over the measurement, per request (SMTP and batch: per email) — control for postgate, the process itself for the hello-world;',
   );
-  const json = {
-    bench: 'send',
+  console.log('gateway µs/req: what the gateway spent meanwhile, delivering the accepted mail');
+  console.log(
+    `memory (supervisor + control + gateway): PSS ${memory.idleMb} MB idle, ${memory.peakPssMb} MB peak (own + files once: ${memory.idleFilesOnceMb} / ${memory.peakFilesOnceMb} MB); ${planNote}; ${SECONDS} s per measurement${extra}`,
+  );
+  const file = writeResult('send', {
+    generator: gen,
     seconds: SECONDS,
     ...(process.env.BENCH_CONFIG ? { config: JSON.parse(process.env.BENCH_CONFIG) as unknown } : {}),
     connections: { http: HTTP_CONNECTIONS, batch: BATCH_CONNECTIONS, smtp: SMTP_CONNECTIONS },
-    rows: rows.map((r) => ({ name: r.name, per_second: round(r.perSecond, 0), p50_ms: r.p50, p99_ms: r.p99, ratio: round(r.ratio ?? 0, 3), note: r.note })),
-    rss_mb: rss,
-  };
-  console.log(JSON.stringify(json));
+    rows: rows.map((r) => ({
+      name: r.name,
+      perSecond: round(r.perSecond, 0),
+      p50: r.p50,
+      p99: r.p99,
+      ratio: round(r.ratio ?? 0, 3),
+      cpuUs: r.serverUs === undefined ? undefined : round(r.serverUs),
+      gatewayUs: r.gatewayUs === undefined ? undefined : round(r.gatewayUs),
+      note: r.note,
+    })),
+    memory,
+  });
+  console.log(`figures written to ${file}`);
 }
 
 await main();
+process.exit(0);

@@ -1,75 +1,90 @@
-// GET /api/v1/auth/session (the check an app makes on every protected request)
-// against a hello-world measured in the same run: requests/s, p50 and p99 at
-// 50 connections, and the ratios. Target: ≥0.8× the hello-world's requests/s
+// GET /api/v1/auth/session (the check an app makes on every protected request) against a
+// hello-world measured in the same run: requests/s, p50 and p99 at 50 connections, the
+// server's CPU µs per request, and the ratios. Target: ≥0.8× the hello-world's requests/s
 // with the full API-key and session checks, p99 ≤1.5× the hello-world's.
 //
-//   node --import tsx bench/session.ts      (BENCH_SECONDS, default 10)
+//   npm run bench:session      (or node --import tsx bench/session.ts; BENCH_SECONDS, default 10)
 //
-// The hello-world is a bare Fastify process, one route, logging off
-// (bench/lib/hello.ts); postgate runs as `npm start` runs it (the supervisor,
-// control + gateway) on a temporary data dir and free ports. The two run side
-// by side and are measured in alternating rounds, so load from outside the run
-// falls on both alike (the machine is shared; the ratio is the figure).
-// Everything stays on loopback; each measurement is bounded.
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { startHello, stopChild } from './lib/baseline.js';
-import autocannon, { type Result } from 'autocannon';
-import { Stack } from '../test/helpers/stack.js';
-import { build } from '../deploy/build.js';
+// The load generator runs in a process of its own (wrk, else autocannon's CLI:
+// bench/lib/http-load.ts), the same for every target. The hello-world is a bare Fastify
+// process, one route, logging off (bench/lib/hello.ts); postgate runs as `npm start` runs it
+// (the supervisor, control + gateway) on a temporary data dir and free ports. They are measured
+// in alternating rounds, so load from outside the run falls on all alike (on a shared machine
+// the ratio is the figure). The server's CPU is read from /proc: every process of the server
+// (for postgate: supervisor, control and gateway). On a fast machine the ratio to the
+// hello-world is bounded by the generator; the CPU per request is not. Loopback only; bounded.
+// Writes bench/results/session-<time>.json.
+import { prepare } from './lib/prepare.js';
 
-// Postgate runs as `npm start` runs it, from the compiled tree: built now, so it matches the sources.
-build();
+await prepare();
 
-const _root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const { startHello, stopChild } = await import('./lib/baseline.js');
+const { Stack } = await import('../test/helpers/stack.js');
+const { httpGenerator, httpLoad, describeGenerator } = await import('./lib/http-load.js');
+const { cpuMs } = await import('./lib/proc.js');
+const { writeResult } = await import('./lib/results.js');
+type HttpRun = import('./lib/http-load.js').HttpRun;
+type StackT = import('../test/helpers/stack.js').Stack;
+
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
 const ROUNDS = 5;
 const WARMUP = 2;
 const CONNECTIONS = 50;
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
+const gen = httpGenerator();
 
 interface Target {
   name: string;
   url: string;
   headers?: Record<string, string>;
+  /** The server's processes (each with its descendants). */
+  pids: () => number[];
 }
 
 interface Figures {
   rps: number;
   p50: number;
   p99: number;
+  /** Server CPU per request, µs. */
+  cpuUs: number;
+  rounds: number[];
 }
 
-async function run(t: Target, seconds: number): Promise<Result> {
-  const r = await autocannon({ url: t.url, connections: CONNECTIONS, duration: seconds, headers: t.headers ?? {} });
-  if (r.non2xx || r.errors || r.timeouts) throw new Error(`${t.name}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts`);
-  return r;
+async function run(t: Target, seconds: number): Promise<HttpRun & { cpu: number }> {
+  const c0 = cpuMs(t.pids());
+  const r = await httpLoad(gen, { url: t.url, headers: t.headers }, CONNECTIONS, seconds);
+  const cpu = cpuMs(t.pids()) - c0;
+  if (r.non2xx || r.errors) throw new Error(`${t.name}: ${r.non2xx} non-2xx, ${r.errors} errors`);
+  return { ...r, cpu };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-/** Requests/s over all rounds; the median round's p50 and p99. */
+/** Requests/s and CPU per request over all rounds; the median round's p50 and p99. */
 async function compare(targets: Target[]): Promise<Figures[]> {
   for (const t of targets) await run(t, WARMUP);
-  const results: Result[][] = targets.map(() => []);
+  const results: Array<Array<HttpRun & { cpu: number }>> = targets.map(() => []);
   for (let round = 0; round < ROUNDS; round++) {
     for (const [i, t] of targets.entries()) results[i]!.push(await run(t, SECONDS / ROUNDS));
   }
   return results.map((rs, i) => {
+    const requests = rs.reduce((n, r) => n + r.requests, 0);
     const f: Figures = {
-      rps: rs.reduce((n, r) => n + r.requests.total, 0) / rs.reduce((n, r) => n + r.duration, 0),
-      p50: median(rs.map((r) => r.latency.p50)),
-      p99: median(rs.map((r) => r.latency.p99)),
+      rps: requests / rs.reduce((n, r) => n + r.seconds, 0),
+      p50: median(rs.map((r) => r.p50)),
+      p99: median(rs.map((r) => r.p99)),
+      cpuUs: (rs.reduce((n, r) => n + r.cpu, 0) * 1000) / requests,
+      rounds: rs.map((r) => Math.round(r.rps)),
     };
     log(
-      `${targets[i]!.name}: ${Math.round(f.rps)} req/s, p50 ${f.p50} ms, p99 ${f.p99} ms (rounds: ${rs.map((r) => Math.round(r.requests.average)).join(' ')} req/s)`,
+      `${targets[i]!.name}: ${Math.round(f.rps)} req/s, p50 ${f.p50} ms, p99 ${f.p99} ms, ${Math.round(f.cpuUs)} µs CPU/req (rounds: ${f.rounds.join(' ')} req/s)`,
     );
     return f;
   });
 }
 
 /** A signed-in user of a fresh project: its test key and session token (an email code read through the test key). */
-async function signedIn(stack: Stack): Promise<Record<string, string>> {
+async function signedIn(stack: StackT): Promise<Record<string, string>> {
   const p = await stack.createProject('bench');
   const key = { 'x-service-key': p.keys.test };
   await stack.api('POST', '/api/v1/auth/sign-in/email-otp/send', undefined, { email: 'bench@example.com' }, key);
@@ -84,11 +99,12 @@ async function main(): Promise<void> {
   const stack = await Stack.start({ env: { POSTGATE_LOG_LEVEL: 'warn' } });
   let figures: Figures[];
   try {
+    const postgate = () => [stack.proc!.pid!];
     figures = await compare([
-      { name: 'hello-world', url: `${hello.url}/` },
+      { name: 'hello-world', url: `${hello.url}/`, pids: () => [hello.proc.pid!] },
       // Postgate's own trivial route (no key, no session): what the app costs before the auth API does anything.
-      { name: 'postgate GET /healthz', url: `${stack.url}/healthz` },
-      { name: 'GET /api/v1/auth/session', url: `${stack.url}/api/v1/auth/session`, headers: await signedIn(stack) },
+      { name: 'postgate GET /healthz', url: `${stack.url}/healthz`, pids: postgate },
+      { name: 'GET /api/v1/auth/session', url: `${stack.url}/api/v1/auth/session`, headers: await signedIn(stack), pids: postgate },
     ]);
   } finally {
     await stack.stop();
@@ -101,19 +117,37 @@ async function main(): Promise<void> {
     p99: r2(s.p99 / Math.max(h.p99, 1)),
     healthzThroughput: r2(z.rps / h.rps),
     sessionVsHealthz: r2(s.rps / z.rps),
+    cpuPerRequest: r2(s.cpuUs / h.cpuUs),
+    healthzCpuPerRequest: r2(z.cpuUs / h.cpuUs),
   };
-  console.log(`\n${CONNECTIONS} connections, ${SECONDS} s each in ${ROUNDS} alternating rounds\n`);
-  console.log('what'.padEnd(28) + 'req/s'.padStart(9) + 'p50 ms'.padStart(9) + 'p99 ms'.padStart(9));
-  for (const [name, f] of [
+  console.log(`\n${CONNECTIONS} connections, ${SECONDS} s each in ${ROUNDS} alternating rounds; load: ${describeGenerator(gen)}\n`);
+  const cols = ['req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', '× hello req/s', '× hello CPU/req'];
+  console.log('what'.padEnd(28) + cols.map((c) => c.padStart(Math.max(c.length + 2, 11))).join(''));
+  const rows = [
     ['hello-world', h],
     ['postgate GET /healthz', z],
     ['GET /api/v1/auth/session', s],
-  ] as const) {
-    console.log(name.padEnd(28) + String(Math.round(f.rps)).padStart(9) + String(f.p50).padStart(9) + String(f.p99).padStart(9));
+  ] as const;
+  for (const [name, f] of rows) {
+    const cells = [Math.round(f.rps), f.p50, f.p99, Math.round(f.cpuUs), r2(f.rps / h.rps).toFixed(2), r2(f.cpuUs / h.cpuUs).toFixed(2)];
+    console.log(name.padEnd(28) + cells.map((c, i) => String(c).padStart(Math.max(cols[i]!.length + 2, 11))).join(''));
   }
-  console.log(`\nsession / hello-world: ${ratio.throughput}× throughput (target ≥ 0.8), ${ratio.p99}× p99 (target ≤ 1.5)`);
-  console.log(`postgate's /healthz / hello-world: ${ratio.healthzThroughput}×; session / /healthz: ${ratio.sessionVsHealthz}×`);
-  console.log(JSON.stringify({ bench: 'session', connections: CONNECTIONS, seconds: SECONDS, rounds: ROUNDS, hello: h, healthz: z, session: s, ratio }));
+  console.log(
+    `\nsession / hello-world: ${ratio.throughput}× throughput (target ≥ 0.8), ${ratio.p99}× p99 (target ≤ 1.5), ${ratio.cpuPerRequest}× CPU per request`,
+  );
+  console.log(
+    `postgate's /healthz / hello-world: ${ratio.healthzThroughput}× throughput, ${ratio.healthzCpuPerRequest}× CPU per request; session / /healthz: ${ratio.sessionVsHealthz}×`,
+  );
+  console.log('CPU µs/req: user + system time of every process of the server (postgate: supervisor, control, gateway) over the run, per completed request');
+  const file = writeResult('session', {
+    generator: gen,
+    connections: CONNECTIONS,
+    seconds: SECONDS,
+    rounds: ROUNDS,
+    rows: rows.map(([name, f]) => ({ name, ...f, rps: Math.round(f.rps), cpuUs: Math.round(f.cpuUs * 10) / 10 })),
+    ratio,
+  });
+  console.log(`figures written to ${file}`);
 }
 
 await main();

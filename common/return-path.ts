@@ -13,9 +13,12 @@
 /** The subdomain of a sender domain that receives bounces, reports and unsubscribe mails. */
 export const RETURN_PATH_LABEL = 'pg-bounces';
 
-export function returnPathDomain(domain: string): string {
-  return `${RETURN_PATH_LABEL}.${domain}`;
+export function returnPathDomain(domain: string, label: string = RETURN_PATH_LABEL): string {
+  return `${label}.${domain}`;
 }
+
+/** A custom return-path label (Resend's custom_return_path): one DNS label, lower case. */
+export const RETURN_PATH_LABEL_SHAPE = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 
 export type ParsedToken =
   | { kind: 'bounce'; emailId: string; index?: number; mac: string }

@@ -1,8 +1,12 @@
 // Email and recipient statuses: how a delivery event moves a recipient, and what
 // the email's own status is given its recipients'. Pure; every store applies these.
 
-/** Every status an email or a recipient can have (GET /v1/emails/:id, analytics, webhooks). */
-export const EMAIL_STATUSES = ['queued', 'sending', 'sent', 'delivered', 'bounced', 'rejected', 'complained', 'failed'] as const;
+/**
+ * Every status an email or a recipient can have (GET /v1/emails/:id, analytics, webhooks).
+ * The spec's eight, then two of ours: `scheduled` (waiting for scheduled_at) and
+ * `canceled` (a scheduled email canceled before it left).
+ */
+export const EMAIL_STATUSES = ['queued', 'sending', 'sent', 'delivered', 'bounced', 'rejected', 'complained', 'failed', 'scheduled', 'canceled'] as const;
 export type EmailStatus = (typeof EMAIL_STATUSES)[number];
 /** What a webhook can subscribe to: every status, and `deferred` (an attempt that will be retried). */
 export const EVENT_KINDS = [...EMAIL_STATUSES, 'deferred'] as const;
@@ -20,9 +24,10 @@ export const recipientRank: Readonly<Record<string, number>> = {
   delivered: 4,
   complained: 5,
   failed: 6,
+  canceled: 6,
 };
 
-const terminal = new Set<string>(EMAIL_STATUSES.filter((x) => x !== 'queued' && x !== 'sending'));
+const terminal = new Set<string>(EMAIL_STATUSES.filter((x) => x !== 'queued' && x !== 'sending' && x !== 'scheduled'));
 
 /** The recipient's status after an event, or null when the event changes nothing. */
 export function recipientStatusAfter(current: string, event: string): string | null {

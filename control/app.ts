@@ -17,6 +17,7 @@ import { mailRoutes } from './mail/routes.js';
 import { adminRoutes } from './admin/routes.js';
 import { adminGuard } from './admin/guard.js';
 import { newFastify } from './http/fastify.js';
+import { completeOpenapi } from './http/openapi.js';
 import type { PacingService } from './pacing/service.js';
 import { pacingAdminRoutes } from './pacing/admin-routes.js';
 import type { MailTokens } from './unsubscribe/mail-tokens.js';
@@ -49,8 +50,13 @@ export async function buildApp(deps: AppDeps, auth: { plugin: FastifyPluginAsync
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'postgate', version: '1', description: 'Email sending and sign-in API. Errors are {error, code}.' },
-      servers: [{ url: config.baseUrl }],
+      info: {
+        title: 'postgate',
+        version: '1',
+        description: 'Email sending and sign-in API. Errors are {error, code}.',
+        license: { name: 'MIT', identifier: 'MIT' },
+      },
+      servers: [{ url: config.baseUrl, description: 'This postgate' }],
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', description: 'Project API key (live kind)' },
@@ -59,6 +65,8 @@ export async function buildApp(deps: AppDeps, auth: { plugin: FastifyPluginAsync
         },
       },
     },
+    // operationIds, `security: []` on public routes, every answer documented (control/http/openapi.ts).
+    transformObject: (document) => completeOpenapi(document),
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -10,6 +10,7 @@ import { openStore } from './store/index.js';
 import { KeyAuthenticator } from './api-keys/authenticate.js';
 import { GatewayClients } from './delivery/gateways.js';
 import { Dispatcher, type DispatchDeliverability } from './delivery/dispatcher.js';
+import { Scheduler } from './mail/scheduler.js';
 import { ensureSystemSender } from './domains/system.js';
 import { GatewayEventStream } from './delivery/gateway-events.js';
 import { MailPipeline } from './mail/pipeline.js';
@@ -25,6 +26,7 @@ import { WebhookSender } from './webhooks/sender.js';
 import { WebhookTargets } from './webhooks/target.js';
 import { AddressGuard } from '../core/net/address-guard.js';
 import { startSmtpSubmission } from './smtp/server.js';
+import { Idempotency } from './mail/idempotency.js';
 import { startPublicGrpc } from './grpc/public.js';
 import { MailTokens } from './unsubscribe/mail-tokens.js';
 import { PacingService } from './pacing/service.js';
@@ -53,6 +55,7 @@ const pacing = new PacingService(store, gateways, config, log, dispatcher);
 const events = new GatewayEventStream(store, gateways, log, metrics, { tokens, onConnect: (gw) => void pacing.push(gw) });
 const access = new KeyAuthenticator(store, invalidator);
 const pipeline = new MailPipeline(store, config, dispatcher);
+const scheduler = new Scheduler(store, pipeline, dispatcher, log);
 const resolver = makeResolver(config.dnsServers);
 const webhookTargets = new WebhookTargets(new AddressGuard(config.webhooks.allowCidrs), resolver);
 const webhooks = new WebhookSender(store, sealer(secret, 'webhooks'), config.webhooks, webhookTargets, log);
@@ -98,7 +101,7 @@ const auth = createAuth({
 const app = await buildApp(deps, auth);
 const adminApp = await buildAdminApp(deps, auth);
 // SMTP and gRPC listen before HTTP, so a healthy /healthz means every door is open.
-const smtp = await startSmtpSubmission({ config, log, access, pipeline, limiter });
+const smtp = await startSmtpSubmission({ config, log, access, pipeline, limiter, idempotency: new Idempotency(store) });
 const grpcApi = await startPublicGrpc({
   config,
   log,
@@ -115,6 +118,7 @@ await adminApp.listen({ host: config.adminHost, port: config.adminPort });
 await app.listen({ host: config.host, port: config.httpPort });
 deliverability.system = await ensureSystemSender(store, config, deliverability.dkimSealer, log);
 dispatcher.start();
+scheduler.start();
 events.start();
 webhooks.start();
 log.info(
@@ -132,6 +136,7 @@ async function shutdown(signal: string): Promise<void> {
   await Promise.all([app.close(), adminApp.close()]); // stops accepting; in-flight requests finish (their writes commit)
   await Promise.all([smtp.close(), grpcApi.close()]);
   dispatcher.stop();
+  scheduler.stop();
   webhooks.stop();
   await events.stop();
   gateways.close();

@@ -18,6 +18,10 @@ export interface Limits {
   maxSubjectLength: number;
   maxHeaders: number;
   maxTags: number;
+  /** Attachments of one email (docs/mail-api.md, Attachments). */
+  maxAttachments: number;
+  /** Attachment bytes of one email, counted after decoding; also of one batch request in total. */
+  maxAttachmentBytes: number;
 }
 
 export interface DeliverySettings {
@@ -118,6 +122,14 @@ export interface AuthSettings {
    * 429 and counts postgate_auth_code_sends_capped_total (alert on it).
    */
   codeSendsPerProjectHour: number;
+  /** Days the auth audit log keeps an entry (sign-ins, sessions, failures); older ones are deleted by control. */
+  auditRetentionDays: number;
+}
+
+export interface SmtpTrusted {
+  key: string;
+  /** CIDRs (a bare address is one host). */
+  networks: string[];
 }
 
 export type Role = 'both' | 'control' | 'gateway';
@@ -162,6 +174,13 @@ export interface Config {
   smtpRate: number;
   /** SMTP submission sessions one client address may hold at once (421 past it). */
   smtpConnectionsPerIp: number;
+  /**
+   * Submission without AUTH from trusted networks, as Postfix's mynetworks (POSTGATE_CONFIG
+   * `smtpTrusted: {"key": "pg_live_…", "networks": ["127.0.0.0/8"]}`): a session from one of the
+   * networks sends as the project of `key`, a live key checked at each MAIL as an AUTH's is (revoking
+   * it ends this). Off unless set; `networks` defaults to loopback.
+   */
+  smtpTrusted: SmtpTrusted | undefined;
   webhooks: WebhookSettings;
   auth: AuthSettings;
   http: HttpSettings;
@@ -186,7 +205,15 @@ const warmup = (dailyNorm: number, ratePerMinute: number, connections: number): 
 });
 
 const defaults = {
-  limits: { maxRecipients: 50, maxBodyBytes: 5 * 1024 * 1024, maxSubjectLength: 998, maxHeaders: 50, maxTags: 20 },
+  limits: {
+    maxRecipients: 50,
+    maxBodyBytes: 5 * 1024 * 1024,
+    maxSubjectLength: 998,
+    maxHeaders: 50,
+    maxTags: 20,
+    maxAttachments: 50,
+    maxAttachmentBytes: 40 * 1024 * 1024,
+  },
   delivery: {
     retryDelays: [60, 300, 900, 3600, 7200, 14400],
     maxTempFailures: 13,
@@ -202,8 +229,8 @@ const defaults = {
     scale: { dailyQuota: 1_000_000, monthlyQuota: 20_000_000, rateLimit: 1_000 },
   },
   webhooks: { retryDelays: [5, 300, 1800, 7200, 18000, 36000], maxAgeSeconds: 86400, timeoutMs: 10_000, allowCidrs: [] as string[] },
-  auth: { codeSendsPerProjectHour: 1000 },
-  http: { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 72_000, bodyLimitBytes: 256 * 1024, inFlightBodyBytes: 64 * 1024 * 1024 },
+  auth: { codeSendsPerProjectHour: 1000, auditRetentionDays: 90 },
+  http: { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 72_000, bodyLimitBytes: 256 * 1024, inFlightBodyBytes: 128 * 1024 * 1024 },
   pacing: {
     providers: {
       google: warmup(500, 600, 10),
@@ -233,6 +260,13 @@ function pacingSettings(over: unknown): PacingSettings {
   return { ...p, providers, volumeSpike: merge(defaults.pacing.volumeSpike, (over as any)?.volumeSpike, 'pacing.volumeSpike') };
 }
 
+function authSettings(over: unknown): AuthSettings {
+  const a = merge(defaults.auth, over, 'auth');
+  if (!Number.isInteger(a.auditRetentionDays) || a.auditRetentionDays < 1 || a.auditRetentionDays > 3650)
+    throw new Error(`POSTGATE_CONFIG: auth.auditRetentionDays must be a whole number of days from 1 to 3650, got ${JSON.stringify(a.auditRetentionDays)}`);
+  return a;
+}
+
 function webhookSettings(over: unknown): WebhookSettings {
   const w = merge(defaults.webhooks, over, 'webhooks');
   if (!Array.isArray(w.allowCidrs)) throw new Error('POSTGATE_CONFIG: webhooks.allowCidrs must be a list of CIDRs');
@@ -242,6 +276,23 @@ function webhookSettings(over: unknown): WebhookSettings {
     throw new Error(`POSTGATE_CONFIG: webhooks.allowCidrs: ${(err as Error).message}`);
   }
   return w;
+}
+
+function smtpTrusted(over: unknown): SmtpTrusted | undefined {
+  if (over === undefined || over === null) return undefined;
+  const t = over as { key?: unknown; networks?: unknown };
+  if (typeof t !== 'object' || typeof t.key !== 'string' || !t.key)
+    throw new Error('POSTGATE_CONFIG: smtpTrusted.key must be the live API key that trusted sessions send as');
+  const networks = t.networks ?? ['127.0.0.0/8', '::1/128'];
+  if (!Array.isArray(networks) || !networks.length) throw new Error('POSTGATE_CONFIG: smtpTrusted.networks must be a non-empty list of CIDRs');
+  for (const n of networks) {
+    const [addr = '', bits, extra] = String(n).split('/');
+    const family = isIP(addr);
+    const max = family === 6 ? 128 : 32;
+    if (!family || extra !== undefined || (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= max)))
+      throw new Error(`POSTGATE_CONFIG: smtpTrusted.networks: ${JSON.stringify(n)} is not a CIDR`);
+  }
+  return { key: t.key, networks: networks.map(String) };
 }
 
 /**
@@ -403,8 +454,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     defaultPlan: (file.defaultPlan as Config['defaultPlan'] | undefined) ?? 'free',
     smtpRate: (file.smtpRate as number | undefined) ?? 300,
     smtpConnectionsPerIp: (file.smtpConnectionsPerIp as number | undefined) ?? 100,
+    smtpTrusted: smtpTrusted(file.smtpTrusted),
     webhooks: webhookSettings(file.webhooks),
-    auth: merge(defaults.auth, file.auth, 'auth'),
+    auth: authSettings(file.auth),
     http: merge(defaults.http, file.http, 'http'),
     pacing: pacingSettings(file.pacing),
     testClock: env.POSTGATE_TEST_CLOCK === '1',

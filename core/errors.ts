@@ -20,6 +20,9 @@ export type ErrorCode =
   | 'INVALID_CREDENTIAL'
   | 'REGION_NOT_ALLOWED'
   | 'CONFLICT'
+  | 'IDEMPOTENCY_CONFLICT'
+  | 'IDEMPOTENCY_IN_PROGRESS'
+  | 'BATCH_INVALID'
   | 'UNAUTHORIZED'
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA_TYPE'
@@ -47,6 +50,9 @@ export const statusOf: Record<ErrorCode, number> = {
   INVALID_CREDENTIAL: 401,
   REGION_NOT_ALLOWED: 403,
   CONFLICT: 409,
+  IDEMPOTENCY_CONFLICT: 409,
+  IDEMPOTENCY_IN_PROGRESS: 409,
+  BATCH_INVALID: 422,
   UNAUTHORIZED: 401,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
@@ -73,8 +79,30 @@ export class ApiError extends Error {
   }
 
   toJSON(): Record<string, unknown> {
-    return { error: this.message, code: this.code, ...this.extra };
+    return { ...errorBody(this.code, this.message), ...this.extra };
   }
+}
+
+// Resend's error names, so its SDK and code written against it read our errors; codes
+// without a Resend equivalent get their own name in the same snake_case style.
+const resendNames: Partial<Record<ErrorCode, string>> = {
+  INVALID_REQUEST: 'validation_error',
+  BATCH_INVALID: 'validation_error',
+  INVALID_API_KEY: 'invalid_api_key',
+  UNAUTHORIZED: 'missing_api_key',
+  DOMAIN_NOT_VERIFIED: 'validation_error',
+  QUOTA_EXCEEDED: 'monthly_quota_exceeded',
+  INTERNAL: 'internal_server_error',
+  IDEMPOTENCY_CONFLICT: 'invalid_idempotent_request',
+  IDEMPOTENCY_IN_PROGRESS: 'concurrent_idempotent_requests',
+};
+
+/**
+ * The one error body: the spec's {error, code}, and beside them Resend's
+ * {name, message, statusCode} (a superset: clients of either read it).
+ */
+export function errorBody(code: ErrorCode, message: string): { error: string; code: ErrorCode; name: string; message: string; statusCode: number } {
+  return { error: message, code, name: resendNames[code] ?? code.toLowerCase(), message, statusCode: statusOf[code] };
 }
 
 export const invalid = (message: string): ApiError => new ApiError('INVALID_REQUEST', message);

@@ -81,9 +81,11 @@ async function sign(raw, key) {
 if (!isMainThread && workerData && workerData.postgateDkim) {
   // Keys arrive once (with their first message) and are named by a number afterwards.
   const keys = new Map();
-  parentPort.on('message', ({ id, raw, keyId, key }) => {
+  parentPort.on('message', ({ id, raw, file, keyId, key }) => {
     if (key) keys.set(keyId, key);
-    sign(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength), keys.get(keyId)).then(
+    // A message in a file (one with attachments) is read here as a stream: never whole in memory.
+    const input = file ? require('node:fs').createReadStream(file) : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+    sign(input, keys.get(keyId)).then(
       (res) => parentPort.postMessage({ id, ...res }),
       (err) => parentPort.postMessage({ id, error: `DKIM signing failed: ${String(err?.message)}` }),
     );

@@ -2,13 +2,14 @@
 // in the stored message (a retry resends the same signed bytes) and the private key,
 // which came with the message from control, is used in memory only. The RSA work runs
 // on a worker thread, so SMTP sessions under way are not stalled by it.
+import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
 const require = createRequire(import.meta.url);
 const WORKER_FILE = require.resolve('./dkim-sign.cjs');
 const core = require(WORKER_FILE) as {
-  sign(raw: Buffer, key: DkimKey): Promise<{ signatures: string } | { error: string }>;
+  sign(raw: Buffer | NodeJS.ReadableStream, key: DkimKey): Promise<{ signatures: string } | { error: string }>;
   SIGNED_HEADERS: string;
 };
 
@@ -32,10 +33,16 @@ export async function signMessage(raw: Buffer, key: DkimKey): Promise<Buffer> {
   return prepend(await core.sign(raw, key), raw);
 }
 
+/** The DKIM-Signature header of the message in `file`, read as a stream (a message too large to hold), on this thread. */
+export async function signFile(file: string, key: DkimKey): Promise<Buffer> {
+  return prepend(await core.sign(fs.createReadStream(file), key), Buffer.alloc(0));
+}
+
 /** Signs on a worker thread; if the worker cannot run, on this one. */
 export class Signer {
   private worker: Worker | undefined;
-  private readonly pending = new Map<number, { raw: Buffer; key: DkimKey; resolve: (b: Buffer) => void; reject: (e: Error) => void }>();
+  /** `file`: the message is in that file, and only its signature header is answered. */
+  private readonly pending = new Map<number, { raw: Buffer; file?: string; key: DkimKey; resolve: (b: Buffer) => void; reject: (e: Error) => void }>();
   private next = 0;
   private broken = false;
   private failures = 0;
@@ -72,7 +79,7 @@ export class Signer {
       this.broken = ++this.failures >= 3;
       const left = [...this.pending.values()];
       this.pending.clear();
-      for (const p of left) signMessage(p.raw, p.key).then(p.resolve, p.reject);
+      for (const p of left) (p.file ? signFile(p.file, p.key) : signMessage(p.raw, p.key)).then(p.resolve, p.reject);
     };
     w.on('error', fail);
     w.on('exit', fail);
@@ -83,18 +90,29 @@ export class Signer {
   sign(raw: Buffer, key: DkimKey): Promise<Buffer> {
     const w = this.start();
     if (!w) return signMessage(raw, key);
+    return this.post(w, { raw, key });
+  }
+
+  /** The DKIM-Signature header of the message in `file`; the worker reads the file itself, so the message never crosses threads. */
+  signFile(file: string, key: DkimKey): Promise<Buffer> {
+    const w = this.start();
+    if (!w) return signFile(file, key);
+    return this.post(w, { raw: Buffer.alloc(0), file, key });
+  }
+
+  private post(w: Worker, { raw, file, key }: { raw: Buffer; file?: string; key: DkimKey }): Promise<Buffer> {
     return new Promise((resolve, reject) => {
       const id = this.next++;
-      this.pending.set(id, { raw, key, resolve, reject });
+      this.pending.set(id, { raw, ...(file ? { file } : {}), key, resolve, reject });
       // The worker keeps each key it was given: later messages name it by number only.
       const k = `${key.domain}\n${key.selector}\n${key.privateKeyPem}`;
       let keyId = this.keyIds.get(k);
       if (keyId === undefined) {
         keyId = this.keyIds.size;
         this.keyIds.set(k, keyId);
-        w.postMessage({ id, raw, keyId, key });
+        w.postMessage({ id, raw, file, keyId, key });
       } else {
-        w.postMessage({ id, raw, keyId });
+        w.postMessage({ id, raw, file, keyId });
       }
     });
   }

@@ -5,10 +5,14 @@
 // that id means queued (a retry is a duplicate), no file means never queued (a retry
 // sends it). So a retried Enqueue never delivers twice and never loses the mail.
 // Ids here are keys: the email id, or email_id/n for one recipient's copy of a bulk email.
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
 import type { Outbox } from './outbox/outbox.js';
 import type { Logger } from '../core/log.js';
 import { Signer, type DkimKey } from './dkim.js';
-import { buildMime, type MessageParts } from './mime.js';
+import { buildMime, buildMimeStream, type AttachmentData, type MessageParts } from './mime.js';
+import { builtFile, queueStream, Slots, writeBuilt } from './spool.js';
 
 export interface OutgoingMessage {
   emailId: string;
@@ -18,6 +22,8 @@ export interface OutgoingMessage {
   /** The message; empty when `compose` says how to build it. */
   raw: Uint8Array;
   compose?: MessageParts;
+  /** The bytes of compose.attachments, by ref (shared by the copies of one Enqueue). */
+  attachmentData?: AttachmentData;
   bulk: boolean;
   senderDomain: string;
   /** Idempotency key; the email id when empty. */
@@ -38,8 +44,22 @@ export interface EnqueueOutcome {
 
 export const keyOf = (msg: Pick<OutgoingMessage, 'emailId' | 'key'>): string => msg.key || msg.emailId;
 
-/** Hands one (signed) message to Haraka; resolves after Haraka's queued callback. */
-export type QueueFn = (msg: OutgoingMessage & { key: string }) => Promise<void>;
+/**
+ * Hands one (signed) message to Haraka: `raw`, or `stream` when given (a message with attachments,
+ * already in DATA form: spool.ts). Resolves with Haraka's answer after its queued callback.
+ */
+export type QueueFn = (msg: OutgoingMessage & { key: string; stream?: Readable }) => Promise<string | undefined>;
+
+/** Where messages with attachments are built, and Haraka's spool_dir (haraka-dir.ts). */
+export interface EnqueueDirs {
+  build: string;
+  spool: string;
+}
+
+/** Haraka's spool_after (haraka-dir.ts): a larger message leaves a spool file behind. */
+const SPOOL_AFTER = 1024 * 1024;
+/** Messages with attachments built and queued at once: each is disk work, and Haraka may hold part of it. */
+const BUILDS_AT_ONCE = 2;
 /** Which of these ids have a file in Haraka's queue. */
 export type FindQueued = (ids: ReadonlySet<string>) => Promise<Set<string>>;
 
@@ -96,6 +116,7 @@ export class Enqueuer {
   private readonly inflight = new Map<string, Promise<EnqueueOutcome>>();
   private readonly turns = new Turns();
   private readonly signer = new Signer();
+  private readonly builds = new Slots(BUILDS_AT_ONCE);
 
   constructor(
     private readonly outbox: Outbox,
@@ -104,6 +125,7 @@ export class Enqueuer {
     /** Haraka has loaded its queue dir: a file written before that would be loaded and sent twice. */
     private readonly ready: Promise<void>,
     private readonly log: Logger,
+    private readonly dirs: EnqueueDirs,
   ) {}
 
   get busy(): number {
@@ -137,9 +159,15 @@ export class Enqueuer {
 
     try {
       await this.turns.next();
-      const built = msg.raw.length ? Buffer.from(msg.raw) : await buildMime(msg.emailId, msg.compose!);
-      const raw = msg.dkim?.privateKeyPem ? await this.signer.sign(built, msg.dkim) : built;
-      await this.queue({ ...msg, raw, key });
+      if (!msg.raw.length && msg.compose?.attachments?.length) {
+        await this.queueBuilt(msg, key);
+      } else {
+        const built = msg.raw.length ? Buffer.from(msg.raw) : await buildMime(msg.emailId, msg.compose!);
+        const raw = msg.dkim?.privateKeyPem ? await this.signer.sign(built, msg.dkim) : built;
+        const answer = await this.queue({ ...msg, raw, key });
+        // Haraka adds a few headers of its own: the file may exist a little below the limit too.
+        if (raw.length > SPOOL_AFTER / 2) await this.dropSpool(answer);
+      }
     } catch (err) {
       // Not signed, or Haraka refused it (and removed what it had written): forget the key so a retry sends it.
       await this.outbox.forgetEnqueued([key]);
@@ -148,5 +176,29 @@ export class Enqueuer {
     }
     await this.outbox.markEnqueued([key]);
     return { emailId, key, duplicate: false, error: '' };
+  }
+
+  /**
+   * A message with attachments, through files instead of memory (spool.ts): built into the build
+   * dir, signed from there, streamed into Haraka. What one holds in memory is a few chunks.
+   */
+  private async queueBuilt(msg: OutgoingMessage, key: string): Promise<void> {
+    const release = await this.builds.take();
+    const file = builtFile(this.dirs.build, key);
+    try {
+      await writeBuilt(file, buildMimeStream(msg.emailId, msg.compose!, msg.attachmentData));
+      const signature = msg.dkim?.privateKeyPem ? await this.signer.signFile(file, msg.dkim) : Buffer.alloc(0);
+      await this.dropSpool(await this.queue({ ...msg, raw: signature, key, stream: queueStream(signature, file) }));
+    } finally {
+      release();
+      await fsp.rm(file, { force: true });
+    }
+  }
+
+  /** Haraka leaves the spool file of a queued message behind (its queue file has the message): removed here. */
+  private async dropSpool(answer: string | undefined): Promise<void> {
+    // Its answer names the transaction, whose id names the file: "Message Queued (<uuid>)".
+    const uuid = /\(([\w.-]+)\)\s*$/.exec(answer ?? '')?.[1];
+    if (uuid) await fsp.rm(path.join(this.dirs.spool, `${uuid}.eml`), { force: true });
   }
 }

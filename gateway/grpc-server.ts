@@ -122,7 +122,9 @@ export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCou
     enqueue(call: grpc.ServerUnaryCall<EnqueueRequest, unknown>, cb: grpc.sendUnaryData<unknown>) {
       const mismatch = refuses(call.request.contract, 'Enqueue');
       if (mismatch) return cb(refusal(mismatch));
-      Promise.all(call.request.messages.map((m) => enqueuer.enqueue(m)))
+      // The copies of an email (one per recipient) share its attachment bytes: sent once, never copied here.
+      const attachmentData = call.request.attachments;
+      Promise.all(call.request.messages.map((m) => enqueuer.enqueue({ ...m, attachmentData })))
         .then((results) => cb(null, create(EnqueueResponseSchema, { contract: CONTRACT, results: results.map((r) => create(EnqueueResultSchema, r)) })))
         .catch((err) => fail(cb, err));
     },
@@ -182,7 +184,7 @@ export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCou
     },
   };
 
-  // Control batches whole messages (attachments included) into one Enqueue.
+  // Control bounds the attachment bytes of one Enqueue (an email with 40 MB of them goes alone).
   const server = new grpc.Server({ 'grpc.max_receive_message_length': 256 * 1024 * 1024 });
   server.addService(grpcDefinition(GatewayService), handlers);
   // The internal API enqueues mail without authentication: it listens on loopback unless

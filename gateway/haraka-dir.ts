@@ -49,6 +49,7 @@ export function writeHarakaDir(config: Config, paths: GatewayPaths, pluginsDir: 
   const cfg = path.join(dir, 'config');
   fs.mkdirSync(cfg, { recursive: true });
   fs.mkdirSync(paths.queueDir, { recursive: true });
+  fs.mkdirSync(paths.spoolDir, { recursive: true });
   const header = '; written by gateway/main.ts at each start from POSTGATE_* settings; edits are lost';
 
   write(path.join(cfg, 'smtp.ini'), [
@@ -60,6 +61,10 @@ export function writeHarakaDir(config: Config, paths: GatewayPaths, pluginsDir: 
     // On SIGINT, Haraka calls our plugins' shutdown() so deliveries can drain.
     'graceful_shutdown=true',
     'force_shutdown_timeout=30',
+    // A message past 1 MB goes to a file while Haraka writes its queue file, not all into memory
+    // (attachments make messages of 50 MB); in our data dir, not /tmp (the enqueuer removes each file).
+    `spool_dir=${paths.spoolDir}`,
+    'spool_after=1048576',
   ]);
   write(path.join(cfg, 'plugins'), PLUGINS);
   write(path.join(cfg, 'outbound.ini'), [

@@ -114,7 +114,13 @@ export interface BounceError extends Error {
 
 /** The outbound module (Haraka/outbound) as used to inject mail. */
 export interface HarakaOutbound {
-  send_email(from: string, to: string[], contents: string, next: (code: number, msg: string) => void, options?: { notes?: unknown }): void;
+  send_email(
+    from: string,
+    to: string[],
+    contents: string | NodeJS.ReadableStream,
+    next: (code: number, msg: string) => void,
+    options?: { notes?: unknown },
+  ): void;
   init_queue(pid?: number): Promise<void>;
   /** Haraka's in-memory timers of delayed and temp-failed mail, keyed by queue file name. */
   temp_fail_queue: { discard(id: string): unknown; length(): number };

@@ -6,6 +6,7 @@ import { Enqueuer, recoverPending, type QueueFn } from './enqueue.js';
 import { queueFiles, queuedEmailIds } from './queue-scan.js';
 import { startRpc } from './grpc-server.js';
 import { gatewayRuntime } from './runtime.js';
+import { clearDirs, sweep } from './spool.js';
 
 /** How long a queued id stays known, so a late retry of its Enqueue is still a duplicate. */
 const IDEMPOTENCY_WINDOW_MS = 7 * 24 * 3600_000;
@@ -35,11 +36,18 @@ export async function startGatewayService(opts: GatewayServiceOptions): Promise<
 
   // Haraka has not loaded its queue yet, so the files seen here are exactly what it will send.
   await recoverPending(outbox, findQueued, log);
-  const pruneIds = () => outbox.pruneEnqueued(Date.now() - IDEMPOTENCY_WINDOW_MS).catch((err) => log.error({ err }, 'pruning enqueued ids failed'));
+  // Half-built messages and spool files of a crashed run: their queue files (if any) hold the messages.
+  await clearDirs(paths.buildDir, paths.spoolDir);
+  const pruneIds = () =>
+    Promise.all([
+      outbox.pruneEnqueued(Date.now() - IDEMPOTENCY_WINDOW_MS).catch((err) => log.error({ err }, 'pruning enqueued ids failed')),
+      // What a failed queueing left in Haraka's spool dir (a queued message's file is removed at once).
+      sweep(paths.spoolDir, 3600_000).catch((err) => log.error({ err }, 'sweeping the spool dir failed')),
+    ]);
   await pruneIds();
   const pruneTimer = setInterval(pruneIds, 3600_000).unref();
 
-  const enqueuer = new Enqueuer(outbox, opts.queue, findQueued, opts.queueLoaded, log);
+  const enqueuer = new Enqueuer(outbox, opts.queue, findQueued, opts.queueLoaded, log, { build: paths.buildDir, spool: paths.spoolDir });
   const rpc = await startRpc(rt, enqueuer, async () => (await queueFiles(paths.queueDir)).length);
   void opts.queueLoaded.then(() => log.info({ grpc: `127.0.0.1:${rpc.port}`, lastSeq: rt.feed.lastSeq }, 'gateway ready'));
 

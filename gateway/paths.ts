@@ -9,6 +9,10 @@ export interface GatewayPaths {
   queueDir: string;
   /** The event outbox and enqueued ids (SQLite). */
   outboxFile: string;
+  /** Messages with attachments, built here (not in memory) to be signed and queued, then removed. */
+  buildDir: string;
+  /** Haraka's spool_dir: the part of a message past spool_after while Haraka writes its queue file. */
+  spoolDir: string;
 }
 
 export function gatewayPaths(config: Config): GatewayPaths {
@@ -17,5 +21,7 @@ export function gatewayPaths(config: Config): GatewayPaths {
     harakaDir: path.join(root, 'haraka'),
     queueDir: path.join(root, 'queue'),
     outboxFile: path.join(root, 'outbox.db'),
+    buildDir: path.join(root, 'build'),
+    spoolDir: path.join(root, 'spool'),
   };
 }

@@ -5,7 +5,8 @@
 // sides must agree on (a field's meaning, a new enum value, a reserved field). Each
 // Enqueue answer states the gateway's own: one built before this check states none,
 // and control refuses its answer the same way.
-export const CONTRACT = 1;
+// 2: attachments (Composition.attachments, EnqueueRequest.attachments): a gateway of 1 would send the mail without its files.
+export const CONTRACT = 2;
 
 const shown = (n: number) => (n ? String(n) : 'none (a build from before contract versions)');
 

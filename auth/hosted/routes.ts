@@ -140,13 +140,17 @@ export const hostedRoutes =
         const back = await ctx.oauth.checkCallbackUrl(project.id, req.body.redirectUri);
         const clientChallenge = await ctx.oauth.checkChallenge(project.id, req.body.codeChallenge);
         const address = emailOf(req.body.email);
-        await hosted.enabled(req, project.id, 'email', 'otp');
         const ip = connectionIp(req);
-        await ctx.codes.verify(hosted.caller(project), 'email', address, req.body.code, ip);
+        const origin = { ip, userAgent: req.headers['user-agent'] ?? null };
+        const scope = { projectId: project.id, env: 'live' as const };
+        await ctx.events.watch(scope, { email: address, provider: 'email' }, origin, async () => {
+          await hosted.enabled(req, project.id, 'email', 'otp');
+          await ctx.codes.verify(hosted.caller(project), 'email', address, req.body.code, ip);
+        });
         const code = await ctx.sessions.openLater(
-          { projectId: project.id, env: 'live' },
+          scope,
           { provider: 'email', subject: address, email: address, emailVerified: true, name: null, avatarUrl: null, phone: null, username: null },
-          { ip, userAgent: req.headers['user-agent'] ?? null },
+          origin,
           clientChallenge,
         );
         return { redirectUrl: withCode(back, code) };

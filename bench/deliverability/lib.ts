@@ -1,27 +1,10 @@
-// Pieces of the deliverability benchmark: a receiving MX that only counts, CPU time and
-// resident memory of process trees from /proc (Linux), and a plain Haraka relay.
+// Vanilla Haraka for the deliverability benchmark: Haraka as it ships, configured as a relay.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-
-// The counting sink is the other benchmarks' own.
-export { startCountingSink, type CountingSink } from '../lib/sink.js';
-
-const TICK_MS = 1000 / 100; // USER_HZ is 100 on Linux
-
-/** User + system CPU of one process so far, in ms. */
-export function cpuMs(pid: number): number {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * TICK_MS; // utime, stime (fields 14, 15)
-  } catch {
-    return 0;
-  }
-}
 
 export interface VanillaHaraka {
   proc: ChildProcess;

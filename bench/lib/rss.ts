@@ -96,36 +96,3 @@ export function memoryOf(pids: number[], filePages = uniqueFilePages(pids), each
   }
   return { rssSum: own + file, stack: own + Math.min(file, filePages) };
 }
-
-export interface PeakMemory extends Memory {
-  /** Each process's own peak RSS. */
-  rssOf: Map<number, number>;
-}
-
-/** Samples the peak memory of a process tree every 200 ms until stopped. */
-export function peakMemory(root: () => number): { stop(): PeakMemory } {
-  const peak: PeakMemory = { rssSum: 0, stack: 0, rssOf: new Map() };
-  const pids = () => tree(root());
-  let filePages = uniqueFilePages(pids());
-  let sampled = Date.now();
-  const measure = () => {
-    const now = pids();
-    if (Date.now() - sampled > 5000) {
-      filePages = uniqueFilePages(now);
-      sampled = Date.now();
-    }
-    const m = memoryOf(now, filePages, (pid, rss) => peak.rssOf.set(pid, Math.max(peak.rssOf.get(pid) ?? 0, rss)));
-    peak.rssSum = Math.max(peak.rssSum, m.rssSum);
-    peak.stack = Math.max(peak.stack, m.stack);
-  };
-  const timer = setInterval(measure, 200);
-  return {
-    stop() {
-      clearInterval(timer);
-      filePages = uniqueFilePages(pids());
-      sampled = Date.now();
-      measure();
-      return peak;
-    },
-  };
-}

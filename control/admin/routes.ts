@@ -2,11 +2,11 @@
 // is validated once and takes effect at once (caches are invalidated).
 import crypto from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
-import { ApiError, notFound } from '../../core/errors.js';
+import { ApiError, invalid, notFound } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import type { Invalidator } from '../../core/invalidation.js';
 import { newApiKey } from '../api-keys/issue.js';
-import type { KeyKind, KeyScope, Project, Store } from '../store/index.js';
+import { AUTH_EVENT_TYPES, type AuditEntry, type AuthEventType, type KeyKind, type KeyScope, type Project, type Store } from '../store/index.js';
 import { errorSchema } from '../http/schemas.js';
 import { sealer } from '../../core/crypto.js';
 import type { Config } from '../../core/config.js';
@@ -24,6 +24,21 @@ export interface AdminOptions {
 const slugSchema = { type: 'string', pattern: '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$' } as const;
 const projectOut = (p: Project) => ({ id: p.id, slug: p.slug, name: p.name, status: p.status, plan: p.plan, created_at: new Date(p.createdAt).toISOString() });
 const slugParams = { type: 'object', required: ['slug'], properties: { slug: slugSchema } } as const;
+const auditOut = (e: AuditEntry) => ({
+  id: e.id,
+  type: e.type,
+  env: e.env,
+  user_id: e.userId,
+  session_id: e.sessionId,
+  email: e.email,
+  phone: e.phone,
+  provider: e.provider,
+  reason: e.reason,
+  suppressed: e.suppressed,
+  ip: e.ip,
+  user_agent: e.userAgent,
+  at: new Date(e.at).toISOString(),
+});
 
 // Registered on the admin listener only (control/admin/app.ts), whose guard checks the token.
 export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { config, store, invalidator, secret }) => {
@@ -175,6 +190,42 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
       if (!revoked) throw notFound('No such active key');
       invalidator.publish('key', revoked.hash);
       return { id: req.params.id, revoked: true };
+    },
+  );
+
+  // The auth audit log (auth/events.ts), newest first: `after` pages towards older entries, `before` towards newer.
+  app.get<{ Params: { slug: string }; Querystring: { limit?: string; after?: string; before?: string; type?: AuthEventType } }>(
+    '/admin/v1/projects/:slug/audit',
+    {
+      schema: {
+        ...hide,
+        params: slugParams,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            // Query strings are not coerced (control/http/fastify.ts): a number arrives as digits.
+            limit: { type: 'string', pattern: '^(100|[1-9][0-9]?)$' },
+            after: { type: 'string', maxLength: 100 },
+            before: { type: 'string', maxLength: 100 },
+            type: { type: 'string', enum: [...AUTH_EVENT_TYPES] },
+          },
+        },
+      },
+    },
+    async (req) => {
+      const p = await project(req.params.slug);
+      const { after, before, type } = req.query;
+      const limit = req.query.limit ? Number(req.query.limit) : 50;
+      if (after !== undefined && before !== undefined) throw invalid('Give after or before, not both');
+      const page = await store.audit.list(p.id, {
+        limit,
+        ...(after !== undefined ? { after } : {}),
+        ...(before !== undefined ? { before } : {}),
+        ...(type ? { type } : {}),
+      });
+      if (!page) throw invalid(`${after !== undefined ? 'after' : 'before'} names no audit entry of ${p.slug}`);
+      return { object: 'list', has_more: page.hasMore, data: page.entries.map(auditOut) };
     },
   );
 };

@@ -72,3 +72,27 @@ coreCommands['domain verify'] = {
     return { data: d, text: `${d.name}: ${d.status}` };
   },
 };
+
+coreCommands['audit list'] = {
+  usage:
+    'audit list --project S [--type user.created|session.created|session.revoked|sign_in.failed] [--limit N] [--after ID | --before ID]\n' +
+    '                                       the auth audit log, newest first; --after ID pages on to older entries',
+  async run(c) {
+    const q = new URLSearchParams();
+    for (const name of ['type', 'limit', 'after', 'before']) if (typeof c.opts[name] === 'string') q.set(name, c.opts[name] as string);
+    const d = await c.call('GET', `/admin/v1/projects/${c.slug()}/audit${q.size ? `?${q}` : ''}`);
+    const rows = d.data.map((e: any) => ({
+      at: e.at,
+      type: e.type,
+      env: e.env,
+      user: e.user_id ?? '',
+      email: e.email ?? e.phone ?? '',
+      provider: e.provider ?? '',
+      reason: e.reason ? `${e.reason}${e.suppressed ? ` (+${e.suppressed} suppressed)` : ''}` : '',
+      ip: e.ip ?? '',
+      id: e.id,
+    }));
+    const more = d.has_more && d.data.length ? `\nmore: --after ${d.data[d.data.length - 1].id}` : '';
+    return { data: d, text: `${c.table(rows)}${more}` };
+  },
+};

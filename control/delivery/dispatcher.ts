@@ -21,6 +21,7 @@ import type { MailTokens } from '../unsubscribe/mail-tokens.js';
 import { domainOf, parseMailbox } from '../../common/address.js';
 import type { NormalizedRequest } from '../mail/pipeline.js';
 import type { Metrics } from '../metrics.js';
+import { type DnsRecord, returnPathLabel } from '../domains/records.js';
 
 const BATCH = 200;
 /** Mail accepted this recently means arrivals are under way (see DeliverySettings.busyDispatchRate). */
@@ -30,6 +31,41 @@ const BUSY_BATCH = 20;
 const RETRY_MS = 1000;
 /** Domain keys and first sending days are read once a minute at most. */
 const CACHE_MS = 60_000;
+/**
+ * Attachment bytes per Enqueue: emails with attachments go in calls of about this much (an
+ * email with more goes alone), one call at a time, so what control and a gateway hold for a
+ * hand-over stays bounded however much mail waits.
+ */
+export const ENQUEUE_ATTACHMENT_BYTES = 16 * 1024 * 1024;
+/**
+ * Attachment bytes per dispatch round: the rest of the round's emails wait for the next one, so a
+ * round stays short (on PostgreSQL, well inside the claim on what it dispatches).
+ */
+const ROUND_ATTACHMENT_BYTES = 4 * ENQUEUE_ATTACHMENT_BYTES;
+
+type Pending = EmailRow & { recipients: RecipientRow[] };
+
+/** Attachment bytes of an email, from its stored request (sizes only: the bytes are read later). */
+const attachmentBytes = (req: NormalizedRequest): number => (req.attachments ?? []).reduce((n, a) => n + a.size, 0);
+
+/** The emails in runs of at most ENQUEUE_ATTACHMENT_BYTES of attachments, in order; mail without any is one run. */
+function byAttachmentBytes(list: Pending[], requests: Map<string, NormalizedRequest>): Pending[][] {
+  const runs: Pending[][] = [];
+  let run: Pending[] = [];
+  let bytes = 0;
+  for (const r of list) {
+    const n = attachmentBytes(requests.get(r.id)!);
+    if (run.length && bytes + n > ENQUEUE_ATTACHMENT_BYTES) {
+      runs.push(run);
+      run = [];
+      bytes = 0;
+    }
+    run.push(r);
+    bytes += n;
+  }
+  if (run.length) runs.push(run);
+  return runs;
+}
 
 export interface DispatchDeliverability {
   tokens: MailTokens;
@@ -42,11 +78,21 @@ export interface DispatchDeliverability {
 
 type Message = Omit<OutboundMessage, '$typeName'>;
 type Dkim = NonNullable<Message['dkim']>;
+/** A sender domain's DKIM key and its return-path label (custom_return_path). */
+type SenderKey = { dkim: Omit<Dkim, '$typeName'>; returnPath: string };
 
 /** What the gateway builds the message from. Bcc stays out: it is only in the envelope. */
 function composition(r: EmailRow, req: NormalizedRequest, serviceHeaders: Record<string, string>): Message['compose'] {
   return create(CompositionSchema, {
-    createdAtMs: BigInt(r.createdAt),
+    // Every copy names the same bytes (EnqueueRequest.attachments): sent once per call.
+    attachments: (req.attachments ?? []).map((a, i) => ({
+      filename: a.filename,
+      contentType: a.content_type,
+      contentId: a.content_id ?? '',
+      ref: `${r.id}/${i}`,
+    })),
+    // A scheduled email is dated when it leaves, not when it was accepted.
+    createdAtMs: BigInt(r.scheduledAt ?? r.createdAt),
     serviceHeaders,
     from: req.from,
     to: req.to,
@@ -69,7 +115,7 @@ export class Dispatcher {
   /** When mail was last accepted (wake() is called on every accept). */
   private lastWake = 0;
 
-  private readonly keys = new Map<string, { at: number; key: Promise<Omit<Dkim, '$typeName'> | undefined> }>();
+  private readonly keys = new Map<string, { at: number; key: Promise<SenderKey | undefined> }>();
   private readonly starts = new Map<string, { at: number; start: Promise<number> }>();
 
   constructor(
@@ -83,7 +129,7 @@ export class Dispatcher {
   ) {}
 
   /** The project's key for the sender domain (opened from its sealed form), if it has the domain. */
-  private dkimKey(projectId: string, domain: string): Promise<Omit<Dkim, '$typeName'> | undefined> {
+  private dkimKey(projectId: string, domain: string): Promise<SenderKey | undefined> {
     const k = `${projectId}|${domain}`;
     const hit = this.keys.get(k);
     if (hit && clock.now() - hit.at < CACHE_MS) return hit.key;
@@ -95,7 +141,14 @@ export class Dispatcher {
     const key = this.store.domains
       .byName(projectId, domain)
       .then(owner)
-      .then((d) => (d ? { domain: d.name, selector: d.selector, privateKeyPem: this.deliverability.dkimSealer.open(d.dkimPrivate) } : undefined));
+      .then((d) =>
+        d
+          ? {
+              dkim: { domain: d.name, selector: d.selector, privateKeyPem: this.deliverability.dkimSealer.open(d.dkimPrivate) },
+              returnPath: returnPathLabel(d.records as unknown as DnsRecord[], d.name),
+            }
+          : undefined,
+      );
     key.catch(() => this.keys.delete(k));
     this.keys.set(k, { at: clock.now(), key });
     return key;
@@ -112,13 +165,21 @@ export class Dispatcher {
   }
 
   /** The gateway messages of one email: one per recipient (its own return path; bulk: its own unsubscribe links). */
-  private async messagesOf(r: EmailRow & { recipients: RecipientRow[] }): Promise<Message[]> {
+  private async messagesOf(r: Pending, req: NormalizedRequest, files: Record<string, Uint8Array>): Promise<Message[]> {
     const { tokens, baseUrl } = this.deliverability;
-    // The stored request is control's own format: the gateway is sent only the typed parts of the message.
-    const req = JSON.parse(r.request) as NormalizedRequest;
+    if (req.attachments?.length) {
+      const contents = await this.store.emails.attachments(r.id);
+      if (contents.length !== req.attachments.length)
+        throw new Error(`email ${r.id}: ${contents.length} of its ${req.attachments.length} attachments are stored`);
+      contents.forEach((c, i) => {
+        files[`${r.id}/${i}`] = c;
+      });
+    }
     const from = parseMailbox(req.from)!.address;
     const senderDomain = domainOf(from);
-    const [dkim, warmupStartMs] = await Promise.all([this.dkimKey(r.projectId, senderDomain), this.warmupStart(r.projectId)]);
+    const [sender, warmupStartMs] = await Promise.all([this.dkimKey(r.projectId, senderDomain), this.warmupStart(r.projectId)]);
+    const dkim = sender?.dkim;
+    const label = sender?.returnPath;
     const common = {
       emailId: r.id,
       projectId: r.projectId,
@@ -137,10 +198,10 @@ export class Dispatcher {
       const headers: Record<string, string> = { 'Feedback-ID': feedbackId };
       if (r.bulk) {
         const token = tokens.unsubscribeToken(r.id, index);
-        headers['List-Unsubscribe'] = `<${baseUrl}/unsubscribe/${token}>, <${tokens.unsubscribeMailto(r.id, index, senderDomain)}>`;
+        headers['List-Unsubscribe'] = `<${baseUrl}/unsubscribe/${token}>, <${tokens.unsubscribeMailto(r.id, index, senderDomain, label)}>`;
         headers['List-Unsubscribe-Post'] = 'List-Unsubscribe=One-Click';
       }
-      const mailFrom = tokens.verpAddress(r.id, index, senderDomain);
+      const mailFrom = tokens.verpAddress(r.id, index, senderDomain, label);
       return [{ ...common, key: `${r.id}/${index}`, mailFrom, rcptTo: [x.address], raw: new Uint8Array(), compose: composition(r, req, headers) }];
     });
   }
@@ -190,24 +251,34 @@ export class Dispatcher {
       await Promise.all(
         [...byGateway].map(async ([gw, list]) => {
           try {
-            // Prepared a few at a time, yielding in between, so accepting new mail keeps priority over dispatching it.
-            const messages: Message[] = [];
-            for (let i = 0; i < list.length; i += 10) {
-              messages.push(...(await Promise.all(list.slice(i, i + 10).map((r) => this.messagesOf(r)))).flat());
-              await new Promise((r) => setImmediate(r));
-            }
-            const res = await this.gateways.enqueue(gw, messages);
-            // An email is dispatched once every one of its messages is queued.
-            const refused = new Set(res.results.filter((x) => x.error).map((x) => x.emailId));
-            const answered = new Set(res.results.map((x) => x.emailId));
-            const sent = new Set(messages.map((m) => m.emailId));
-            const done = list.map((r) => r.id).filter((id) => !refused.has(id) && (answered.has(id) || !sent.has(id)));
-            for (const x of res.results) if (x.error) this.log.error({ emailId: x.emailId, key: x.key, err: x.error }, 'gateway refused to queue');
-            await this.store.emails.markDispatched(done, clock.now());
-            this.metrics.inc('postgate_emails_dispatched_total', done.length);
-            if (done.length < list.length) {
-              this.log.debug({ gateway: gw.name, done: done.length, of: list.length, refused: refused.size }, 'dispatch round incomplete');
-              failed = true;
+            // The stored request is control's own format: the gateway is sent only the typed parts of the message.
+            const requests = new Map(list.map((r) => [r.id, JSON.parse(r.request) as NormalizedRequest]));
+            // One call at a time, each with a bounded amount of attachment bytes (read only for it).
+            let roundBytes = 0;
+            for (const part of byAttachmentBytes(list, requests)) {
+              if (roundBytes >= ROUND_ATTACHMENT_BYTES) break; // the others are dispatched next round
+              roundBytes += part.reduce((n, r) => n + attachmentBytes(requests.get(r.id)!), 0);
+              // Prepared a few at a time, yielding in between, so accepting new mail keeps priority over dispatching it.
+              const messages: Message[] = [];
+              const files: Record<string, Uint8Array> = {};
+              for (let i = 0; i < part.length; i += 10) {
+                messages.push(...(await Promise.all(part.slice(i, i + 10).map((r) => this.messagesOf(r, requests.get(r.id)!, files)))).flat());
+                await new Promise((r) => setImmediate(r));
+              }
+              const res = await this.gateways.enqueue(gw, messages, files);
+              // An email is dispatched once every one of its messages is queued.
+              const refused = new Set(res.results.filter((x) => x.error).map((x) => x.emailId));
+              const answered = new Set(res.results.map((x) => x.emailId));
+              const sent = new Set(messages.map((m) => m.emailId));
+              const done = part.map((r) => r.id).filter((id) => !refused.has(id) && (answered.has(id) || !sent.has(id)));
+              for (const x of res.results) if (x.error) this.log.error({ emailId: x.emailId, key: x.key, err: x.error }, 'gateway refused to queue');
+              await this.store.emails.markDispatched(done, clock.now());
+              this.metrics.inc('postgate_emails_dispatched_total', done.length);
+              if (done.length < part.length) {
+                this.log.debug({ gateway: gw.name, done: done.length, of: part.length, refused: refused.size }, 'dispatch round incomplete');
+                failed = true;
+                break;
+              }
             }
           } catch (err) {
             failed = true;
@@ -237,7 +308,7 @@ export class Dispatcher {
    * The next emails to dispatch. While mail keeps arriving, accepting it has the CPU:
    * dispatch goes on at the configured floor rate, except for the platform's own mail.
    */
-  private async next(): Promise<Array<EmailRow & { recipients: RecipientRow[] }>> {
+  private async next(): Promise<Pending[]> {
     const busy = () => performance.now() - this.lastWake < BUSY_MS;
     if (!busy() || !this.busyRate) return this.store.emails.undispatched(BATCH);
     await new Promise((r) => setTimeout(r, (1000 * BUSY_BATCH) / this.busyRate));

@@ -48,9 +48,13 @@ export class GatewayClients {
     return this.list[h % this.list.length]!;
   }
 
-  async enqueue(gw: Gateway, messages: Array<Omit<OutboundMessage, '$typeName'>>): Promise<EnqueueResponse> {
-    const req = create(EnqueueRequestSchema, { contract: CONTRACT, messages: messages.map((m) => create(OutboundMessageSchema, m)) });
-    const res = await unary<EnqueueResponse>(gw.client, 'enqueue', req);
+  /** `attachments`: the bytes the messages' compositions name, by ref (each once). */
+  async enqueue(gw: Gateway, messages: Array<Omit<OutboundMessage, '$typeName'>>, attachments: Record<string, Uint8Array> = {}): Promise<EnqueueResponse> {
+    const req = create(EnqueueRequestSchema, { contract: CONTRACT, messages: messages.map((m) => create(OutboundMessageSchema, m)), attachments });
+    // The gateway builds, signs and queues every copy before it answers: a second more per 4 MB of that.
+    const sizes = new Map(Object.entries(attachments).map(([ref, b]) => [ref, b.byteLength]));
+    const built = messages.reduce((n, m) => n + (m.compose?.attachments ?? []).reduce((k, a) => k + (sizes.get(a.ref) ?? 0), 0), 0);
+    const res = await unary<EnqueueResponse>(gw.client, 'enqueue', req, undefined, 30_000 + Math.ceil(built / (4 * 1024 * 1024)) * 1000);
     // A gateway from before contract versions does not refuse: its answer carries none.
     if (res.contract !== CONTRACT) {
       const details = mismatchText(CONTRACT, res.contract);

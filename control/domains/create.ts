@@ -6,6 +6,7 @@ import type { Sealer } from '../../core/crypto.js';
 import type { Config } from '../../core/config.js';
 import type { DomainRow, Store } from '../store/index.js';
 import { newDkimKey, newSelector, recordsFor } from './records.js';
+import { RETURN_PATH_LABEL_SHAPE } from '../../common/return-path.js';
 
 const DOMAIN = /^(?=.{4,253}$)((?!-)[a-z0-9-]{1,63}(?<!-)\.)+[a-z]{2,63}$/;
 
@@ -15,15 +16,23 @@ export function normalizeDomain(input: string, opts: { allowLocal?: boolean } = 
   return name;
 }
 
+/** Resend's custom_return_path: the subdomain label bounces and reports come back to. */
+export function returnPathLabelOf(input: string): string {
+  const label = input.trim().toLowerCase();
+  if (!RETURN_PATH_LABEL_SHAPE.test(label)) throw new ApiError('INVALID_REQUEST', 'custom_return_path must be one DNS label, such as bounces');
+  return label;
+}
+
 export async function createDomain(
   store: Store,
   config: Config,
   dkimSealer: Sealer,
   projectId: string,
   input: string,
-  opts: { allowLocal?: boolean } = {},
+  opts: { allowLocal?: boolean; returnPath?: string; region?: string } = {},
 ): Promise<DomainRow> {
   const name = normalizeDomain(input, opts);
+  const label = opts.returnPath === undefined ? undefined : returnPathLabelOf(opts.returnPath);
   if (await store.domains.byName(projectId, name)) throw new ApiError('CONFLICT', `Domain ${name} is already added`);
   const now = clock.now();
   const key = newDkimKey();
@@ -36,10 +45,11 @@ export async function createDomain(
     selector,
     dkimPrivate: dkimSealer.seal(key.privatePem),
     dkimPublic: key.publicB64,
-    records: recordsFor(name, selector, key.publicB64, config) as unknown as DomainRow['records'],
+    records: recordsFor(name, selector, key.publicB64, config, label) as unknown as DomainRow['records'],
     createdAt: now,
     verifiedAt: null,
     checkedAt: null,
+    region: opts.region ?? null,
   };
   await store.domains.create(row);
   return row;

@@ -4,7 +4,7 @@
 import crypto from 'node:crypto';
 import net from 'node:net';
 import type { Config } from '../../core/config.js';
-import { returnPathDomain } from '../../common/return-path.js';
+import { RETURN_PATH_LABEL, returnPathDomain } from '../../common/return-path.js';
 
 export interface DnsRecord {
   /** What the record is for: dkim, spf, dmarc, return_path_mx, return_path_spf. */
@@ -36,13 +36,25 @@ export function spfMechanisms(config: Config): string[] {
   return config.sendingIps.map((ip) => (net.isIPv6(ip) ? `ip6:${ip}` : `ip4:${ip}`));
 }
 
-export function recordsFor(domain: string, selector: string, dkimPublic: string, config: Config): DnsRecord[] {
+/** The return-path label the domain's records name (its custom_return_path), read from its return-path MX record. */
+export function returnPathLabel(records: DnsRecord[], domain: string): string {
+  const mx = records.find((r) => r.purpose === 'return_path_mx');
+  return mx?.name.endsWith(`.${domain}`) ? mx.name.slice(0, -domain.length - 1) : RETURN_PATH_LABEL;
+}
+
+export function recordsFor(domain: string, selector: string, dkimPublic: string, config: Config, label: string = RETURN_PATH_LABEL): DnsRecord[] {
   const spf = `v=spf1 ${spfMechanisms(config).join(' ')} ~all`;
   return [
     { purpose: 'dkim', type: 'TXT', name: `${selector}._domainkey.${domain}`, value: `v=DKIM1; k=rsa; p=${dkimPublic}`, status: 'pending' },
     { purpose: 'spf', type: 'TXT', name: domain, value: spf, status: 'pending' },
     { purpose: 'dmarc', type: 'TXT', name: `_dmarc.${domain}`, value: 'v=DMARC1; p=none; adkim=r; aspf=r', status: 'pending' },
-    { purpose: 'return_path_mx', type: 'MX', name: returnPathDomain(domain), value: config.mxHost, priority: 10, status: 'pending' },
-    { purpose: 'return_path_spf', type: 'TXT', name: returnPathDomain(domain), value: `v=spf1 ${spfMechanisms(config).join(' ')} -all`, status: 'pending' },
+    { purpose: 'return_path_mx', type: 'MX', name: returnPathDomain(domain, label), value: config.mxHost, priority: 10, status: 'pending' },
+    {
+      purpose: 'return_path_spf',
+      type: 'TXT',
+      name: returnPathDomain(domain, label),
+      value: `v=spf1 ${spfMechanisms(config).join(' ')} -all`,
+      status: 'pending',
+    },
   ];
 }

@@ -1,14 +1,14 @@
 // Sender domains: add (DKIM key + the records to publish), list, verify over DNS, delete.
 import type { FastifyPluginAsync } from 'fastify';
-import { notFound } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import type { Sealer } from '../../core/crypto.js';
 import type { Resolver } from '../../core/dns.js';
 import type { Config } from '../../core/config.js';
 import type { DomainRow, Store } from '../store/index.js';
 import { errorSchema } from '../http/schemas.js';
-import type { DnsRecord } from './records.js';
-import { createDomain } from './create.js';
+import { type DnsRecord, recordsFor, returnPathLabel } from './records.js';
+import { createDomain, returnPathLabelOf } from './create.js';
+import { ApiError, invalid, notFound } from '../../core/errors.js';
 import { verifyRecords } from './verify.js';
 
 export interface DomainRoutesOptions {
@@ -30,6 +30,8 @@ const recordSchema = {
     priority: { type: 'integer' },
     status: { type: 'string', enum: ['pending', 'verified', 'failed'] },
     problem: { type: 'string' },
+    record: { type: 'string', description: "Resend's grouping of the record: SPF, DKIM or DMARC." },
+    ttl: { type: 'string', description: 'Always `Auto` (any TTL works).' },
   },
 } as const;
 const domainSchema = {
@@ -42,36 +44,67 @@ const domainSchema = {
     verified_at: { type: ['string', 'null'] },
     checked_at: { type: ['string', 'null'] },
     records: { type: 'array', items: recordSchema },
+    object: { type: 'string', enum: ['domain'] },
+    region: { type: ['string', 'null'], description: 'As given at creation (accepted for Resend clients; one install has no regions).' },
+    custom_return_path: { type: 'string', description: 'The subdomain label bounces and reports come back to (`pg-bounces` unless chosen).' },
+    capabilities: { type: 'object', properties: { sending: { type: 'string' }, receiving: { type: 'string' } } },
   },
 } as const;
 const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 100 } } } as const;
 const errors = { 400: errorSchema, 401: errorSchema, 404: errorSchema, 409: errorSchema, 429: errorSchema };
 const security: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { serviceKey: [] }];
 
+// Resend groups the return-path MX and SPF records under SPF.
+const RESEND_RECORD: Record<string, string> = { dkim: 'DKIM', spf: 'SPF', dmarc: 'DMARC', return_path_mx: 'SPF', return_path_spf: 'SPF' };
+
 export const domainView = (d: DomainRow) => ({
+  object: 'domain',
   id: d.id,
   name: d.name,
   status: d.status,
   created_at: iso(d.createdAt),
   verified_at: iso(d.verifiedAt),
   checked_at: iso(d.checkedAt),
-  records: d.records,
+  region: d.region ?? null,
+  custom_return_path: returnPathLabel(d.records as unknown as DnsRecord[], d.name),
+  capabilities: { sending: 'enabled', receiving: 'disabled' },
+  records: (d.records as unknown as DnsRecord[]).map((r) => ({ ...r, record: RESEND_RECORD[r.purpose] ?? r.purpose.toUpperCase(), ttl: 'Auto' })),
 });
 
+interface DomainChange {
+  custom_return_path?: string;
+  open_tracking?: boolean;
+  click_tracking?: boolean;
+  tls?: 'opportunistic' | 'enforced';
+}
+
 export const domainRoutes: FastifyPluginAsync<DomainRoutesOptions> = async (app, { config, store, dkimSealer, resolver }) => {
-  app.post<{ Body: { name: string } }>(
+  app.post<{ Body: { name: string; custom_return_path?: string; region?: string } }>(
     '/v1/domains',
     {
       schema: {
         summary: 'Add a sender domain; the answer lists the DNS records to publish',
         tags: ['domains'],
         security,
-        body: { type: 'object', additionalProperties: false, required: ['name'], properties: { name: { type: 'string', maxLength: 253 } } },
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['name'],
+          properties: {
+            name: { type: 'string', maxLength: 253 },
+            custom_return_path: { type: 'string', maxLength: 63, description: 'The return-path subdomain label; `pg-bounces` when omitted.' },
+            region: { type: 'string', maxLength: 40, pattern: '^[a-z0-9-]+$', description: 'Accepted and echoed for Resend clients.' },
+          },
+        },
         response: { 201: domainSchema, ...errors },
       },
     },
     async (req, reply) => {
-      const row = await createDomain(store, config, dkimSealer, req.caller!.project.id, req.body.name);
+      const { name, custom_return_path, region } = req.body;
+      const row = await createDomain(store, config, dkimSealer, req.caller!.project.id, name, {
+        ...(custom_return_path === undefined ? {} : { returnPath: custom_return_path }),
+        ...(region === undefined ? {} : { region }),
+      });
       return reply.code(201).send(domainView(row));
     },
   );
@@ -83,10 +116,16 @@ export const domainRoutes: FastifyPluginAsync<DomainRoutesOptions> = async (app,
         summary: "List the project's domains with their status (verified ones can send)",
         tags: ['domains'],
         security,
-        response: { 200: { type: 'object', properties: { data: { type: 'array', items: domainSchema } } }, ...errors },
+        response: {
+          200: {
+            type: 'object',
+            properties: { object: { type: 'string', enum: ['list'] }, has_more: { type: 'boolean' }, data: { type: 'array', items: domainSchema } },
+          },
+          ...errors,
+        },
       },
     },
-    async (req) => ({ data: (await store.domains.list(req.caller!.project.id)).map(domainView) }),
+    async (req) => ({ object: 'list', has_more: false, data: (await store.domains.list(req.caller!.project.id)).map(domainView) }),
   );
 
   app.get<{ Params: { id: string } }>(
@@ -126,6 +165,45 @@ export const domainRoutes: FastifyPluginAsync<DomainRoutesOptions> = async (app,
     },
   );
 
+  app.patch<{ Params: { id: string }; Body: DomainChange }>(
+    '/v1/domains/:id',
+    {
+      schema: {
+        summary: "Change a domain's settings",
+        description:
+          "`custom_return_path` can change while the domain is pending (its records are rewritten); a verified domain keeps its return path (409: delete and add it again), as on Resend. Resend's `tls: opportunistic` is what postgate does and is accepted; open and click tracking and enforced TLS are not offered (400).",
+        tags: ['domains'],
+        security,
+        params: idParams,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            custom_return_path: { type: 'string', maxLength: 63 },
+            open_tracking: { type: 'boolean' },
+            click_tracking: { type: 'boolean' },
+            tls: { type: 'string', enum: ['opportunistic', 'enforced'] },
+          },
+        },
+        response: { 200: domainSchema, ...errors },
+      },
+    },
+    async (req) => {
+      const d = await store.domains.get(req.caller!.project.id, req.params.id);
+      if (!d) throw notFound('Domain not found');
+      const b = req.body ?? {};
+      if (b.open_tracking || b.click_tracking) throw invalid('open and click tracking are not offered');
+      if (b.tls === 'enforced') throw invalid('tls: enforced is not offered; delivery uses TLS whenever the receiver offers it (opportunistic)');
+      if (b.custom_return_path === undefined) return domainView(d);
+      const label = returnPathLabelOf(b.custom_return_path);
+      if (label === returnPathLabel(d.records as unknown as DnsRecord[], d.name)) return domainView(d);
+      if (d.status === 'verified') throw new ApiError('CONFLICT', 'A verified domain keeps its return path; delete the domain and add it again to change it');
+      const records = recordsFor(d.name, d.selector, d.dkimPublic, config, label) as unknown as DomainRow['records'];
+      await store.domains.update(d.id, d.status, records, clock.now(), d.verifiedAt);
+      return domainView({ ...d, records, checkedAt: clock.now() });
+    },
+  );
+
   app.delete<{ Params: { id: string } }>(
     '/v1/domains/:id',
     {
@@ -134,12 +212,12 @@ export const domainRoutes: FastifyPluginAsync<DomainRoutesOptions> = async (app,
         tags: ['domains'],
         security,
         params: idParams,
-        response: { 200: { type: 'object', properties: { id: { type: 'string' }, deleted: { type: 'boolean' } } }, ...errors },
+        response: { 200: { type: 'object', properties: { object: { type: 'string' }, id: { type: 'string' }, deleted: { type: 'boolean' } } }, ...errors },
       },
     },
     async (req) => {
       if (!(await store.domains.remove(req.caller!.project.id, req.params.id))) throw notFound('Domain not found');
-      return { id: req.params.id, deleted: true };
+      return { object: 'domain', id: req.params.id, deleted: true };
     },
   );
 };

@@ -28,6 +28,7 @@ import {
   type CheckSessionRequest,
 } from '../../proto/gen/postgate/v1/public_pb.js';
 import { grpcError } from './status.js';
+import { attachmentBodyBytes, checkBatchAttachments } from '../mail/attachments.js';
 
 export interface SessionCheck {
   valid: boolean;
@@ -75,6 +76,16 @@ export function toSendRequest(m: SendEmailRequest): Record<string, unknown> {
   list('tags', m.tags);
   if (Object.keys(m.headers).length) req.headers = { ...m.headers };
   if (m.bulk) req.bulk = true;
+  str('scheduled_at', m.scheduledAt);
+  // As REST takes them (base64), so the one pipeline checks them the same way.
+  if (m.attachments.length)
+    req.attachments = m.attachments.map((a) => {
+      const out: Record<string, unknown> = { content: Buffer.from(a.content.buffer, a.content.byteOffset, a.content.byteLength).toString('base64') };
+      if (a.filename !== '') out.filename = a.filename;
+      if (a.contentType !== '') out.content_type = a.contentType;
+      if (a.contentId !== '') out.content_id = a.contentId;
+      return out;
+    });
   return req;
 }
 
@@ -106,7 +117,9 @@ export async function startPublicGrpc({ config, log, access, pipeline, store, ch
     sendBatch: unary<SendBatchRequest, unknown>(MAIL_KEYS, 'SendBatch', async (req, caller) => {
       if (!req.emails.length) throw invalid('emails needs at least one email');
       if (req.emails.length > MAX_BATCH) throw invalid(`at most ${MAX_BATCH} emails per batch`);
-      const results = await pipeline.sendMany(caller, req.emails.map(toSendRequest));
+      const requests = req.emails.map(toSendRequest);
+      checkBatchAttachments(requests, config.limits);
+      const results = await pipeline.sendMany(caller, requests);
       return create(SendBatchResponseSchema, { data: results.map(item) });
     }),
 
@@ -147,8 +160,9 @@ export async function startPublicGrpc({ config, log, access, pipeline, store, ch
   };
 
   const server = new grpc.Server({
-    // The same ceiling as the HTTP body limit, so a batch that REST takes gRPC takes too.
-    'grpc.max_receive_message_length': 2 * config.limits.maxBodyBytes + 1024 * 1024,
+    // The same ceiling as the HTTP body limit, so a batch that REST takes gRPC takes too (attachments
+    // travel as bytes here, so this is more than they need).
+    'grpc.max_receive_message_length': 2 * config.limits.maxBodyBytes + 1024 * 1024 + attachmentBodyBytes(config.limits),
   });
   server.addService(grpcDefinition(PostgateService), impl);
   const port = await new Promise<number>((resolve, reject) =>

@@ -4,7 +4,7 @@
 import type { Duplex } from 'node:stream';
 import type { Server } from 'node:http';
 import Fastify, { LogController, type FastifyInstance, type FastifyError, type FastifyBaseLogger, type FastifyReply, type FastifyServerFactory } from 'fastify';
-import { ApiError } from '../../core/errors.js';
+import { ApiError, errorBody } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Config } from '../../core/config.js';
 import type { Metrics } from '../metrics.js';
@@ -22,7 +22,8 @@ function clientErrorAnswer(err: NodeJS.ErrnoException, socket: Duplex): void {
         ? [408, 'Request Timeout', 'REQUEST_TIMEOUT', 'The request did not arrive in time']
         : [400, 'Bad Request', 'INVALID_REQUEST', 'Malformed HTTP request'];
   if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
-  const body = JSON.stringify({ error: message, code });
+  // The one error shape (core/errors.ts errorBody), for codes only this socket-level answer has.
+  const body = JSON.stringify({ error: message, code, name: code.toLowerCase(), message, statusCode: status });
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
@@ -65,7 +66,7 @@ export function newFastify({ config, log, metrics, serverFactory, budgetBodies =
     bodyLimit: config.http.bodyLimitBytes,
     clientErrorHandler: clientErrorAnswer,
     frameworkErrors: (err, _req, reply) => {
-      (reply as FastifyReply).code(400).send({ error: err.code === 'FST_ERR_BAD_URL' ? 'Malformed URL' : 'Malformed request', code: 'INVALID_REQUEST' });
+      (reply as FastifyReply).code(400).send(errorBody('INVALID_REQUEST', err.code === 'FST_ERR_BAD_URL' ? 'Malformed URL' : 'Malformed request'));
     },
     trustProxy: false,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
@@ -91,7 +92,7 @@ export function newFastify({ config, log, metrics, serverFactory, budgetBodies =
     reply.code(apiErr.status).headers(apiErr.headers).send(apiErr.toJSON());
   });
   app.setNotFoundHandler((req, reply) => {
-    reply.code(404).send({ error: `No route ${req.method} ${req.url.split('?')[0]}`, code: 'NOT_FOUND' });
+    reply.code(404).send(errorBody('NOT_FOUND', `No route ${req.method} ${req.url.split('?')[0]}`));
   });
   const responseKeys = new Map<number, string>();
   // Counted as the answer is sent: an onResponse hook would cost a 'finish' listener per response (~20% of a cached session check).

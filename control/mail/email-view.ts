@@ -1,15 +1,41 @@
-// The public shape of an email (GET /v1/emails/:id and the gRPC GetEmail).
-import type { Store } from '../store/index.js';
+// The public shape of an email (GET /v1/emails/:id, GET /v1/emails and the gRPC
+// GetEmail): the spec's fields, and beside them Resend's (`object`, `last_event`,
+// `html`, `text`, `scheduled_at`, `message_id`), so its SDK and code written for it read them.
+import type { EmailRow, EventRow, Store } from '../store/index.js';
+import { domainOf, parseMailbox } from '../../common/address.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
 export type EmailView = Record<string, unknown> & { id: string; status: string; events: Array<Record<string, unknown> & { type: string; at: string }> };
 
-export async function emailView(store: Store, projectId: string, id: string): Promise<EmailView | undefined> {
-  const found = await store.emails.get(projectId, id);
-  if (!found) return undefined;
-  const { email, recipients, events } = found;
-  const r = JSON.parse(email.request) as { to: string[]; cc: string[]; bcc: string[]; reply_to: string[]; tags: string[] };
+interface StoredRequest {
+  to: string[];
+  cc: string[];
+  bcc: string[];
+  reply_to: string[];
+  tags: string[];
+  html?: string;
+  text?: string;
+  system?: boolean;
+}
+
+/** Resend's `last_event` for our status (its vocabulary is close but not the same). */
+function lastEvent(email: EmailRow, events?: EventRow[]): string {
+  switch (email.status) {
+    case 'sending':
+      return events?.at(-1)?.type === 'deferred' ? 'delivery_delayed' : 'queued';
+    case 'rejected':
+      return 'bounced';
+    case 'failed':
+      return email.errorCode === 'RECIPIENT_IN_SUPPRESSION_LIST' ? 'suppressed' : 'failed';
+    default:
+      return email.status;
+  }
+}
+
+/** The fields an email has in a list and in its own view. */
+function summary(email: EmailRow, r: StoredRequest, events?: EventRow[]): Record<string, unknown> {
+  const sender = parseMailbox(email.from);
   return {
     id: email.id,
     status: email.status,
@@ -23,6 +49,32 @@ export async function emailView(store: Store, projectId: string, id: string): Pr
     bulk: email.bulk,
     created_at: iso(email.createdAt),
     updated_at: iso(email.updatedAt),
+    scheduled_at: email.scheduledAt === null ? null : iso(email.scheduledAt),
+    last_event: lastEvent(email, events),
+    message_id: sender ? `<${email.id}@${domainOf(sender.address)}>` : null,
+  };
+}
+
+/** An email in GET /v1/emails: no body, recipients or events. */
+export function emailListItem(email: EmailRow): Record<string, unknown> {
+  return summary(email, JSON.parse(email.request) as StoredRequest);
+}
+
+export async function emailView(store: Store, projectId: string, id: string): Promise<EmailView | undefined> {
+  const found = await store.emails.get(projectId, id);
+  if (!found) return undefined;
+  const { email, recipients, events } = found;
+  const r = JSON.parse(email.request) as StoredRequest;
+  return {
+    object: 'email',
+    ...summary(email, r, events),
+    // The platform's own mail (sign-in codes) never shows its body: the code is for the user alone.
+    html: r.system ? null : (r.html ?? null),
+    text: r.system ? null : (r.text ?? null),
+    // What describes the files (control/mail/attachments.ts); their content is never shown.
+    attachments: (r as { attachments?: unknown[] }).attachments ?? [],
+    id: email.id,
+    status: email.status,
     error: email.error ? { error: email.error, code: email.errorCode } : null,
     recipients: recipients.map((x) => ({ email: x.address, kind: x.kind, status: x.status, updated_at: iso(x.updatedAt) })),
     events: events.map((e) => ({

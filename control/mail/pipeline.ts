@@ -12,6 +12,7 @@ import { refusalError, type BulkRules, type Quota } from './rules.js';
 import { limitsOf, requireSubscription } from '../plans.js';
 import { canonical, domainOf, parseMailbox } from '../../common/address.js';
 import { sendRequestSchema } from './schema.js';
+import { attachmentContents, checkAttachments, type AttachmentInput, type AttachmentMeta } from './attachments.js';
 
 export interface SendRequest {
   from: string;
@@ -19,12 +20,14 @@ export interface SendRequest {
   subject: string;
   html?: string;
   text?: string;
-  cc?: string[];
-  bcc?: string[];
+  cc?: string | string[];
+  bcc?: string | string[];
   reply_to?: string | string[];
-  tags?: string[];
+  tags?: Array<string | { name: string; value: string }>;
   headers?: Record<string, string>;
   bulk?: boolean;
+  scheduled_at?: string;
+  attachments?: AttachmentInput[];
 }
 
 /** What is stored: every list a list, every address checked. */
@@ -40,11 +43,14 @@ export interface NormalizedRequest {
   tags: string[];
   headers: Record<string, string>;
   bulk: boolean;
+  /** What describes them; their bytes are stored apart (NewEmail.attachments). */
+  attachments?: AttachmentMeta[];
 }
 
 export interface Accepted {
   id: string;
-  status: 'queued';
+  /** 'scheduled' when scheduled_at lies ahead. */
+  status: 'queued' | 'scheduled';
 }
 
 // Headers the service writes itself; a caller setting them would forge or break the message.
@@ -70,6 +76,21 @@ const RESERVED_HEADERS = new Set([
 ]);
 
 const asList = (v: string | string[] | undefined): string[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+
+/** How far ahead an email may be scheduled (as Resend: 30 days). */
+export const MAX_SCHEDULE_MS = 30 * 24 * 3600_000;
+
+/**
+ * When a scheduled email leaves (epoch ms), or undefined to send it now: absent, or a
+ * time already past. An ISO 8601 date-time with a zone; more than 30 days ahead is refused.
+ */
+export function scheduledTime(value: string | undefined, now: number): number | undefined {
+  if (value === undefined) return undefined;
+  const at = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i.test(value.trim()) ? Date.parse(value.trim()) : Number.NaN;
+  if (!Number.isFinite(at)) throw invalid('scheduled_at must be an ISO 8601 date-time with a time zone, e.g. 2026-12-01T09:00:00Z');
+  if (at - now > MAX_SCHEDULE_MS) throw invalid('scheduled_at may be at most 30 days ahead');
+  return at > now ? at : undefined;
+}
 
 export interface Dispatch {
   wake(): void;
@@ -112,17 +133,20 @@ export class MailPipeline {
     const n: NormalizedRequest = {
       from: req.from.trim(),
       to: check('to', asList(req.to)),
-      cc: check('cc', req.cc ?? []),
-      bcc: check('bcc', req.bcc ?? []),
+      cc: check('cc', asList(req.cc)),
+      bcc: check('bcc', asList(req.bcc)),
       reply_to: check('reply_to', asList(req.reply_to)),
       subject: req.subject,
-      tags: req.tags ?? [],
+      tags: (req.tags ?? []).map((t) => (typeof t === 'string' ? t : `${t.name}:${t.value}`)),
       headers,
       bulk: req.bulk === true,
     };
     if (req.html !== undefined) n.html = req.html;
     if (req.text !== undefined) n.text = req.text;
+    const attachments = checkAttachments(req.attachments, this.config.limits);
+    if (attachments.length) n.attachments = attachments;
     if (!n.to.length) throw invalid('to needs at least one recipient');
+    scheduledTime(req.scheduled_at, clock.now());
     if (n.to.length + n.cc.length + n.bcc.length > this.config.limits.maxRecipients) {
       throw invalid(`at most ${this.config.limits.maxRecipients} recipients in to, cc and bcc together`);
     }
@@ -181,6 +205,11 @@ export class MailPipeline {
     return email;
   }
 
+  /** What a scheduled email of this project is judged by when it leaves (control/mail/scheduler.ts). */
+  guardsOf(project: Caller['project']): AcceptGuards {
+    return this.guards({ project } as Caller, false);
+  }
+
   /** The plan limits and bulk rules the store judges in the insert's transaction; the platform's own mail has none. */
   private guards(caller: Caller, system: boolean): AcceptGuards {
     const quota = this.quota(caller, system);
@@ -204,19 +233,23 @@ export class MailPipeline {
     return { subjectLimit: this.config.pacing.sameSubjectDailyLimit, spike: this.config.pacing.volumeSpike };
   }
 
-  private prepare(caller: Caller, req: SendRequest): NewEmail {
+  /** `id`: the id an idempotency key reserved for this email (control/mail/idempotency.ts); a new one otherwise. */
+  private prepare(caller: Caller, req: SendRequest, id?: string): NewEmail {
     const n = this.normalize(req);
     const now = clock.now();
+    const at = scheduledTime(req.scheduled_at, now);
     return {
-      id: uuidv7(now),
+      id: id ?? uuidv7(now),
       projectId: caller.project.id,
-      status: 'queued',
+      status: at === undefined ? 'queued' : 'scheduled',
+      ...(at === undefined ? {} : { scheduledAt: at }),
       from: n.from,
       subject: n.subject,
       bulk: n.bulk,
       request: JSON.stringify(n),
       createdAt: now,
       recipients: this.recipients(n),
+      ...(n.attachments ? { attachments: attachmentContents(req.attachments) } : {}),
     };
   }
 
@@ -224,9 +257,9 @@ export class MailPipeline {
    * Accepts one email; resolves once it is committed. `system` marks the
    * platform's own mail (sign-in codes): exempt from the project's plan limits.
    */
-  async send(caller: Caller, req: SendRequest, opts: { system?: boolean } = {}): Promise<Accepted> {
+  async send(caller: Caller, req: SendRequest, opts: { system?: boolean; id?: string } = {}): Promise<Accepted> {
     const system = opts.system === true;
-    const email = this.prepare(caller, req);
+    const email = this.prepare(caller, req, opts.id);
     if (system) {
       email.system = true;
       email.request = JSON.stringify({ ...JSON.parse(email.request), system: true });
@@ -238,22 +271,40 @@ export class MailPipeline {
     }
     const accepted = await this.store.emails.accept(email, this.guards(caller, system));
     if (accepted.kind !== 'accepted') throw refusalError(accepted);
-    this.dispatcher.wake();
-    return { id: email.id, status: 'queued' };
+    if (email.status === 'queued') this.dispatcher.wake();
+    return { id: email.id, status: email.status === 'scheduled' ? 'scheduled' : 'queued' };
   }
 
   /** Checks the shape of a request from outside HTTP (SMTP, gRPC), then sends it. */
-  submit(caller: Caller, body: unknown): Promise<Accepted> {
-    return this.send(caller, this.validateShape(body));
+  submit(caller: Caller, body: unknown, opts: { id?: string } = {}): Promise<Accepted> {
+    return this.send(caller, this.validateShape(body), opts);
+  }
+
+  /**
+   * Resend's `x-batch-validation: strict`: one invalid item refuses the whole batch
+   * (422, nothing recorded), naming every bad item. Only the request's own shape counts;
+   * what the store judges (quota, suppression) stays per item.
+   */
+  checkBatch(reqs: unknown[]): void {
+    const bad: string[] = [];
+    reqs.forEach((r, index) => {
+      try {
+        this.normalize(this.validateShape(r));
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
+        bad.push(`[${index}] ${err.message}`);
+      }
+    });
+    if (bad.length) throw new ApiError('BATCH_INVALID', `The batch was refused, nothing was sent: ${bad.slice(0, 10).join('; ')}`);
   }
 
   /** Accepts several emails, each judged on its own; one commit for all. */
-  async sendMany(caller: Caller, reqs: unknown[]): Promise<Array<Accepted | ApiError>> {
+  async sendMany(caller: Caller, reqs: unknown[], opts: { ids?: string[] } = {}): Promise<Array<Accepted | ApiError>> {
     const guards = this.guards(caller, false);
     const judged = await Promise.all(
-      reqs.map(async (r): Promise<{ email: NewEmail; refusal?: ApiError } | ApiError> => {
+      reqs.map(async (r, i): Promise<{ email: NewEmail; refusal?: ApiError } | ApiError> => {
         try {
-          const email = this.prepare(caller, this.validateShape(r));
+          const email = this.prepare(caller, this.validateShape(r), opts.ids?.[i]);
           const refusal = await this.judge(caller, email, false);
           return refusal ? { email: this.failed(email, refusal), refusal } : { email };
         } catch (err) {
@@ -285,7 +336,7 @@ export class MailPipeline {
       }
       if (outcome.value.kind !== 'accepted') return refusalError(outcome.value);
       if (j.refusal) return new ApiError(j.refusal.code, j.refusal.message, { id: j.email.id });
-      return { id: j.email.id, status: 'queued' as const };
+      return { id: j.email.id, status: j.email.status === 'scheduled' ? ('scheduled' as const) : ('queued' as const) };
     });
   }
 }

@@ -2,11 +2,29 @@
 // the OpenAPI document. Semantic checks (address syntax, header names) follow
 // in the pipeline, so SMTP and gRPC submissions get them too.
 import { EMAIL_STATUSES } from '../../common/status.js';
+import { attachmentsSchema } from './attachments.js';
 
 const noLineBreaks = '^[^\\r\\n]*$';
 const addressString = { type: 'string', minLength: 3, maxLength: 320, pattern: noLineBreaks } as const;
 
-export function sendRequestSchema(limits: { maxRecipients: number; maxBodyBytes: number; maxSubjectLength: number; maxHeaders: number; maxTags: number }) {
+// Resend's tag: ASCII letters, digits, `_` and `-`, at most 256 each.
+const tagPart = { type: 'string', minLength: 1, maxLength: 256, pattern: '^[A-Za-z0-9_-]+$' } as const;
+const resendTag = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'value'],
+  properties: { name: tagPart, value: tagPart },
+} as const;
+
+export function sendRequestSchema(limits: {
+  maxRecipients: number;
+  maxBodyBytes: number;
+  maxSubjectLength: number;
+  maxHeaders: number;
+  maxTags: number;
+  maxAttachments: number;
+  maxAttachmentBytes: number;
+}) {
   const addressList = { type: 'array', items: addressString, minItems: 1, maxItems: limits.maxRecipients } as const;
   return {
     $id: 'SendEmailRequest',
@@ -20,14 +38,15 @@ export function sendRequestSchema(limits: { maxRecipients: number; maxBodyBytes:
       subject: { type: 'string', maxLength: limits.maxSubjectLength, pattern: noLineBreaks },
       html: { type: 'string', maxLength: limits.maxBodyBytes },
       text: { type: 'string', maxLength: limits.maxBodyBytes },
-      cc: addressList,
-      bcc: addressList,
+      // A single address may be given as a string, as Resend and its SDK allow.
+      cc: { anyOf: [addressString, addressList] },
+      bcc: { anyOf: [addressString, addressList] },
       reply_to: { anyOf: [addressString, addressList] },
       tags: {
         type: 'array',
         maxItems: limits.maxTags,
-        items: { type: 'string', minLength: 1, maxLength: 100, pattern: '^[^\\r\\n\\u0000]*$' },
-        description: 'Kept with the email, never put in the message.',
+        items: { anyOf: [{ type: 'string', minLength: 1, maxLength: 100, pattern: '^[^\\r\\n\\u0000]*$' }, resendTag] },
+        description: 'Kept with the email, never put in the message. A tag is a string, or `{name, value}` as in Resend (kept as `name:value`).',
       },
       headers: {
         type: 'object',
@@ -36,6 +55,13 @@ export function sendRequestSchema(limits: { maxRecipients: number; maxBodyBytes:
         additionalProperties: { type: 'string', maxLength: 998, pattern: noLineBreaks },
       },
       bulk: { type: 'boolean', description: 'true marks a bulk mailing (List-Unsubscribe, unsubscribes apply); omitted = transactional.' },
+      attachments: attachmentsSchema(limits),
+      scheduled_at: {
+        type: 'string',
+        minLength: 10,
+        maxLength: 40,
+        description: 'ISO 8601 date-time, at most 30 days ahead: the email is `scheduled` until then (a past time sends at once).',
+      },
     },
   } as const;
 }
@@ -43,24 +69,80 @@ export function sendRequestSchema(limits: { maxRecipients: number; maxBodyBytes:
 export const sendResponseSchema = {
   type: 'object',
   required: ['id', 'status'],
-  properties: { id: { type: 'string' }, status: { type: 'string', enum: ['queued'] } },
+  properties: { id: { type: 'string' }, status: { type: 'string', enum: ['queued', 'scheduled'] } },
+} as const;
+
+const nullableString = { type: ['string', 'null'] } as const;
+
+/** What an email has in a list and in its own view (the spec's fields, then Resend's). */
+const emailSummary = {
+  id: { type: 'string' },
+  status: { type: 'string', enum: [...EMAIL_STATUSES] },
+  from: { type: 'string' },
+  to: { type: 'array', items: { type: 'string' } },
+  cc: { type: 'array', items: { type: 'string' } },
+  bcc: { type: 'array', items: { type: 'string' } },
+  reply_to: { type: 'array', items: { type: 'string' } },
+  subject: { type: 'string' },
+  tags: { type: 'array', items: { type: 'string' } },
+  bulk: { type: 'boolean' },
+  created_at: { type: 'string' },
+  updated_at: { type: 'string' },
+  scheduled_at: { ...nullableString, description: 'When a scheduled email leaves; null when sent at once.' },
+  last_event: {
+    type: 'string',
+    description:
+      "Resend's name for the latest state (queued, scheduled, sent, delivered, delivery_delayed, bounced, complained, failed, suppressed, canceled).",
+  },
+  message_id: { ...nullableString, description: 'The Message-ID header the email carries.' },
+} as const;
+
+export const emailListSchema = {
+  type: 'object',
+  required: ['object', 'has_more', 'data'],
+  properties: {
+    object: { type: 'string', enum: ['list'] },
+    has_more: { type: 'boolean' },
+    data: { type: 'array', items: { type: 'object', properties: emailSummary } },
+  },
+} as const;
+
+export const emailListQuerySchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    // Query strings are not coerced (fastify.ts): a number arrives as digits.
+    limit: { type: 'string', pattern: '^(100|[1-9][0-9]?)$', description: '1 to 100; 20 when omitted.' },
+    after: { type: 'string', maxLength: 100, description: 'An email id: the page of emails older than it.' },
+    before: { type: 'string', maxLength: 100, description: 'An email id: the page of emails newer than it.' },
+    status: { type: 'string', enum: [...EMAIL_STATUSES] },
+    tag: { type: 'string', minLength: 1, maxLength: 513, description: 'Emails carrying this tag (`name:value` for a `{name, value}` tag).' },
+    since: { type: 'string', maxLength: 40, description: 'Created at or after this ISO 8601 date-time.' },
+    until: { type: 'string', maxLength: 40, description: 'Created at or before this ISO 8601 date-time.' },
+  },
 } as const;
 
 export const emailSchema = {
   type: 'object',
   properties: {
-    id: { type: 'string' },
-    status: { type: 'string', enum: [...EMAIL_STATUSES] },
-    from: { type: 'string' },
-    to: { type: 'array', items: { type: 'string' } },
-    cc: { type: 'array', items: { type: 'string' } },
-    bcc: { type: 'array', items: { type: 'string' } },
-    reply_to: { type: 'array', items: { type: 'string' } },
-    subject: { type: 'string' },
-    tags: { type: 'array', items: { type: 'string' } },
-    bulk: { type: 'boolean' },
-    created_at: { type: 'string' },
-    updated_at: { type: 'string' },
+    ...emailSummary,
+    object: { type: 'string', enum: ['email'] },
+    html: nullableString,
+    text: nullableString,
+    attachments: {
+      type: 'array',
+      description: 'The files sent with it; never their content.',
+      items: {
+        type: 'object',
+        properties: {
+          id: { type: 'string' },
+          filename: { type: 'string' },
+          content_type: { type: 'string' },
+          content_id: { type: 'string' },
+          size: { type: 'integer' },
+        },
+      },
+    },
     error: { type: 'object', nullable: true, properties: { error: { type: 'string' }, code: { type: 'string' } } },
     recipients: {
       type: 'array',

@@ -1,7 +1,8 @@
 // A submitted RFC 5322 message → the send request of POST /v1/emails, so the
 // one pipeline judges it. Addresses, subject and bodies come from the parsed
 // headers; bcc are the envelope recipients that To and Cc do not name; tags
-// and bulk come from X-Postgate-* headers, which are not passed on.
+// and bulk come from X-Postgate-* headers, which are not passed on; the other
+// MIME parts are its attachments (name, type, inline Content-ID kept).
 import { simpleParser, type AddressObject, type EmailAddress, type ParsedMail } from 'mailparser';
 import { invalid } from '../../core/errors.js';
 import { canonical } from '../../common/address.js';
@@ -40,7 +41,6 @@ const headerValue = (line: string): string =>
     .trim();
 
 export function toSendRequest(mail: ParsedMail, envelopeRecipients: string[]): Record<string, unknown> {
-  if (mail.attachments.length) throw invalid('attachments are not supported; send html and/or text only');
   // One From line naming one mailbox: a list or a group in From is shown by receivers as
   // someone else, and DMARC is undefined for it.
   const fromLines = mail.headerLines.filter((h) => h.key === 'from').length;
@@ -97,5 +97,26 @@ export function toSendRequest(mail: ParsedMail, envelopeRecipients: string[]): R
   if (tags.length) req.tags = tags;
   if (bulk !== undefined) req.bulk = bulk;
   if (Object.keys(headers).length) req.headers = headers;
+  // The message's other MIME parts, as the API takes attachments: the pipeline checks them as it does any.
+  if (mail.attachments.length) req.attachments = mail.attachments.map(attachmentOf);
   return req;
+}
+
+/** One MIME part kept as an attachment: its bytes, name and type; an inline part (next to the HTML) keeps its Content-ID. */
+function attachmentOf(a: ParsedMail['attachments'][number]): Record<string, unknown> {
+  const out: Record<string, unknown> = { content: a.content.toString('base64'), content_type: a.contentType };
+  if (a.filename) out.filename = a.filename;
+  if (a.cid && (a.related || a.contentDisposition === 'inline')) out.content_id = a.cid;
+  return out;
+}
+
+// The submission's idempotency key (Resend's name over SMTP, or the HTTP header's). Like every
+// header that is not X-* or threading, it is never passed on to the composed message.
+const IDEMPOTENCY_KEYS = new Set(['idempotency-key', 'resend-idempotency-key']);
+
+/** The raw value of the message's idempotency key header, if it has one; two different values are refused. */
+export function idempotencyKeyOf(mail: ParsedMail): string | undefined {
+  const values = new Set(mail.headerLines.filter((h) => IDEMPOTENCY_KEYS.has(h.key)).map((h) => headerValue(h.line)));
+  if (values.size > 1) throw invalid('the message carries two different idempotency keys');
+  return [...values][0];
 }

@@ -23,6 +23,10 @@ const replies: Partial<Record<ErrorCode, Reply>> = {
   PAYLOAD_TOO_LARGE: { code: 552, enhanced: '5.3.4' },
   // Nothing was stored: the client keeps the message and tries again.
   STORE_UNAVAILABLE: { code: 451, enhanced: '4.3.0' },
+  // The idempotency key was used with another message: resending will not help (docs/mail-api.md).
+  IDEMPOTENCY_CONFLICT: { code: 550, enhanced: '5.6.0' },
+  // The first submission with this key is still being accepted: try again shortly.
+  IDEMPOTENCY_IN_PROGRESS: { code: 451, enhanced: '4.3.0' },
 };
 
 export type SmtpError = Error & { responseCode: number };

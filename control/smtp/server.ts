@@ -1,7 +1,8 @@
 // SMTP submission (POSTGATE_SMTP_PORT): apps authenticate with AUTH PLAIN or
 // LOGIN (any user name, password = a live API key) and submit messages that
 // go through the same pipeline as POST /v1/emails. The reply to DATA carries
-// the email id: `250 2.0.0 Ok: queued as <id>`.
+// the email id: `250 2.0.0 Ok: queued as <id>`. Clients on trusted networks (config
+// `smtpTrusted`, off by default) may skip AUTH and send as the configured key.
 import type net from 'node:net';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import type { Config } from '../../core/config.js';
@@ -12,8 +13,11 @@ import type { MailPipeline } from '../mail/pipeline.js';
 import { isAddress } from '../../common/address.js';
 import { RateLimiter } from '../limits/rate-limit.js';
 import { loadTls } from './tls.js';
-import { parseMessage, toSendRequest } from './message.js';
+import { idempotencyKeyOf, parseMessage, toSendRequest } from './message.js';
+import { checkKey, type Idempotency } from '../mail/idempotency.js';
 import { badRecipient, smtpError, smtpReply } from './replies.js';
+import { trustedNetworks } from './trusted.js';
+import { attachmentMessageBytes } from '../mail/attachments.js';
 
 /** MAIL FROM parameters of the extensions we offer (SIZE, 8BITMIME, SMTPUTF8). */
 const MAIL_PARAMETERS = new Set(['SIZE', 'BODY', 'SMTPUTF8']);
@@ -25,6 +29,8 @@ export interface SmtpSubmissionDeps {
   pipeline: Pick<MailPipeline, 'submit'>;
   /** Counts config.smtpRate (POSTGATE_CONFIG `smtpRate`, 300) emails per second per project; default: its own in-memory counters. */
   limiter?: RateLimiter;
+  /** Idempotency keys of submitted messages (an Idempotency-Key or Resend-Idempotency-Key header); without it the header is ignored. */
+  idempotency?: Idempotency;
 }
 
 export interface SmtpSubmission {
@@ -42,14 +48,24 @@ const isLoopback = (ip: string | undefined) => !!ip && (ip.startsWith('127.') ||
 
 const overRate = () => 'More than the SMTP rate of this project; try again in a second';
 
-export async function startSmtpSubmission({ config, log, access, pipeline, limiter = new RateLimiter() }: SmtpSubmissionDeps): Promise<SmtpSubmission> {
-  // Both bodies at their limit, base64-encoded, plus room for headers; 552 above it.
-  const maxMessageBytes = Math.ceil((config.limits.maxBodyBytes * 2 * 4) / 3) + 1024 * 1024;
+export async function startSmtpSubmission({
+  config,
+  log,
+  access,
+  pipeline,
+  limiter = new RateLimiter(),
+  idempotency,
+}: SmtpSubmissionDeps): Promise<SmtpSubmission> {
+  // Both bodies and the attachments at their limits, base64-encoded, plus room for headers; 552 above it.
+  const maxMessageBytes = Math.ceil((config.limits.maxBodyBytes * 2 * 4) / 3) + 1024 * 1024 + attachmentMessageBytes(config.limits);
   const tls = await loadTls(config);
   const conns = new WeakMap<SMTPServerSession, Conn>();
   // Sessions per client address: one address cannot take the listener's 1,000 for itself.
   const perIp = new Map<string, number>();
   const counted = new WeakSet<SMTPServerSession>();
+  // Trusted networks (config smtpTrusted, off by default): their sessions send as the configured key, without AUTH.
+  const trusted = config.smtpTrusted;
+  const isTrusted = trusted ? trustedNetworks(trusted.networks) : () => false;
 
   const server = new SMTPServer({
     name: config.mxHost,
@@ -59,6 +75,8 @@ export async function startSmtpSubmission({ config, log, access, pipeline, limit
     authMethods: ['PLAIN', 'LOGIN'],
     // AUTH is offered before STARTTLS; onAuth refuses it in clear text except on loopback.
     allowInsecureAuth: true,
+    // With trusted networks, MAIL without AUTH reaches onMailFrom, which answers 530 unless the session is trusted.
+    authOptional: !!trusted,
     size: maxMessageBytes,
     // Enhanced codes are written by us (e.g. 451 4.7.1); smtp-server would derive them from the reply code alone.
     hideENHANCEDSTATUSCODES: true,
@@ -80,6 +98,7 @@ export async function startSmtpSubmission({ config, log, access, pipeline, limit
       }
       perIp.set(ip, n + 1);
       counted.add(session);
+      if (trusted && isTrusted(ip)) conns.set(session, { plainKey: trusted.key });
       callback();
     },
 
@@ -155,7 +174,13 @@ export async function startSmtpSubmission({ config, log, access, pipeline, limit
         const caller = conn.caller;
         conn.caller = undefined;
         parseMessage(Buffer.concat(chunks, bytes))
-          .then((mail) => pipeline.submit(caller, toSendRequest(mail, recipients)))
+          .then((mail) => {
+            const request = toSendRequest(mail, recipients);
+            const key = checkKey(idempotencyKeyOf(mail));
+            if (key === undefined || !idempotency) return pipeline.submit(caller, request);
+            // The same key and message within 24 h: the first answer again, nothing new sent.
+            return idempotency.submit(caller.project.id, key, request, (id) => pipeline.submit(caller, request, { id }));
+          })
           .then(
             (accepted) => {
               log.debug({ projectId: caller.project.id, emailId: accepted.id }, 'smtp message queued');

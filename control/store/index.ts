@@ -66,6 +66,8 @@ export interface EmailRow {
   createdAt: number;
   updatedAt: number;
   dispatchedAt: number | null;
+  /** When a scheduled email leaves (epoch ms); null for one sent at once. */
+  scheduledAt: number | null;
 }
 
 export interface RecipientRow {
@@ -86,8 +88,12 @@ export interface EventRow {
 export interface NewEmail {
   id: string;
   projectId: string;
-  /** 'queued', or 'failed' for an email refused at ingestion (recorded all the same). */
+  /**
+   * 'queued'; 'scheduled' (with scheduledAt: no quota or bulk rule is judged until
+   * release); or 'failed' for an email refused at ingestion (recorded all the same).
+   */
   status: string;
+  scheduledAt?: number;
   from: string;
   subject: string;
   bulk: boolean;
@@ -102,6 +108,11 @@ export interface NewEmail {
    * status/reason set for a recipient refused at ingestion (suppressed, unsubscribed).
    */
   recipients: Array<{ address: string; kind: RecipientKind; status?: 'failed'; reason?: string }>;
+  /**
+   * Attachment bytes, in the order the request's `attachments` describe them: written once, in the
+   * email's own transaction (a 202 means they are durable), and not at all for a refused email.
+   */
+  attachments?: Buffer[];
 }
 
 /** What emails.accept checks in the insert's transaction; absent = not checked (system mail, refused mail). */
@@ -112,6 +123,21 @@ export interface AcceptGuards {
 
 /** An email recorded (held: why control keeps it from the gateways, a bulk volume spike), or refused with nothing recorded. */
 export type Acceptance = { kind: 'accepted'; held?: string } | Refusal;
+
+/** What reschedule and cancel found: done, no such email, or an email that is not scheduled (its status). */
+export type ScheduleChange = { kind: 'done' } | { kind: 'not_found' } | { kind: 'not_scheduled'; status: string };
+
+/** GET /v1/emails: a page and its filters (all optional but limit). */
+export interface EmailQuery {
+  limit: number;
+  after?: string;
+  before?: string;
+  status?: string;
+  tag?: string;
+  /** created_at bounds, epoch ms, inclusive. */
+  since?: number;
+  until?: number;
+}
 
 export interface StoredEmail {
   email: EmailRow;
@@ -170,15 +196,33 @@ export interface DomainRow {
   createdAt: number;
   verifiedAt: number | null;
   checkedAt: number | null;
+  /** Resend's `region`, kept and echoed (one self-hosted install has no regions). */
+  region?: string | null;
 }
 
 export interface WebhookRow {
   id: string;
   projectId: string;
   url: string;
+  /**
+   * What the endpoint subscribed to: email statuses and event kinds (common/status.ts), auth event
+   * types (AUTH_EVENT_TYPES), and Resend event names postgate accepts but never sends (email.opened…).
+   * Empty: every email event and no auth event.
+   */
   statuses: string[];
   secret: string;
   createdAt: number;
+  /** A disabled endpoint gets no new messages (Resend's status 'disabled'). */
+  enabled: boolean;
+}
+
+/** What PATCH /v1/webhooks/:id may change; absent fields are kept. */
+export interface WebhookChange {
+  url?: string;
+  statuses?: string[];
+  enabled?: boolean;
+  /** Sealed, like WebhookRow.secret (rotation). */
+  secret?: string;
 }
 
 export interface WebhookDelivery {
@@ -325,7 +369,8 @@ export type OtpCheck = 'ok' | 'missing' | 'expired' | 'locked' | 'wrong';
 export type ExchangeResult =
   | { status: 'ok'; session: SessionRow; user: UserRow }
   | { status: 'missing' | 'expired' | 'unbound' }
-  | { status: 'reused'; revokedTokenHash: string | null };
+  /** The code's session, revoked now (null when it was already gone), and its user (auth events). */
+  | { status: 'reused'; revokedTokenHash: string | null; revokedSessionId: string | null; userId: string };
 
 // The repositories
 
@@ -369,8 +414,27 @@ export interface Emails {
    * absorbs. SQLite serves one node and needs no claim.
    */
   undispatched(limit: number, projectId?: string): Promise<PendingEmail[]>;
+  /**
+   * A page of the project's emails, newest first (ids are time-ordered UUIDv7s). `after`
+   * pages towards older emails, `before` towards newer ones; both are email ids.
+   */
+  list(projectId: string, q: EmailQuery): Promise<{ emails: EmailRow[]; hasMore: boolean }>;
+  /** Scheduled emails whose time has come (scheduledAt <= now), oldest first. */
+  due(now: number, limit: number): Promise<Array<{ id: string; projectId: string }>>;
+  /**
+   * A due scheduled email leaves now: in one transaction the quota and bulk rules are
+   * judged as at acceptance (today's counts), and it becomes 'queued' (maybe held), or
+   * 'failed' with the refusal's code. 'gone': no longer scheduled (canceled meanwhile).
+   */
+  release(id: string, guards: AcceptGuards, now: number): Promise<Acceptance | { kind: 'gone' }>;
+  /** Moves a scheduled email's time; anything but a scheduled email is left alone. */
+  reschedule(projectId: string, id: string, at: number, now: number): Promise<ScheduleChange>;
+  /** A scheduled email will not leave: 'canceled', with its recipients. */
+  cancel(projectId: string, id: string, now: number): Promise<ScheduleChange>;
   /** A gateway holds these now; the platform's own mail drops its body. */
   markDispatched(ids: string[], at: number): Promise<void>;
+  /** An email's attachment bytes, in order (what the dispatcher hands the gateway). */
+  attachments(emailId: string): Promise<Buffer[]>;
   /** The email an unsubscribe token names, with its project (for the confirmation page). */
   owner(emailId: string): Promise<EmailOwner | undefined>;
   /** Recipient n of an email (0-based, in recipient order): what unsubscribe and VERP tokens name. */
@@ -414,7 +478,10 @@ export interface Domains {
 }
 
 export interface Webhooks {
-  create(w: WebhookRow): Promise<void>;
+  /** `enabled` absent: enabled. */
+  create(w: Omit<WebhookRow, 'enabled'> & { enabled?: boolean }): Promise<void>;
+  /** The endpoint after the change, or undefined when the project has no such endpoint. Disabling gives up its pending messages. */
+  update(projectId: string, id: string, change: WebhookChange): Promise<WebhookRow | undefined>;
   list(projectId: string): Promise<WebhookRow[]>;
   get(projectId: string, id: string): Promise<WebhookRow | undefined>;
   byId(id: string): Promise<WebhookRow | undefined>;
@@ -486,7 +553,7 @@ export interface SignInStore {
     origin: Origin,
     at: number,
     then: { session: NewSession } | { exchange: { codeHash: string; expiresAt: number; clientChallenge: string | null } },
-  ): Promise<{ user: UserRow; session?: SessionRow }>;
+  ): Promise<{ user: UserRow; session?: SessionRow /** The user did not exist before this call. */; created: boolean }>;
   sessionByHash(tokenHash: string): Promise<SessionRow | undefined>;
   userById(id: string): Promise<UserRow | undefined>;
   /** False when there was no live session with that token. */
@@ -530,6 +597,96 @@ export interface SignInStore {
   prune(now: number): Promise<void>;
 }
 
+// The auth audit log (auth/events.ts writes it, the admin API reads it)
+
+/** Sign-in events: each is appended to the audit log and sent to the webhooks that subscribed to its type. */
+export const AUTH_EVENT_TYPES = ['user.created', 'session.created', 'session.revoked', 'sign_in.failed'] as const;
+export type AuthEventType = (typeof AUTH_EVENT_TYPES)[number];
+
+/** One audit entry. Never a secret, code or token; addresses masked (auth/events.ts). */
+export interface AuditEntry {
+  /** evt_…; also the `data.id` of its webhook message. */
+  id: string;
+  projectId: string;
+  env: Env;
+  type: AuthEventType;
+  userId: string | null;
+  sessionId: string | null;
+  /** Masked: j***@example.com. */
+  email: string | null;
+  /** Masked: +79*******67. */
+  phone: string | null;
+  provider: string | null;
+  ip: string | null;
+  userAgent: string | null;
+  /** Why a sign-in failed or a session was revoked. */
+  reason: string | null;
+  /** sign_in.failed: like events left out by the rate limit since the last one recorded. */
+  suppressed: number;
+  at: number;
+}
+
+/** A page of the audit log: newest first; `after` pages towards older entries, `before` towards newer (entry ids). */
+export interface AuditQuery {
+  limit: number;
+  type?: AuthEventType;
+  after?: string;
+  before?: string;
+}
+
+export interface AuditLog {
+  /**
+   * Appends the entry and, in the same transaction, queues the webhook message `data` (the
+   * envelope is control/webhooks/payload.ts's) for every enabled endpoint of the project that
+   * lists the entry's type.
+   */
+  record(entry: AuditEntry, data: Record<string, unknown>): Promise<void>;
+  /** Undefined when the cursor names no entry of the project. */
+  list(projectId: string, q: AuditQuery): Promise<{ entries: AuditEntry[]; hasMore: boolean } | undefined>;
+  /** Deletes entries older than `before` (retention); returns how many. */
+  prune(before: number): Promise<number>;
+}
+
+// Idempotency keys (control/mail/idempotency.ts)
+
+/** A request's claim on an idempotency key (POST /v1/emails, POST /v1/emails/batch, SMTP submission). */
+export interface IdempotencyRequest {
+  projectId: string;
+  key: string;
+  /** SHA-256 of what the request asks (its route and canonical body): the same key with another hash is a mismatch. */
+  requestHash: string;
+  /** The ids the request's emails will take, reserved before anything is recorded (one per email, in request order). */
+  emailIds: string[];
+  now: number;
+  /** Until when the key answers the same (the window, 24 h from the first claim); a row past it counts as absent and is replaced. */
+  expiresAt: number;
+  /** Until when the claimant owns the attempt; past it (a crash), the next claim with the same request takes the attempt over. */
+  leaseUntil: number;
+}
+
+export type IdempotencyClaim =
+  /** The key was free (absent or expired): go on, with the ids given. */
+  | { kind: 'new'; emailIds: string[] }
+  /** An attempt that was abandoned or outlived its lease, taken over (with the lease given): its ids, some maybe already recorded. */
+  | { kind: 'resumed'; emailIds: string[] }
+  /** Answered already: the status and JSON body to answer again. */
+  | { kind: 'replay'; status: number; body: string }
+  /** The key was used with another request. */
+  | { kind: 'mismatch' }
+  /** Another request with this key is under way. */
+  | { kind: 'in-progress' };
+
+export interface IdempotencyKeys {
+  /** Atomic: of concurrent claims of one key exactly one gets 'new' (or 'resumed'). */
+  claim(r: IdempotencyRequest): Promise<IdempotencyClaim>;
+  /** Records the answer to replay; the first answer recorded stays. */
+  complete(projectId: string, key: string, status: number, body: string): Promise<void>;
+  /** The attempt holding lease `leaseUntil` ended with no answer to keep (5xx, outage): the next claim takes it over at once. */
+  abandon(projectId: string, key: string, leaseUntil: number): Promise<void>;
+  /** Drops keys whose window ended at or before `now`; returns how many. */
+  prune(now: number): Promise<number>;
+}
+
 export interface Store {
   readonly projects: Projects;
   readonly apiKeys: ApiKeys;
@@ -541,6 +698,8 @@ export interface Store {
   readonly pacing: PacingData;
   readonly analytics: Analytics;
   readonly signIn: SignInStore;
+  readonly audit: AuditLog;
+  readonly idempotency: IdempotencyKeys;
   /** Commits and writes since start (metrics). */
   stats(): { commits: number; writes: number };
   close(): Promise<void>;

@@ -1,6 +1,18 @@
 // Rows as both backends read them (snake_case columns) to the store's types. SQLite hands
 // JSON as text and booleans as 0/1; PostgreSQL hands JSONB parsed and BOOLEAN as booleans.
-import type { ApiKeyRow, DomainRow, EmailRow, Project, ProviderRow, RecipientRow, SessionRow, UserRow, WebhookDelivery, WebhookRow } from './index.js';
+import type {
+  ApiKeyRow,
+  AuditEntry,
+  DomainRow,
+  EmailRow,
+  Project,
+  ProviderRow,
+  RecipientRow,
+  SessionRow,
+  UserRow,
+  WebhookDelivery,
+  WebhookRow,
+} from './index.js';
 
 /** A JSON column: text from SQLite, already parsed from PostgreSQL's JSONB. */
 const json = (v: unknown): any => (typeof v === 'string' ? JSON.parse(v) : v);
@@ -40,6 +52,7 @@ export const toEmail = (r: any): EmailRow => ({
   createdAt: r.created_at,
   updatedAt: r.updated_at,
   dispatchedAt: r.dispatched_at,
+  scheduledAt: r.scheduled_at ?? null,
 });
 
 export const toRecipient = (r: any): RecipientRow => ({ address: r.address, kind: r.kind, status: r.status, updatedAt: r.updated_at });
@@ -56,6 +69,7 @@ export const toDomain = (r: any): DomainRow => ({
   createdAt: r.created_at,
   verifiedAt: r.verified_at,
   checkedAt: r.checked_at,
+  region: r.region ?? null,
 });
 
 export const toWebhook = (r: any): WebhookRow => ({
@@ -65,6 +79,7 @@ export const toWebhook = (r: any): WebhookRow => ({
   statuses: json(r.statuses),
   secret: r.secret,
   createdAt: r.created_at,
+  enabled: Boolean(r.enabled ?? true),
 });
 
 export const toDelivery = (r: any): WebhookDelivery => ({
@@ -115,4 +130,21 @@ export const toProvider = (r: any): ProviderRow => ({
   endpoints: json(r.endpoints),
   region: json(r.region),
   updatedAt: r.updated_at,
+});
+
+export const toAudit = (r: any): AuditEntry => ({
+  id: r.id,
+  projectId: r.project_id,
+  env: r.env,
+  type: r.type,
+  userId: r.user_id,
+  sessionId: r.session_id,
+  email: r.email,
+  phone: r.phone,
+  provider: r.provider,
+  ip: r.ip,
+  userAgent: r.user_agent,
+  reason: r.reason,
+  suppressed: r.suppressed,
+  at: r.at,
 });

@@ -22,9 +22,9 @@ export class MailTokens {
    * a bounce or report sent to it concerns that recipient alone, whatever its body claims,
    * so one recipient cannot bounce or suppress another.
    */
-  verpAddress(emailId: string, index: number, senderDomain: string): string {
+  verpAddress(emailId: string, index: number, senderDomain: string, label?: string): string {
     const hex = hexOf(emailId);
-    return `${bounceLocalPart(hex, index, this.mac('b', hex, index))}@${returnPathDomain(senderDomain)}`;
+    return `${bounceLocalPart(hex, index, this.mac('b', hex, index))}@${returnPathDomain(senderDomain, label)}`;
   }
 
   /** Recipient n's (0-based, in the email's recipient order) unsubscribe token. */
@@ -33,8 +33,8 @@ export class MailTokens {
     return unsubscribeTokenOf(hex, index, this.mac('u', hex, index));
   }
 
-  unsubscribeMailto(emailId: string, index: number, senderDomain: string): string {
-    return `mailto:${unsubscribeLocalPart(this.unsubscribeToken(emailId, index))}@${returnPathDomain(senderDomain)}?subject=unsubscribe`;
+  unsubscribeMailto(emailId: string, index: number, senderDomain: string, label?: string): string {
+    return `mailto:${unsubscribeLocalPart(this.unsubscribeToken(emailId, index))}@${returnPathDomain(senderDomain, label)}?subject=unsubscribe`;
   }
 
   /** The parsed token when its MAC is right, else undefined. */

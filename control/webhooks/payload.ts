@@ -1,6 +1,6 @@
-// What a webhook message says about an email's change (Standard Webhooks envelope
-// {type, timestamp, data}), and which endpoints want it. Pure: the store queues the
-// result in the same transaction as the change.
+// What a webhook message says (Standard Webhooks envelope {type, timestamp, data}, plus
+// Resend's top-level `created_at`: the same instant), and which endpoints want it. Pure:
+// the store queues the result in the same transaction as the change.
 
 /** The email as its webhook messages describe it. */
 export interface PayloadEmail {
@@ -12,9 +12,27 @@ export interface PayloadEmail {
   createdAt: number;
 }
 
-/** An endpoint with no statuses wants everything; otherwise the event's type or the email's new status. */
-export const wantsEvent = (statuses: readonly string[], status: string, event: Record<string, unknown>): boolean =>
-  !statuses.length || statuses.includes(String(event.type)) || statuses.includes(status);
+/** What an endpoint's filter is judged on. */
+export interface Subscriber {
+  statuses: readonly string[];
+  enabled: boolean;
+}
+
+/**
+ * Email events: an endpoint with an empty filter wants every one (but no auth event: receivers
+ * registered before auth events existed never get them unasked); otherwise the event's type or
+ * the email's new status must be listed.
+ */
+export const wantsEvent = (w: Subscriber, status: string, event: Record<string, unknown>): boolean =>
+  w.enabled && (!w.statuses.length || w.statuses.includes(String(event.type)) || w.statuses.includes(status));
+
+/** Auth events (user.created, …): only endpoints that list the type. */
+export const wantsAuthEvent = (w: Subscriber, type: string): boolean => w.enabled && w.statuses.includes(type);
+
+const envelope = (type: string, at: number, data: Record<string, unknown>): string => {
+  const when = new Date(at).toISOString();
+  return JSON.stringify({ type, timestamp: when, created_at: when, data });
+};
 
 /** The message body for an email that reached `status` at `at` through `event` (its `at` in ms). */
 export function webhookPayload(email: PayloadEmail, status: string, at: number, event: Record<string, unknown>): string {
@@ -28,5 +46,8 @@ export function webhookPayload(email: PayloadEmail, status: string, at: number, 
     created_at: new Date(email.createdAt).toISOString(),
     event: { ...event, at: new Date(Number(event.at)).toISOString() },
   };
-  return JSON.stringify({ type: `email.${event.type === 'deferred' ? 'deferred' : status}`, timestamp: new Date(at).toISOString(), data });
+  return envelope(`email.${event.type === 'deferred' ? 'deferred' : status}`, at, data);
 }
+
+/** The message body for an auth event (auth/events.ts builds `data`, without secrets). */
+export const authEventPayload = (type: string, at: number, data: Record<string, unknown>): string => envelope(type, at, data);

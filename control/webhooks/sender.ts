@@ -66,6 +66,8 @@ export class WebhookSender {
     const hook = await this.store.webhooks.byId(d.webhookId);
     const now = clock.now();
     if (!hook) return this.store.webhooks.recordAttempt(d.id, 'failed', d.attempt, now, 'endpoint deleted', null);
+    // Queued from a list read just before the endpoint was disabled (another node's cache).
+    if (!hook.enabled) return this.store.webhooks.recordAttempt(d.id, 'failed', d.attempt, now, 'endpoint disabled', null);
     const ts = Math.floor(now / 1000);
     let error: string | null = null;
     let detail: string | undefined;

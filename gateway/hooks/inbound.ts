@@ -6,7 +6,7 @@
 import constants from 'haraka-constants';
 import { clock } from '../../core/clock.js';
 import type { NewDeliveryEvent } from '../outbox/outbox.js';
-import { parseToken, RETURN_PATH_LABEL } from '../../common/return-path.js';
+import { parseToken } from '../../common/return-path.js';
 import type { HarakaAddress, Next } from '../haraka.js';
 import { readInbound } from '../inbound/report.js';
 import { makeResolver } from '../../core/dns.js';
@@ -31,8 +31,10 @@ export interface InboundHooks {
 
 /** The local part, when the address is one of ours. */
 export function ourLocalPart(address: Pick<HarakaAddress, 'user' | 'host'>): string | undefined {
+  // A domain may name its own return-path label (custom_return_path), so any subdomain may carry
+  // our tokens: the token's shape is checked here, its MAC by control, which holds the key.
   const host = (address.host ?? '').toLowerCase();
-  if (!host.startsWith(`${RETURN_PATH_LABEL}.`)) return undefined;
+  if (host.split('.').length < 3) return undefined;
   const local = (address.user ?? '').toLowerCase();
   return parseToken(local) ? local : undefined;
 }

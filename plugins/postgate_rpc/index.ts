@@ -3,6 +3,7 @@
 // CommonJS, as Haraka require()s folder plugins; the logic is ES modules (gateway/service.ts).
 import constants = require('haraka-constants');
 import Notes = require('haraka-notes');
+import type { Readable } from 'node:stream';
 import type { HarakaOutbound, HarakaPlugin, Next } from '../../gateway/haraka.js';
 import type { OutgoingMessage } from '../../gateway/enqueue.js';
 import type { GatewayServiceHandle } from '../../gateway/lifecycle.js';
@@ -28,13 +29,18 @@ function whenQueueLoaded(outbound: HarakaOutbound): Promise<void> {
   });
 }
 
-/** outbound.send_email, resolved once the queue file is fsynced (Haraka's "queued" callback). */
+/** outbound.send_email, resolved with Haraka's answer once the queue file is fsynced (its "queued" callback). */
 function queueWith(outbound: HarakaOutbound) {
-  return (msg: OutgoingMessage & { key: string }) =>
-    new Promise<void>((resolve, reject) => {
-      let raw = Buffer.from(msg.raw).toString('utf8');
-      // Haraka drops a last line that has no line ending.
-      if (!raw.endsWith('\n')) raw += '\r\n';
+  return (msg: OutgoingMessage & { key: string; stream?: Readable }) =>
+    new Promise<string>((resolve, reject) => {
+      let raw: string | Readable;
+      // A stream (a message with attachments) comes in DATA form already (gateway/spool.ts).
+      if (msg.stream) raw = msg.stream;
+      else {
+        raw = Buffer.from(msg.raw).toString('utf8');
+        // Haraka drops a last line that has no line ending.
+        if (!raw.endsWith('\n')) raw += '\r\n';
+      }
       const notes = new Notes({
         skip_plugins: [],
         email_id: msg.emailId,
@@ -48,7 +54,7 @@ function queueWith(outbound: HarakaOutbound) {
         msg.mailFrom,
         [...msg.rcptTo],
         raw,
-        (code, text) => (code === constants.ok ? resolve() : reject(new Error(text || `not queued (${code})`))),
+        (code, text) => (code === constants.ok ? resolve(text) : reject(new Error(text || `not queued (${code})`))),
         { notes },
       );
     });

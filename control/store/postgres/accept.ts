@@ -8,8 +8,9 @@
 // the locked counts; the accepted ones are written, then the counts moved.
 import { DAY_MS, dayOf } from '../../../core/clock.js';
 import { StoreUnavailableError } from '../../../core/errors.js';
-import { judgeBulk, judgeQuota, subjectHash } from '../../mail/rules.js';
+import { judgeBulk, judgeQuota, refusalError, subjectHash } from '../../mail/rules.js';
 import type { Acceptance, AcceptGuards, NewEmail } from '../index.js';
+import { toRecipient } from './rows.js';
 import type { PgDb, Tx } from './db.js';
 import { addCounts, Fanout, type WebhookCache } from './fanout.js';
 
@@ -105,7 +106,93 @@ export class Acceptor {
     for (const r of this.idle.splice(0)) r();
   }
 
-  private async group(tx: Tx, jobs: Job[]): Promise<Acceptance[]> {
+  /**
+   * A due scheduled email leaves now: locked, judged by the same rules as a new email
+   * (today's counts), then queued (maybe held) or failed with the refusal.
+   */
+  async release(id: string, guards: AcceptGuards, now: number): Promise<Acceptance | { kind: 'gone' }> {
+    return this.db.tx(async (tx) => {
+      const r = (await tx.query("SELECT * FROM emails WHERE id = $1 AND status = 'scheduled' FOR UPDATE", [id])).rows[0];
+      if (!r) return { kind: 'gone' as const };
+      const recipients = (
+        await tx.query('SELECT address, kind, status, updated_at FROM email_recipients WHERE email_id = $1 ORDER BY position', [id])
+      ).rows.map(toRecipient);
+      const e: NewEmail = {
+        id,
+        projectId: r.project_id,
+        status: 'queued',
+        from: r.from_addr,
+        subject: r.subject,
+        bulk: r.bulk,
+        request: r.request,
+        // The rules judge the day it leaves, not the day it was accepted.
+        createdAt: now,
+        recipients: recipients.map((x) => ({ address: x.address, kind: x.kind, ...(x.status === 'failed' ? { status: 'failed' as const } : {}) })),
+      };
+      const job: Job = { e, guards, resolve: () => {}, reject: () => {} };
+      const fanout = new Fanout(tx, this.hooks);
+      const email = { id, projectId: e.projectId, from: e.from, subject: e.subject, createdAt: Number(r.created_at), request: e.request };
+      const [outcome] = await this.group(tx, [job], async (_tx, accepted) => {
+        const held = accepted[0]?.held ?? null;
+        const reached = await fanout.reach(email, r.reached, 'queued', now, { type: 'queued', at: now });
+        await tx.query("UPDATE emails SET status = 'queued', updated_at = $2, reached = $3, held = $4 WHERE id = $1", [id, now, reached, held]);
+        await tx.query("INSERT INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES ($1, 'queued', '', 0, $2, NULL, '')", [
+          id,
+          now,
+        ]);
+        if (held) {
+          const details = { cause: 'volume', reason: held };
+          await tx.query(
+            "INSERT INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES ($1, 'deferred', '', 0, $2, $3, 'volume') ON CONFLICT DO NOTHING",
+            [id, now, JSON.stringify(details)],
+          );
+          await fanout.notify(email, 'queued', now, { type: 'deferred', at: now, ...details });
+        }
+      });
+      if (outcome!.kind !== 'accepted') {
+        const err = refusalError(outcome!);
+        const details = { reason: err.message, code: err.code };
+        const reached = await fanout.reach(email, r.reached, 'failed', now, { type: 'failed', at: now, ...details });
+        await tx.query("UPDATE emails SET status = 'failed', error = $2, error_code = $3, updated_at = $4, reached = $5 WHERE id = $1", [
+          id,
+          err.message,
+          err.code,
+          now,
+          reached,
+        ]);
+        await tx.query("UPDATE email_recipients SET status = 'failed', updated_at = $2 WHERE email_id = $1 AND status = 'queued'", [id, now]);
+        await tx.query("INSERT INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES ($1, 'failed', '', 0, $2, $3, '')", [
+          id,
+          now,
+          JSON.stringify(details),
+        ]);
+      }
+      await fanout.flush();
+      return outcome!;
+    });
+  }
+
+  /** A scheduled email will not leave: canceled, with its recipients. */
+  async cancel(projectId: string, id: string, now: number): Promise<{ kind: 'done' } | { kind: 'not_found' } | { kind: 'not_scheduled'; status: string }> {
+    return this.db.tx(async (tx) => {
+      const r = (await tx.query('SELECT * FROM emails WHERE id = $1 AND project_id = $2 FOR UPDATE', [id, projectId])).rows[0];
+      if (!r) return { kind: 'not_found' as const };
+      if (r.status !== 'scheduled') return { kind: 'not_scheduled' as const, status: r.status as string };
+      const fanout = new Fanout(tx, this.hooks);
+      const email = { id, projectId, from: r.from_addr, subject: r.subject, createdAt: Number(r.created_at), request: r.request };
+      const reached = await fanout.reach(email, r.reached, 'canceled', now, { type: 'canceled', at: now });
+      await tx.query("UPDATE emails SET status = 'canceled', updated_at = $2, reached = $3 WHERE id = $1", [id, now, reached]);
+      await tx.query("UPDATE email_recipients SET status = 'canceled', updated_at = $2 WHERE email_id = $1 AND status = 'queued'", [id, now]);
+      await tx.query("INSERT INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES ($1, 'canceled', '', 0, $2, NULL, '')", [
+        id,
+        now,
+      ]);
+      await fanout.flush();
+      return { kind: 'done' as const };
+    });
+  }
+
+  private async group(tx: Tx, jobs: Job[], write: (tx: Tx, accepted: Judged[]) => Promise<void> = (t, a) => this.record(t, a)): Promise<Acceptance[]> {
     const queued = (j: Job) => j.e.status === 'queued';
     const quotaJobs = jobs.filter((j) => j.guards.quota && queued(j));
     const bulkJobs = jobs.filter((j) => j.guards.bulk && j.e.bulk && queued(j));
@@ -204,7 +291,7 @@ export class Acceptor {
       outcomes.push(bulk?.held ? { kind: 'accepted', held: bulk.held } : { kind: 'accepted' });
     }
 
-    if (accepted.length) await this.record(tx, accepted);
+    if (accepted.length) await write(tx, accepted);
     await addCounts(tx, 'usage_monthly', ['project_id', 'month'], monthDelta);
     await addCounts(tx, 'usage_daily', ['project_id', 'day'], usageDelta);
     await addCounts(tx, 'bulk_daily', ['project_id', 'day'], bulkDelta);
@@ -215,7 +302,7 @@ export class Acceptor {
   /** Writes the accepted emails with their recipients, first events, status counts and webhook messages: a few statements for the whole group. */
   private async record(tx: Tx, list: Judged[]): Promise<void> {
     const fanout = new Fanout(tx, this.hooks);
-    const em: unknown[][] = Array.from({ length: 14 }, () => []);
+    const em: unknown[][] = Array.from({ length: 15 }, () => []);
     const rc: unknown[][] = Array.from({ length: 6 }, () => []);
     const ev: unknown[][] = Array.from({ length: 7 }, () => []);
     const event = (id: string, type: string, recipient: string, at: number, details: unknown, dedupe = '') => {
@@ -237,6 +324,7 @@ export class Acceptor {
         e.status,
         e.system === true,
         held ?? null,
+        e.scheduledAt ?? null,
       ].entries())
         em[i]!.push(v);
       // A recipient named twice is recorded once, so position n is the n-th recorded recipient.
@@ -262,11 +350,17 @@ export class Acceptor {
       }
     }
     await tx.query(
-      `INSERT INTO emails (id, project_id, status, from_addr, subject, bulk, request, error, error_code, created_at, updated_at, reached, system, held)
+      `INSERT INTO emails (id, project_id, status, from_addr, subject, bulk, request, error, error_code, created_at, updated_at, reached, system, held, scheduled_at)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bool[], $7::text[], $8::text[], $9::text[],
-         $10::bigint[], $11::bigint[], $12::text[], $13::bool[], $14::text[])`,
+         $10::bigint[], $11::bigint[], $12::text[], $13::bool[], $14::text[], $15::bigint[])`,
       em,
     );
+    // One statement per file: a Buffer parameter travels in binary, where an array of them would be hex text.
+    for (const { e } of list) {
+      if (e.status === 'failed') continue; // a refused email is never sent: its files are not kept
+      for (const [i, content] of (e.attachments ?? []).entries())
+        await tx.query('INSERT INTO email_attachments (email_id, position, size, content) VALUES ($1, $2, $3, $4)', [e.id, i, content.length, content]);
+    }
     await tx.query(
       `INSERT INTO email_recipients (email_id, address, kind, status, updated_at, position)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::int[])`,

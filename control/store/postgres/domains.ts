@@ -21,9 +21,9 @@ export class PgDomains implements Domains {
   create(d: Omit<DomainRow, 'verifiedAt' | 'checkedAt'>): Promise<void> {
     return this.db.tx(async (tx) => {
       await tx.query(
-        `INSERT INTO domains (id, project_id, name, status, selector, dkim_private, dkim_public, records, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-        [d.id, d.projectId, d.name, d.status, d.selector, d.dkimPrivate, d.dkimPublic, JSON.stringify(d.records), d.createdAt],
+        `INSERT INTO domains (id, project_id, name, status, selector, dkim_private, dkim_public, records, created_at, region)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+        [d.id, d.projectId, d.name, d.status, d.selector, d.dkimPrivate, d.dkimPublic, JSON.stringify(d.records), d.createdAt, d.region ?? null],
       );
       this.changed(tx, d.projectId);
     });

@@ -4,7 +4,19 @@
 // the same email on at once. The node renews its own claims each time it asks; a node
 // that dies leaves them to expire, and another node takes them over. Closing the store
 // gives them up at once.
-import type { AcceptGuards, Acceptance, EmailOwner, Emails, NewEmail, PendingEmail, RecipientRow, StoredEmail } from '../index.js';
+import type {
+  AcceptGuards,
+  Acceptance,
+  EmailOwner,
+  EmailQuery,
+  EmailRow,
+  Emails,
+  NewEmail,
+  PendingEmail,
+  RecipientRow,
+  ScheduleChange,
+  StoredEmail,
+} from '../index.js';
 import type { Acceptor } from './accept.js';
 import type { PgDb } from './db.js';
 import { DB_NOW, EMAIL_COLUMNS, RECIPIENTS_SQL, toEmail, toRecipient } from './rows.js';
@@ -40,6 +52,54 @@ export class PgEmails implements Emails {
       recipients: recipients.rows.map(toRecipient),
       events: events.rows.map((x: any) => ({ type: x.type, recipient: x.recipient, attempt: x.attempt, at: x.at, details: x.details ?? null })),
     };
+  }
+
+  async list(projectId: string, q: EmailQuery): Promise<{ emails: EmailRow[]; hasMore: boolean }> {
+    const where = ['project_id = $1'];
+    const args: unknown[] = [projectId];
+    const arg = (v: unknown) => `$${args.push(v)}`;
+    if (q.after) where.push(`id < ${arg(q.after)}`);
+    if (q.before) where.push(`id > ${arg(q.before)}`);
+    if (q.status) where.push(`status = ${arg(q.status)}`);
+    if (q.since !== undefined) where.push(`created_at >= ${arg(q.since)}`);
+    if (q.until !== undefined) where.push(`created_at <= ${arg(q.until)}`);
+    if (q.tag !== undefined) where.push(`(request::jsonb -> 'tags') ? ${arg(q.tag)}`);
+    // `before` pages towards newer emails: read upwards from the cursor, then show newest first.
+    const order = q.before && !q.after ? 'ASC' : 'DESC';
+    const r = await this.db.query(`SELECT ${EMAIL_COLUMNS} FROM emails WHERE ${where.join(' AND ')} ORDER BY id ${order} LIMIT ${arg(q.limit + 1)}`, args);
+    const page = r.rows.slice(0, q.limit).map(toEmail);
+    return { emails: order === 'ASC' ? page.reverse() : page, hasMore: r.rows.length > q.limit };
+  }
+
+  async due(now: number, limit: number): Promise<Array<{ id: string; projectId: string }>> {
+    const r = await this.db.query("SELECT id, project_id FROM emails WHERE status = 'scheduled' AND scheduled_at <= $1 ORDER BY scheduled_at LIMIT $2", [
+      now,
+      limit,
+    ]);
+    return r.rows.map((x: any) => ({ id: x.id, projectId: x.project_id }));
+  }
+
+  release(id: string, guards: AcceptGuards, now: number): Promise<Acceptance | { kind: 'gone' }> {
+    return this.acceptor.release(id, guards, now);
+  }
+
+  async reschedule(projectId: string, id: string, at: number, now: number): Promise<ScheduleChange> {
+    return this.db.tx(async (tx) => {
+      const r = (await tx.query('SELECT status FROM emails WHERE id = $1 AND project_id = $2 FOR UPDATE', [id, projectId])).rows[0];
+      if (!r) return { kind: 'not_found' as const };
+      if (r.status !== 'scheduled') return { kind: 'not_scheduled' as const, status: r.status as string };
+      await tx.query('UPDATE emails SET scheduled_at = $2, updated_at = $3 WHERE id = $1', [id, at, now]);
+      // Each move is its own event (the dedupe key keeps them apart).
+      await tx.query(
+        "INSERT INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES ($1, 'rescheduled', '', 0, $2, $3, $4) ON CONFLICT DO NOTHING",
+        [id, now, JSON.stringify({ scheduled_at: new Date(at).toISOString() }), String(now)],
+      );
+      return { kind: 'done' as const };
+    });
+  }
+
+  cancel(projectId: string, id: string, now: number): Promise<ScheduleChange> {
+    return this.acceptor.cancel(projectId, id, now);
   }
 
   async undispatched(limit: number, projectId?: string): Promise<PendingEmail[]> {
@@ -88,6 +148,11 @@ export class PgEmails implements Emails {
       "UPDATE emails SET dispatch_claimed_until = NULL, dispatch_claimed_by = NULL WHERE dispatch_claimed_by = $1 AND dispatched_at IS NULL AND status = 'queued' AND held IS NULL",
       [this.node],
     );
+  }
+
+  async attachments(emailId: string): Promise<Buffer[]> {
+    const r = await this.db.query<{ content: Buffer }>('SELECT content FROM email_attachments WHERE email_id = $1 ORDER BY position', [emailId]);
+    return r.rows.map((x) => x.content);
   }
 
   async owner(emailId: string): Promise<EmailOwner | undefined> {

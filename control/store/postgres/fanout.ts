@@ -66,7 +66,7 @@ export class Fanout {
 
   /** Queues the change for every webhook of the project that wants it. */
   async notify(email: FanoutEmail, status: string, at: number, event: Record<string, unknown>): Promise<void> {
-    const hooks = (await this.webhooksOf(email.projectId)).filter((w) => wantsEvent(w.statuses, status, event));
+    const hooks = (await this.webhooksOf(email.projectId)).filter((w) => wantsEvent(w, status, event));
     if (!hooks.length) return;
     const request = typeof email.request === 'string' ? email.request : await email.request();
     const req = JSON.parse(request) as { to: string[]; tags: string[] };

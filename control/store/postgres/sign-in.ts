@@ -145,12 +145,12 @@ export class PgSignIn implements SignInStore {
     origin: Origin,
     at: number,
     then: { session: NewSession } | { exchange: { codeHash: string; expiresAt: number; clientChallenge: string | null } },
-  ): Promise<{ user: UserRow; session?: SessionRow }> {
+  ): Promise<{ user: UserRow; session?: SessionRow; created: boolean }> {
     // Two nodes creating the same new user at once: one insert wins, the other runs again and finds it.
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.db.tx(async (tx) => {
-          const userId = await this.resolveUser(tx, projectId, env, profile, at);
+          const { userId, created } = await this.resolveUser(tx, projectId, env, profile, at);
           const user = async () => toUser((await tx.query('SELECT * FROM auth_users WHERE id = $1', [userId])).rows[0]);
           if ('exchange' in then) {
             const x = then.exchange;
@@ -159,10 +159,10 @@ export class PgSignIn implements SignInStore {
                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
               [x.codeHash, projectId, env, userId, profile.provider, origin.ip, origin.userAgent, x.expiresAt, x.clientChallenge],
             );
-            return { user: await user() };
+            return { user: await user(), created };
           }
           const session = await this.insertSession(tx, projectId, env, userId, profile.provider, origin, then.session);
-          return { user: await user(), session };
+          return { user: await user(), session, created };
         });
       } catch (err) {
         if (isUniqueViolation(err) && attempt < 3) continue;
@@ -171,7 +171,7 @@ export class PgSignIn implements SignInStore {
     }
   }
 
-  private async resolveUser(tx: Tx, projectId: string, env: Env, profile: SignInProfile, now: number): Promise<string> {
+  private async resolveUser(tx: Tx, projectId: string, env: Env, profile: SignInProfile, now: number): Promise<{ userId: string; created: boolean }> {
     const byVerifiedEmail = async (email: string) =>
       (
         await tx.query<{ id: string }>('SELECT id FROM auth_users WHERE project_id = $1 AND env = $2 AND email = $3 AND email_verified', [
@@ -212,7 +212,7 @@ export class PgSignIn implements SignInStore {
       if (profile.email && profile.emailVerified && !(await byVerifiedEmail(profile.email))) {
         await tx.query('UPDATE auth_users SET email = $1, email_verified = true WHERE id = $2 AND (email IS NULL OR email = $1)', [profile.email, userId]);
       }
-      return userId;
+      return { userId, created: false };
     }
     userId = crypto.randomUUID();
     await tx.query(
@@ -233,7 +233,7 @@ export class PgSignIn implements SignInStore {
       ],
     );
     await insertIdentity(userId);
-    return userId;
+    return { userId, created: true };
   }
 
   private async insertSession(tx: Tx, projectId: string, env: Env, userId: string, provider: string, origin: Origin, s: NewSession): Promise<SessionRow> {
@@ -291,7 +291,7 @@ export class PgSignIn implements SignInStore {
               ])
             ).rows[0]?.token_hash
           : undefined;
-        return { status: 'reused', revokedTokenHash: revoked ?? null };
+        return { status: 'reused', revokedTokenHash: revoked ?? null, revokedSessionId: revoked ? c.session_id : null, userId: c.user_id };
       }
       if (c.expires_at <= session.createdAt) return { status: 'expired' };
       const row = await this.insertSession(tx, projectId, env, c.user_id, c.provider, { ip: c.ip, userAgent: c.user_agent }, session);

@@ -23,6 +23,8 @@ import { PgWebhooks } from './webhooks.js';
 import { PgPacing } from './pacing.js';
 import { PgAnalytics } from './analytics.js';
 import { PgSignIn } from './sign-in.js';
+import { PgAudit } from './audit.js';
+import { PgIdempotency } from './idempotency.js';
 
 export async function openPostgresStore(config: StoreConfig & { databaseUrl: string }, invalidator: Invalidator): Promise<Store> {
   const db = new PgDb(config.databaseUrl);
@@ -61,6 +63,8 @@ class PgStore implements Store {
   readonly pacing;
   readonly analytics;
   readonly signIn;
+  readonly audit;
+  readonly idempotency;
   private readonly acceptor;
 
   constructor(
@@ -82,6 +86,8 @@ class PgStore implements Store {
     this.pacing = new PgPacing(db);
     this.analytics = new PgAnalytics(db);
     this.signIn = new PgSignIn(db);
+    this.audit = new PgAudit(db);
+    this.idempotency = new PgIdempotency(db);
   }
 
   stats(): { commits: number; writes: number } {

@@ -5,7 +5,7 @@
 // one node at a time.
 import type { Invalidator } from '../../../core/invalidation.js';
 import { STORE_CHANNELS } from '../cache.js';
-import type { WebhookDelivery, WebhookRow, Webhooks } from '../index.js';
+import type { WebhookChange, WebhookDelivery, WebhookRow, Webhooks } from '../index.js';
 import type { PgDb, Tx } from './db.js';
 import { DB_NOW, toDelivery, toWebhook } from './rows.js';
 
@@ -23,17 +23,39 @@ export class PgWebhooks implements Webhooks {
     tx.afterCommit(() => this.invalidator.publish(STORE_CHANNELS.webhooks, projectId));
   }
 
-  create(w: WebhookRow): Promise<void> {
+  create(w: Omit<WebhookRow, 'enabled'> & { enabled?: boolean }): Promise<void> {
     return this.db.tx(async (tx) => {
-      await tx.query('INSERT INTO webhooks (id, project_id, url, statuses, secret, created_at) VALUES ($1, $2, $3, $4, $5, $6)', [
+      await tx.query('INSERT INTO webhooks (id, project_id, url, statuses, secret, created_at, enabled) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
         w.id,
         w.projectId,
         w.url,
         JSON.stringify(w.statuses),
         w.secret,
         w.createdAt,
+        w.enabled !== false,
       ]);
       this.changed(tx, w.projectId);
+    });
+  }
+
+  update(projectId: string, id: string, change: WebhookChange): Promise<WebhookRow | undefined> {
+    return this.db.tx(async (tx) => {
+      const r = (await tx.query('SELECT * FROM webhooks WHERE id = $1 AND project_id = $2 FOR UPDATE', [id, projectId])).rows[0];
+      if (!r) return undefined;
+      const w = { ...toWebhook(r), ...change };
+      await tx.query('UPDATE webhooks SET url = $1, statuses = $2, secret = $3, enabled = $4 WHERE id = $5', [
+        w.url,
+        JSON.stringify(w.statuses),
+        w.secret,
+        w.enabled,
+        id,
+      ]);
+      // A disabled endpoint's queue would otherwise be retried for a day to no one who wants it.
+      if (!w.enabled) {
+        await tx.query("UPDATE webhook_deliveries SET status = 'failed', last_error = 'endpoint disabled' WHERE webhook_id = $1 AND status = 'pending'", [id]);
+      }
+      this.changed(tx, projectId);
+      return w;
     });
   }
 

@@ -17,8 +17,8 @@ export class SqliteDomains implements Domains {
     private readonly invalidator: Invalidator,
   ) {
     this.q = {
-      insert: db.prepare(`INSERT INTO domains (id, project_id, name, status, selector, dkim_private, dkim_public, records, created_at)
-        VALUES (@id, @projectId, @name, @status, @selector, @dkimPrivate, @dkimPublic, @records, @createdAt)`),
+      insert: db.prepare(`INSERT INTO domains (id, project_id, name, status, selector, dkim_private, dkim_public, records, created_at, region)
+        VALUES (@id, @projectId, @name, @status, @selector, @dkimPrivate, @dkimPublic, @records, @createdAt, @region)`),
       list: db.prepare('SELECT * FROM domains WHERE project_id = ? ORDER BY created_at, name'),
       get: db.prepare('SELECT * FROM domains WHERE id = ? AND project_id = ?'),
       byName: db.prepare('SELECT * FROM domains WHERE project_id = ? AND name = ?'),
@@ -39,7 +39,7 @@ export class SqliteDomains implements Domains {
 
   create(d: Omit<DomainRow, 'verifiedAt' | 'checkedAt'>): Promise<void> {
     return this.writer.run(() => {
-      this.q.insert.run({ ...d, records: JSON.stringify(d.records) });
+      this.q.insert.run({ ...d, records: JSON.stringify(d.records), region: d.region ?? null });
       this.changed(d.projectId);
     });
   }

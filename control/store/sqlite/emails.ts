@@ -3,8 +3,8 @@
 import { DAY_MS, dayOf } from '../../../core/clock.js';
 import type { Db } from '../../../core/sqlite/open.js';
 import type { GroupWriter } from '../../../core/sqlite/group-writer.js';
-import { judgeBulk, judgeQuota, subjectHash, type BulkRules, type Refusal } from '../../mail/rules.js';
-import type { Acceptance, AcceptGuards, EmailOwner, Emails, NewEmail, PendingEmail, StoredEmail } from '../index.js';
+import { judgeBulk, judgeQuota, refusalError, subjectHash, type BulkRules, type Refusal } from '../../mail/rules.js';
+import type { Acceptance, AcceptGuards, EmailOwner, EmailQuery, EmailRow, Emails, NewEmail, PendingEmail, ScheduleChange, StoredEmail } from '../index.js';
 import type { DayTallies } from './tallies.js';
 import type { StatusFanout, StatusRow } from './status-fanout.js';
 import { RECIPIENTS_SQL, toEmail, toRecipient } from './rows.js';
@@ -13,20 +13,27 @@ export class SqliteEmails implements Emails {
   private readonly q;
 
   constructor(
-    db: Db,
+    private readonly db: Db,
     private readonly writer: GroupWriter,
     private readonly tallies: DayTallies,
     private readonly fanout: StatusFanout,
   ) {
     this.q = {
       insert:
-        db.prepare(`INSERT INTO emails (id, project_id, status, from_addr, subject, bulk, request, error, error_code, created_at, updated_at, reached, system)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+        db.prepare(`INSERT INTO emails (id, project_id, status, from_addr, subject, bulk, request, error, error_code, created_at, updated_at, reached, system, scheduled_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       insertRecipient: db.prepare('INSERT OR IGNORE INTO email_recipients (email_id, address, kind, status, updated_at, position) VALUES (?, ?, ?, ?, ?, ?)'),
+      insertAttachment: db.prepare('INSERT INTO email_attachments (email_id, position, size, content) VALUES (?, ?, ?, ?)'),
+      attachments: db.prepare('SELECT content FROM email_attachments WHERE email_id = ? ORDER BY position').pluck(),
       insertEvent: db.prepare('INSERT OR IGNORE INTO email_events (email_id, type, recipient, attempt, at, details) VALUES (?, ?, ?, ?, ?, ?)'),
       insertEventKeyed: db.prepare('INSERT OR IGNORE INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES (?, ?, ?, ?, ?, ?, ?)'),
       setHeld: db.prepare('UPDATE emails SET held = ? WHERE id = ?'),
       email: db.prepare('SELECT * FROM emails WHERE id = ? AND project_id = ?'),
+      byId: db.prepare('SELECT * FROM emails WHERE id = ?'),
+      due: db.prepare("SELECT id, project_id FROM emails WHERE status = 'scheduled' AND scheduled_at <= ? ORDER BY scheduled_at LIMIT ?"),
+      setStatus: db.prepare('UPDATE emails SET status = ?, error = ?, error_code = ?, updated_at = ? WHERE id = ?'),
+      setRecipients: db.prepare("UPDATE email_recipients SET status = ?, updated_at = ? WHERE email_id = ? AND status = 'queued'"),
+      setScheduled: db.prepare('UPDATE emails SET scheduled_at = ?, updated_at = ? WHERE id = ?'),
       recipients: db.prepare(RECIPIENTS_SQL),
       recipientAt: db.prepare('SELECT address FROM email_recipients WHERE email_id = ? AND position = ?').pluck(),
       events: db.prepare('SELECT type, recipient, attempt, at, details FROM email_events WHERE email_id = ? ORDER BY id'),
@@ -60,7 +67,14 @@ export class SqliteEmails implements Emails {
   }
 
   private acceptNow(e: NewEmail, guards: AcceptGuards): Acceptance {
-    const today = dayOf(e.createdAt);
+    const admitted = this.admit(e, guards, dayOf(e.createdAt));
+    if ('kind' in admitted) return admitted;
+    this.record(e, admitted.held);
+    return admitted.held ? { kind: 'accepted', held: admitted.held } : { kind: 'accepted' };
+  }
+
+  /** The quota and bulk rules for an email leaving on `today`; moves the counts when it passes. */
+  private admit(e: NewEmail, guards: AcceptGuards, today: string): Refusal | { held?: string } {
     const queued = e.status === 'queued';
     // Judged before anything is written, so a refusal leaves nothing behind.
     if (guards.quota && queued) {
@@ -78,8 +92,7 @@ export class SqliteEmails implements Emails {
       this.q.addSubject.run(e.projectId, today, bulk.hash, bulk.recipients);
       this.q.addBulk.run(e.projectId, today, bulk.recipients);
     }
-    this.record(e, bulk?.held);
-    return bulk?.held ? { kind: 'accepted', held: bulk.held } : { kind: 'accepted' };
+    return bulk?.held ? { held: bulk.held } : {};
   }
 
   private judgeBulk(e: NewEmail, today: string, rules: BulkRules): Refusal | { recipients: number; hash: string; held?: string } {
@@ -116,8 +129,11 @@ export class SqliteEmails implements Emails {
       e.createdAt,
       e.status,
       e.system ? 1 : 0,
+      e.scheduledAt ?? null,
     );
     this.tallies.countStatus(e.projectId, dayOf(e.createdAt), e.status);
+    // A refused email is never sent: its files are not kept.
+    if (e.status !== 'failed') for (const [i, content] of (e.attachments ?? []).entries()) this.q.insertAttachment.run(e.id, i, content.length, content);
 
     // Positions count the recipients actually recorded, so position n is the n-th in recipient order.
     let position = 0;
@@ -140,13 +156,101 @@ export class SqliteEmails implements Emails {
       { type: e.status, at: e.createdAt, ...(e.error ? { reason: e.error, code: e.errorCode } : {}) },
       row,
     );
-    if (held) {
-      // Held by control, not a gateway: the delay says so, and waits for an announcement or the operator.
-      const details = { cause: 'volume', reason: held };
-      this.q.setHeld.run(held, e.id);
-      this.q.insertEventKeyed.run(e.id, 'deferred', '', 0, e.createdAt, JSON.stringify(details), 'volume');
-      this.fanout.notify(e.id, e.projectId, e.status, e.createdAt, { type: 'deferred', at: e.createdAt, ...details }, row);
-    }
+    if (held) this.hold(e, held, e.createdAt, row);
+  }
+
+  /** Held by control, not a gateway: the delay says so, and waits for an announcement or the operator. */
+  private hold(e: NewEmail, held: string, at: number, row: StatusRow): void {
+    const details = { cause: 'volume', reason: held };
+    this.q.setHeld.run(held, e.id);
+    this.q.insertEventKeyed.run(e.id, 'deferred', '', 0, at, JSON.stringify(details), 'volume');
+    this.fanout.notify(e.id, e.projectId, 'queued', at, { type: 'deferred', at, ...details }, row);
+  }
+
+  async list(projectId: string, q: EmailQuery): Promise<{ emails: EmailRow[]; hasMore: boolean }> {
+    const where = ['project_id = ?'];
+    const args: unknown[] = [projectId];
+    const add = (sql: string, v: unknown) => {
+      where.push(sql);
+      args.push(v);
+    };
+    if (q.after) add('id < ?', q.after);
+    if (q.before) add('id > ?', q.before);
+    if (q.status) add('status = ?', q.status);
+    if (q.since !== undefined) add('created_at >= ?', q.since);
+    if (q.until !== undefined) add('created_at <= ?', q.until);
+    if (q.tag !== undefined) add("EXISTS (SELECT 1 FROM json_each(emails.request, '$.tags') WHERE value = ?)", q.tag);
+    // `before` pages towards newer emails: read upwards from the cursor, then show newest first.
+    const order = q.before && !q.after ? 'ASC' : 'DESC';
+    const rows = this.db.prepare(`SELECT * FROM emails WHERE ${where.join(' AND ')} ORDER BY id ${order} LIMIT ?`).all(...args, q.limit + 1);
+    const hasMore = rows.length > q.limit;
+    const page = rows.slice(0, q.limit).map(toEmail);
+    return { emails: order === 'ASC' ? page.reverse() : page, hasMore };
+  }
+
+  async due(now: number, limit: number): Promise<Array<{ id: string; projectId: string }>> {
+    return this.q.due.all(now, limit).map((r: any) => ({ id: r.id, projectId: r.project_id }));
+  }
+
+  release(id: string, guards: AcceptGuards, now: number): Promise<Acceptance | { kind: 'gone' }> {
+    return this.writer.run((): Acceptance | { kind: 'gone' } => {
+      const r = this.q.byId.get(id) as any;
+      if (r?.status !== 'scheduled') return { kind: 'gone' };
+      const e: NewEmail = {
+        id,
+        projectId: r.project_id,
+        status: 'queued',
+        from: r.from_addr,
+        subject: r.subject,
+        bulk: !!r.bulk,
+        request: r.request,
+        createdAt: now,
+        recipients: this.q.recipients
+          .all(id)
+          .map((x: any) => ({ address: x.address, kind: x.kind, ...(x.status === 'failed' ? { status: 'failed' as const } : {}) })),
+      };
+      // The rules judge the day it leaves, not the day it was accepted.
+      const admitted = this.admit(e, guards, dayOf(now));
+      if ('kind' in admitted) {
+        const err = refusalError(admitted);
+        this.q.setStatus.run('failed', err.message, err.code, now, id);
+        this.q.setRecipients.run('failed', now, id);
+        const details = { reason: err.message, code: err.code };
+        this.q.insertEvent.run(id, 'failed', '', 0, now, JSON.stringify(details));
+        this.fanout.reach(id, e.projectId, 'failed', now, { type: 'failed', at: now, ...details });
+        return admitted;
+      }
+      this.q.setStatus.run('queued', null, null, now, id);
+      this.q.insertEvent.run(id, 'queued', '', 0, now, null);
+      this.fanout.reach(id, e.projectId, 'queued', now, { type: 'queued', at: now });
+      if (admitted.held) this.hold(e, admitted.held, now, this.q.byId.get(id) as StatusRow);
+      return admitted.held ? { kind: 'accepted', held: admitted.held } : { kind: 'accepted' };
+    });
+  }
+
+  reschedule(projectId: string, id: string, at: number, now: number): Promise<ScheduleChange> {
+    return this.writer.run((): ScheduleChange => {
+      const r = this.q.email.get(id, projectId) as any;
+      if (!r) return { kind: 'not_found' };
+      if (r.status !== 'scheduled') return { kind: 'not_scheduled', status: r.status };
+      this.q.setScheduled.run(at, now, id);
+      // Each move is its own event (the dedupe key keeps them apart).
+      this.q.insertEventKeyed.run(id, 'rescheduled', '', 0, now, JSON.stringify({ scheduled_at: new Date(at).toISOString() }), String(now));
+      return { kind: 'done' };
+    });
+  }
+
+  cancel(projectId: string, id: string, now: number): Promise<ScheduleChange> {
+    return this.writer.run((): ScheduleChange => {
+      const r = this.q.email.get(id, projectId) as any;
+      if (!r) return { kind: 'not_found' };
+      if (r.status !== 'scheduled') return { kind: 'not_scheduled', status: r.status };
+      this.q.setStatus.run('canceled', null, null, now, id);
+      this.q.setRecipients.run('canceled', now, id);
+      this.q.insertEvent.run(id, 'canceled', '', 0, now, null);
+      this.fanout.reach(id, projectId, 'canceled', now, { type: 'canceled', at: now });
+      return { kind: 'done' };
+    });
   }
 
   async get(projectId: string, id: string): Promise<StoredEmail | undefined> {
@@ -178,6 +282,10 @@ export class SqliteEmails implements Emails {
         }
       }
     });
+  }
+
+  async attachments(emailId: string): Promise<Buffer[]> {
+    return this.q.attachments.all(emailId) as Buffer[];
   }
 
   async owner(emailId: string): Promise<EmailOwner | undefined> {

@@ -344,4 +344,100 @@ const explicitColumns: Migration = {
   `,
 };
 
-export const migrations: readonly Migration[] = [...controlMigrations, ...authMigrations, explicitColumns];
+/** Scheduled sends: the email waits as 'scheduled' until scheduled_at, then is released. */
+const scheduledSends: Migration = {
+  id: '0009_scheduled_sends_domain_region',
+  sql: `
+    ALTER TABLE emails ADD COLUMN scheduled_at INTEGER;
+    CREATE INDEX emails_scheduled ON emails(scheduled_at) WHERE status = 'scheduled';
+    CREATE INDEX emails_project_id ON emails(project_id, id);
+    ALTER TABLE domains ADD COLUMN region TEXT;
+  `,
+};
+
+/** Webhook endpoints can be disabled (PATCH /v1/webhooks/:id {status}) without being deleted. */
+const webhookEnabled: Migration = {
+  id: '0008_webhook_enabled',
+  sql: 'ALTER TABLE webhooks ADD COLUMN enabled INTEGER NOT NULL DEFAULT 1;',
+};
+
+/**
+ * The auth audit log (auth/events.ts): sign-in events, kept auth.auditRetentionDays. `seq` orders
+ * the pages; `id` is the cursor callers see.
+ */
+const authAudit: Migration = {
+  id: 'auth_0003_audit_log',
+  sql: `
+    CREATE TABLE auth_audit (
+      seq INTEGER PRIMARY KEY,
+      id TEXT NOT NULL UNIQUE,
+      project_id TEXT NOT NULL,
+      env TEXT NOT NULL,
+      type TEXT NOT NULL,
+      user_id TEXT,
+      session_id TEXT,
+      email TEXT,
+      phone TEXT,
+      provider TEXT,
+      ip TEXT,
+      user_agent TEXT,
+      reason TEXT,
+      suppressed INTEGER NOT NULL DEFAULT 0,
+      at INTEGER NOT NULL
+    );
+    CREATE INDEX auth_audit_project ON auth_audit(project_id, seq);
+    CREATE INDEX auth_audit_project_type ON auth_audit(project_id, type, seq);
+    CREATE INDEX auth_audit_at ON auth_audit(at);
+  `,
+};
+
+/**
+ * Idempotency keys (control/mail/idempotency.ts): per project, the request's hash, the email ids it
+ * reserved, its answer once given, the end of its 24 h window and the lease of the attempt under way.
+ */
+const idempotencyKeys: Migration = {
+  id: '0007_idempotency_keys',
+  sql: `
+    CREATE TABLE idempotency_keys (
+      project_id TEXT NOT NULL,
+      key TEXT NOT NULL,
+      request_hash TEXT NOT NULL,
+      email_ids TEXT NOT NULL,
+      status INTEGER,
+      body TEXT,
+      created_at INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL,
+      lease_until INTEGER NOT NULL,
+      PRIMARY KEY (project_id, key)
+    ) WITHOUT ROWID;
+    CREATE INDEX idempotency_keys_expiry ON idempotency_keys(expires_at);
+  `,
+};
+
+/**
+ * Attachment bytes, once per email (not per recipient copy, not in the request JSON, which keeps only
+ * what describes them), written in the email's own transaction.
+ */
+const attachments: Migration = {
+  id: '0006_attachments',
+  sql: `
+    CREATE TABLE email_attachments (
+      email_id TEXT NOT NULL REFERENCES emails(id),
+      position INTEGER NOT NULL,
+      size INTEGER NOT NULL,
+      content BLOB NOT NULL,
+      PRIMARY KEY (email_id, position)
+    );
+  `,
+};
+
+export const migrations: readonly Migration[] = [
+  ...controlMigrations,
+  ...authMigrations,
+  explicitColumns,
+  scheduledSends,
+  webhookEnabled,
+  authAudit,
+  idempotencyKeys,
+  attachments,
+];

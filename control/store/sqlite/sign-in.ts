@@ -207,20 +207,20 @@ export class SqliteSignIn implements SignInStore {
     origin: Origin,
     at: number,
     then: { session: NewSession } | { exchange: { codeHash: string; expiresAt: number; clientChallenge: string | null } },
-  ): Promise<{ user: UserRow; session?: SessionRow }> {
+  ): Promise<{ user: UserRow; session?: SessionRow; created: boolean }> {
     return this.writer.run(() => {
-      const userId = this.resolveUser(projectId, env, profile, at);
+      const { userId, created } = this.resolveUser(projectId, env, profile, at);
       if ('exchange' in then) {
         const x = then.exchange;
         this.q.insertExchange.run(x.codeHash, projectId, env, userId, profile.provider, origin.ip, origin.userAgent, x.expiresAt, x.clientChallenge);
-        return { user: toUser(this.q.userById.get(userId)) };
+        return { user: toUser(this.q.userById.get(userId)), created };
       }
       const session = this.insertSession(projectId, env, userId, profile.provider, origin, then.session);
-      return { user: toUser(this.q.userById.get(userId)), session };
+      return { user: toUser(this.q.userById.get(userId)), session, created };
     });
   }
 
-  private resolveUser(projectId: string, env: Env, profile: SignInProfile, now: number): string {
+  private resolveUser(projectId: string, env: Env, profile: SignInProfile, now: number): { userId: string; created: boolean } {
     let userId = this.q.identity.get(projectId, env, profile.provider, profile.subject) as string | undefined;
     if (!userId && profile.email && profile.emailVerified) {
       const linked = this.q.userByVerifiedEmail.get(projectId, env, profile.email) as any;
@@ -235,7 +235,7 @@ export class SqliteSignIn implements SignInStore {
       if (profile.email && profile.emailVerified && !this.q.userByVerifiedEmail.get(projectId, env, profile.email)) {
         this.q.verifyUserEmail.run(profile.email, userId, profile.email);
       }
-      return userId;
+      return { userId, created: false };
     }
     userId = crypto.randomUUID();
     this.q.insertUser.run({
@@ -253,7 +253,7 @@ export class SqliteSignIn implements SignInStore {
       lastSignIn: now,
     });
     this.q.insertIdentity.run(projectId, env, profile.provider, profile.subject, userId, now);
-    return userId;
+    return { userId, created: true };
   }
 
   private insertSession(projectId: string, env: Env, userId: string, provider: string, origin: Origin, s: NewSession): SessionRow {
@@ -306,7 +306,7 @@ export class SqliteSignIn implements SignInStore {
       if (c.used_at === null && !bound(c.client_challenge ?? null)) return { status: 'unbound' };
       if (c.used_at !== null) {
         const revoked = c.session_id ? (this.q.revokeById.get(session.createdAt, c.session_id) as string | undefined) : undefined;
-        return { status: 'reused', revokedTokenHash: revoked ?? null };
+        return { status: 'reused', revokedTokenHash: revoked ?? null, revokedSessionId: revoked ? c.session_id : null, userId: c.user_id };
       }
       if (c.expires_at <= session.createdAt) return { status: 'expired' };
       const row = this.insertSession(projectId, env, c.user_id, c.provider, { ip: c.ip, userAgent: c.user_agent }, session);

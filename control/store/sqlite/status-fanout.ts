@@ -50,7 +50,7 @@ export class StatusFanout {
 
   /** Queues the change for every webhook of the project that wants it. */
   notify(emailId: string, projectId: string, status: string, at: number, event: Record<string, unknown>, row: StatusRow): void {
-    const hooks = this.hooks.get(projectId, () => this.q.webhooks.all(projectId).map(toWebhook)).filter((w) => wantsEvent(w.statuses, status, event));
+    const hooks = this.hooks.get(projectId, () => this.q.webhooks.all(projectId).map(toWebhook)).filter((w) => wantsEvent(w, status, event));
     if (!hooks.length) return;
     const req = JSON.parse(row.request) as { to: string[]; tags: string[] };
     const payload = webhookPayload(

@@ -20,6 +20,8 @@ import { SqliteWebhooks } from './webhooks.js';
 import { SqlitePacing } from './pacing.js';
 import { SqliteAnalytics } from './analytics.js';
 import { SqliteSignIn } from './sign-in.js';
+import { SqliteAudit } from './audit.js';
+import { SqliteIdempotency } from './idempotency.js';
 
 export const DB_FILE = 'postgate.db';
 
@@ -39,6 +41,8 @@ class SqliteStore implements Store {
   readonly pacing;
   readonly analytics;
   readonly signIn;
+  readonly audit;
+  readonly idempotency;
 
   constructor(
     private readonly db: Db,
@@ -69,6 +73,8 @@ class SqliteStore implements Store {
     this.pacing = new SqlitePacing(db, writer);
     this.analytics = new SqliteAnalytics(db, tallies);
     this.signIn = new SqliteSignIn(db, writer);
+    this.audit = new SqliteAudit(db, writer);
+    this.idempotency = new SqliteIdempotency(db, writer);
   }
 
   stats(): { commits: number; writes: number } {

@@ -5,7 +5,7 @@ import type { Db } from '../../../core/sqlite/open.js';
 import type { GroupWriter } from '../../../core/sqlite/group-writer.js';
 import type { Invalidator } from '../../../core/invalidation.js';
 import { STORE_CHANNELS } from '../cache.js';
-import type { WebhookDelivery, WebhookRow, Webhooks } from '../index.js';
+import type { WebhookChange, WebhookDelivery, WebhookRow, Webhooks } from '../index.js';
 import { toDelivery, toWebhook } from './rows.js';
 
 export class SqliteWebhooks implements Webhooks {
@@ -18,15 +18,16 @@ export class SqliteWebhooks implements Webhooks {
   ) {
     this.q = {
       insert: db.prepare(
-        'INSERT INTO webhooks (id, project_id, url, statuses, secret, created_at) VALUES (@id, @projectId, @url, @statuses, @secret, @createdAt)',
+        'INSERT INTO webhooks (id, project_id, url, statuses, secret, created_at, enabled) VALUES (@id, @projectId, @url, @statuses, @secret, @createdAt, @enabled)',
       ),
       list: db.prepare('SELECT * FROM webhooks WHERE project_id = ? ORDER BY created_at, id'),
       get: db.prepare('SELECT * FROM webhooks WHERE id = ? AND project_id = ?'),
       byId: db.prepare('SELECT * FROM webhooks WHERE id = ?'),
-      remove: db.prepare('DELETE FROM webhooks WHERE id = ? AND project_id = ?'),
-      dropDeliveries: db.prepare(
-        "UPDATE webhook_deliveries SET status = 'failed', last_error = 'endpoint deleted' WHERE webhook_id = ? AND status = 'pending'",
+      update: db.prepare(
+        'UPDATE webhooks SET url = @url, statuses = @statuses, secret = @secret, enabled = @enabled WHERE id = @id AND project_id = @projectId',
       ),
+      remove: db.prepare('DELETE FROM webhooks WHERE id = ? AND project_id = ?'),
+      dropDeliveries: db.prepare("UPDATE webhook_deliveries SET status = 'failed', last_error = ? WHERE webhook_id = ? AND status = 'pending'"),
       due: db.prepare("SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?"),
       nextDue: db.prepare("SELECT MIN(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending'").pluck(),
       updateDelivery: db.prepare('UPDATE webhook_deliveries SET status = ?, attempt = ?, next_attempt_at = ?, last_error = ?, delivered_at = ? WHERE id = ?'),
@@ -39,10 +40,23 @@ export class SqliteWebhooks implements Webhooks {
     this.invalidator.publish(STORE_CHANNELS.webhooks, projectId);
   }
 
-  create(w: WebhookRow): Promise<void> {
+  create(w: Omit<WebhookRow, 'enabled'> & { enabled?: boolean }): Promise<void> {
     return this.writer.run(() => {
-      this.q.insert.run({ ...w, statuses: JSON.stringify(w.statuses) });
+      this.q.insert.run({ ...w, statuses: JSON.stringify(w.statuses), enabled: w.enabled === false ? 0 : 1 });
       this.changed(w.projectId);
+    });
+  }
+
+  update(projectId: string, id: string, change: WebhookChange): Promise<WebhookRow | undefined> {
+    return this.writer.run(() => {
+      const r = this.q.get.get(id, projectId);
+      if (!r) return undefined;
+      const w = { ...toWebhook(r), ...change };
+      this.q.update.run({ ...w, statuses: JSON.stringify(w.statuses), enabled: w.enabled ? 1 : 0 });
+      // A disabled endpoint's queue would otherwise be retried for a day to no one who wants it.
+      if (!w.enabled) this.q.dropDeliveries.run('endpoint disabled', id);
+      this.changed(projectId);
+      return w;
     });
   }
 
@@ -64,7 +78,7 @@ export class SqliteWebhooks implements Webhooks {
     return this.writer.run(() => {
       const gone = this.q.remove.run(id, projectId).changes > 0;
       if (gone) {
-        this.q.dropDeliveries.run(id);
+        this.q.dropDeliveries.run('endpoint deleted', id);
         this.changed(projectId);
       }
       return gone;

@@ -4,7 +4,7 @@
 // A backend's test file calls describeStore with a way to open a fresh, empty store.
 import crypto from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { AcceptGuards, GatewayEvent, NewEmail, Store } from '../../../control/store/index.js';
+import type { AcceptGuards, AuditEntry, GatewayEvent, NewEmail, Store } from '../../../control/store/index.js';
 import { uuidv7 } from '../../../core/ids.js';
 
 export interface StoreFixture {
@@ -73,6 +73,19 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         const failed = email({ status: 'failed', error: 'Every recipient is in the suppression list', errorCode: 'RECIPIENT_IN_SUPPRESSION_LIST' });
         expect(await store.emails.accept(failed, { quota: { daily: 5, monthly: 100 } })).toEqual({ kind: 'accepted' });
         expect((await store.emails.get(projectId, failed.id))?.email.status).toBe('failed');
+      });
+
+      it('keeps attachment bytes once, with the email (durable across a reopen), in order; a refused email keeps none', async () => {
+        const files = [crypto.randomBytes(70_000), Buffer.alloc(0), Buffer.from([0, 255, 13, 10, 46])];
+        const e = email({ attachments: files });
+        const failed = email({ status: 'failed', error: 'x', errorCode: 'DOMAIN_NOT_VERIFIED', attachments: [Buffer.from('never sent')] });
+        const [a, b] = await Promise.all(store.emails.acceptMany([e, failed]));
+        expect([a, b]).toEqual([{ kind: 'accepted' }, { kind: 'accepted' }]);
+        await reopen();
+        const stored = await store.emails.attachments(e.id);
+        expect(stored.map((x) => Buffer.from(x).toString('hex'))).toEqual(files.map((x) => x.toString('hex')));
+        expect(await store.emails.attachments(failed.id)).toEqual([]);
+        expect(await store.emails.attachments(email().id)).toEqual([]);
       });
 
       const bulkRules = (o: Partial<NonNullable<AcceptGuards['bulk']>> = {}): AcceptGuards => ({
@@ -172,6 +185,90 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
       expect(counts).toEqual({ queued: 1, sending: 1, sent: 1 });
     });
 
+    describe('scheduled emails and listing', () => {
+      const later = now + 3600_000;
+      const scheduled = (o: Partial<NewEmail> = {}) => email({ status: 'scheduled', scheduledAt: later, ...o });
+
+      it('a scheduled email is not dispatched nor counted; released when due, it is judged then (quota) and queued or failed', async () => {
+        const [s1, s2] = [scheduled(), scheduled()];
+        // Accepted beyond a quota of one: nothing is counted while they wait.
+        expect(await store.emails.accept(s1, { quota: { daily: 1, monthly: 100 } })).toEqual({ kind: 'accepted' });
+        expect(await store.emails.accept(s2, { quota: { daily: 1, monthly: 100 } })).toEqual({ kind: 'accepted' });
+        expect(await store.emails.undispatched(10)).toEqual([]);
+        expect(await store.analytics.usage(projectId, now)).toEqual({ day: 0, month: 0 });
+        expect(await store.emails.due(later - 1, 10)).toEqual([]);
+        const due = await store.emails.due(later, 10);
+        expect(due.map((d) => d.id).sort()).toEqual([s1.id, s2.id].sort());
+        const guards = { quota: { daily: 1, monthly: 100 } };
+        expect(await store.emails.release(s1.id, guards, later)).toEqual({ kind: 'accepted' });
+        expect(await store.emails.release(s2.id, guards, later)).toEqual({ kind: 'quota', period: 'daily', limit: 1 });
+        // Released twice is released once.
+        expect(await store.emails.release(s1.id, guards, later)).toEqual({ kind: 'gone' });
+        expect(await store.analytics.usage(projectId, later)).toEqual({ day: 1, month: 1 });
+        expect((await store.emails.undispatched(10)).map((e) => e.id)).toEqual([s1.id]);
+        const [g1, g2] = [await store.emails.get(projectId, s1.id), await store.emails.get(projectId, s2.id)];
+        expect(g1?.email).toMatchObject({ status: 'queued', scheduledAt: later });
+        expect(g1?.events.map((e) => e.type)).toEqual(['scheduled', 'queued']);
+        expect(g2?.email).toMatchObject({ status: 'failed', errorCode: 'QUOTA_EXCEEDED' });
+        expect(g2?.recipients.map((r) => r.status)).toEqual(['failed']);
+        expect(await store.emails.due(later, 10)).toEqual([]);
+      });
+
+      it('reschedule and cancel change only a scheduled email of the same project, across a reopen', async () => {
+        const s = scheduled();
+        await store.emails.accept(s);
+        expect(await store.emails.reschedule(projectId, s.id, later + 60_000, now)).toEqual({ kind: 'done' });
+        expect(await store.emails.reschedule('prj_other', s.id, later, now)).toEqual({ kind: 'not_found' });
+        await reopen();
+        expect((await store.emails.get(projectId, s.id))?.email.scheduledAt).toBe(later + 60_000);
+        expect(await store.emails.due(later, 10)).toEqual([]);
+        expect(await store.emails.cancel(projectId, s.id, now)).toEqual({ kind: 'done' });
+        expect(await store.emails.cancel(projectId, s.id, now)).toEqual({ kind: 'not_scheduled', status: 'canceled' });
+        expect(await store.emails.release(s.id, {}, later + 60_000)).toEqual({ kind: 'gone' });
+        const got = await store.emails.get(projectId, s.id);
+        expect(got?.email.status).toBe('canceled');
+        expect(got?.recipients.map((r) => r.status)).toEqual(['canceled']);
+        const q = email();
+        await store.emails.accept(q);
+        expect(await store.emails.cancel(projectId, q.id, now)).toEqual({ kind: 'not_scheduled', status: 'queued' });
+      });
+
+      it('list: newest first, cursors both ways, filters by status, tag and time', async () => {
+        const list = Array.from({ length: 5 }, (_, i) =>
+          email({
+            id: uuidv7(now + i),
+            createdAt: now + i,
+            request: JSON.stringify({
+              from: 'a@acme.test',
+              to: ['r@inbox.test'],
+              cc: [],
+              bcc: [],
+              reply_to: [],
+              subject: 'Hello',
+              text: 't',
+              tags: i % 2 ? ['odd', 'k:v'] : ['even'],
+              headers: {},
+            }),
+          }),
+        );
+        for (const e of list) await store.emails.accept(e);
+        const ids = list.map((e) => e.id);
+        const page1 = await store.emails.list(projectId, { limit: 2 });
+        expect(page1.emails.map((e) => e.id)).toEqual([ids[4], ids[3]]);
+        expect(page1.hasMore).toBe(true);
+        const page3 = await store.emails.list(projectId, { limit: 2, after: ids[1] });
+        expect(page3).toMatchObject({ hasMore: false });
+        expect(page3.emails.map((e) => e.id)).toEqual([ids[0]]);
+        const back = await store.emails.list(projectId, { limit: 2, before: ids[0] });
+        expect(back.emails.map((e) => e.id)).toEqual([ids[2], ids[1]]);
+        expect(back.hasMore).toBe(true);
+        expect((await store.emails.list(projectId, { limit: 10, tag: 'k:v' })).emails.map((e) => e.id)).toEqual([ids[3], ids[1]]);
+        expect((await store.emails.list(projectId, { limit: 10, since: now + 1, until: now + 2 })).emails.map((e) => e.id)).toEqual([ids[2], ids[1]]);
+        expect((await store.emails.list(projectId, { limit: 10, status: 'failed' })).emails).toEqual([]);
+        expect((await store.emails.list('prj_other', { limit: 10 })).emails).toEqual([]);
+      });
+    });
+
     it('caches follow writes: a domain verified or a webhook added counts at once', async () => {
       const d = {
         id: crypto.randomUUID(),
@@ -204,6 +301,125 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
       expect(await store.webhooks.due(now + 1, 10)).toEqual([]);
     });
 
+    const hookRow = (o: { statuses?: string[]; url?: string } = {}) => ({
+      id: crypto.randomUUID(),
+      projectId,
+      url: o.url ?? 'https://hooks.test/x',
+      statuses: o.statuses ?? [],
+      secret: 'sealed',
+      createdAt: now,
+    });
+
+    it('webhooks.update: a new URL, filter or secret counts at once; disabled gets nothing and gives up its queue', async () => {
+      const hook = hookRow({ statuses: ['queued'] });
+      await store.webhooks.create(hook);
+      expect(await store.webhooks.get(projectId, hook.id)).toEqual({ ...hook, enabled: true });
+      await store.emails.accept(email());
+      expect(await store.webhooks.due(now + 1, 10)).toHaveLength(1);
+
+      const off = await store.webhooks.update(projectId, hook.id, { enabled: false });
+      expect(off).toEqual({ ...hook, enabled: false });
+      expect(await store.webhooks.due(now + 1, 10)).toEqual([]);
+      expect((await store.webhooks.deliveries(hook.id)).map((d) => [d.status, d.lastError])).toEqual([['failed', 'endpoint disabled']]);
+      await store.emails.accept(email());
+      expect(await store.webhooks.deliveries(hook.id)).toHaveLength(1);
+
+      const on = await store.webhooks.update(projectId, hook.id, { enabled: true, url: 'https://other.test/y', statuses: ['failed'], secret: 'resealed' });
+      expect(on).toEqual({ ...hook, url: 'https://other.test/y', statuses: ['failed'], secret: 'resealed', enabled: true });
+      await reopen();
+      expect(await store.webhooks.byId(hook.id)).toEqual(on);
+      await store.emails.accept(email());
+      expect(await store.webhooks.deliveries(hook.id)).toHaveLength(1); // queued is no longer wanted
+      const refused = email({ status: 'failed', error: 'x', errorCode: 'RECIPIENT_IN_SUPPRESSION_LIST' });
+      await store.emails.accept(refused);
+      expect(JSON.parse((await store.webhooks.due(now + 1, 10))[0]!.payload)).toMatchObject({ type: 'email.failed', data: { email_id: refused.id } });
+      // Another project's endpoint is not found, and not changed.
+      expect(await store.webhooks.update('prj_other', hook.id, { enabled: false })).toBeUndefined();
+      expect((await store.webhooks.byId(hook.id))?.enabled).toBe(true);
+    });
+
+    describe('audit', () => {
+      let n = 0;
+      const entry = (o: Partial<AuditEntry> = {}): AuditEntry => ({
+        id: `evt_${++n}_${crypto.randomUUID().slice(0, 8)}`,
+        projectId,
+        env: 'live',
+        type: 'session.created',
+        userId: 'u1',
+        sessionId: 's1',
+        email: 'u***@inbox.test',
+        phone: null,
+        provider: 'email',
+        ip: '203.0.113.9',
+        userAgent: 'agent',
+        reason: null,
+        suppressed: 0,
+        at: now,
+        ...o,
+      });
+
+      it('an entry is queued, in its write, for the enabled endpoints that list its type only', async () => {
+        const all = hookRow();
+        const listing = hookRow({ statuses: ['sign_in.failed', 'queued'] });
+        const other = hookRow({ statuses: ['user.created'] });
+        const off = hookRow({ statuses: ['sign_in.failed'] });
+        for (const h of [all, listing, other, off]) await store.webhooks.create(h);
+        await store.webhooks.update(projectId, off.id, { enabled: false });
+        const e = entry({ type: 'sign_in.failed', reason: 'invalid_code', suppressed: 3, userId: null, sessionId: null });
+        await store.audit.record(e, { id: e.id, reason: 'invalid_code' });
+        const due = await store.webhooks.due(now + 1, 10);
+        expect(due.map((d) => d.webhookId)).toEqual([listing.id]);
+        expect(JSON.parse(due[0]!.payload)).toEqual({
+          type: 'sign_in.failed',
+          timestamp: new Date(now).toISOString(),
+          created_at: new Date(now).toISOString(),
+          data: { id: e.id, reason: 'invalid_code' },
+        });
+        expect(due[0]!.id).toMatch(/^msg_/);
+        // Mail events still reach the endpoint with no filter, and the one that lists them.
+        await store.emails.accept(email());
+        expect((await store.webhooks.due(now + 1, 10)).map((d) => d.webhookId).sort()).toEqual([all.id, listing.id, listing.id].sort());
+        expect((await store.audit.list(projectId, { limit: 10 }))?.entries).toEqual([e]);
+      });
+
+      it('pages newest first: after goes to older entries, before to newer; type filters; a foreign cursor is refused', async () => {
+        const list: AuditEntry[] = [];
+        for (let i = 0; i < 7; i++) {
+          const e = entry({ type: i % 2 ? 'sign_in.failed' : 'session.created', at: now + i });
+          list.push(e);
+          await store.audit.record(e, {});
+        }
+        await reopen();
+        const ids = (r: { entries: AuditEntry[] } | undefined) => r?.entries.map((e) => e.id);
+        const newest = [...list].reverse();
+        const first = await store.audit.list(projectId, { limit: 3 });
+        expect(first?.hasMore).toBe(true);
+        expect(ids(first)).toEqual(newest.slice(0, 3).map((e) => e.id));
+        const second = await store.audit.list(projectId, { limit: 3, after: newest[2]!.id });
+        expect([ids(second), second?.hasMore]).toEqual([newest.slice(3, 6).map((e) => e.id), true]);
+        const last = await store.audit.list(projectId, { limit: 3, after: newest[5]!.id });
+        expect([ids(last), last?.hasMore]).toEqual([[newest[6]!.id], false]);
+        const back = await store.audit.list(projectId, { limit: 2, before: newest[3]!.id });
+        expect([ids(back), back?.hasMore]).toEqual([[newest[1]!.id, newest[2]!.id], true]);
+        const failed = await store.audit.list(projectId, { limit: 10, type: 'sign_in.failed' });
+        expect(ids(failed)).toEqual(newest.filter((e) => e.type === 'sign_in.failed').map((e) => e.id));
+        expect(failed?.entries[0]).toEqual(newest.find((e) => e.type === 'sign_in.failed'));
+        expect(await store.audit.list(projectId, { limit: 3, after: 'evt_missing' })).toBeUndefined();
+        expect(await store.audit.list('prj_other', { limit: 3, after: newest[0]!.id })).toBeUndefined();
+        expect(await store.audit.list('prj_other', { limit: 3 })).toEqual({ entries: [], hasMore: false });
+      });
+
+      it('prune deletes what is older than the retention, and only that', async () => {
+        const old = entry({ at: now - 10 * 86_400_000 });
+        const edge = entry({ at: now - 5 * 86_400_000 });
+        const fresh = entry();
+        for (const e of [old, edge, fresh]) await store.audit.record(e, {});
+        expect(await store.audit.prune(now - 5 * 86_400_000)).toBe(1);
+        expect((await store.audit.list(projectId, { limit: 10 }))?.entries.map((e) => e.id)).toEqual([fresh.id, edge.id]);
+        expect(await store.audit.prune(now - 5 * 86_400_000)).toBe(0);
+      });
+    });
+
     describe('signIn', () => {
       const profile = {
         provider: 'github',
@@ -219,18 +435,36 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
       const session = (token: string) => ({ id: crypto.randomUUID(), tokenHash: sha(token), createdAt: now, expiresAt: now + 3_600_000 });
 
       it('an exchange code opens one session; its reuse revokes that session', async () => {
-        await store.signIn.signIn(projectId, 'live', profile, origin, now, {
+        const opened = await store.signIn.signIn(projectId, 'live', profile, origin, now, {
           exchange: { codeHash: sha('code'), expiresAt: now + 60_000, clientChallenge: null },
         });
+        expect(opened.created).toBe(true);
         const first = await store.signIn.useExchangeCode(sha('code'), projectId, 'live', session('t1'), () => true);
+        if (first.status !== 'ok') throw new Error(`exchange: ${first.status}`);
         expect(first).toMatchObject({ status: 'ok', session: { projectId, env: 'live', ip: '203.0.113.1' }, user: { email: 'u@inbox.test' } });
         expect(await store.signIn.sessionByHash(sha('t1'))).toBeDefined();
         // Another project or environment does not see the code.
         expect(await store.signIn.useExchangeCode(sha('code'), projectId, 'test', session('t0'), () => true)).toEqual({ status: 'missing' });
         const again = await store.signIn.useExchangeCode(sha('code'), projectId, 'live', session('t2'), () => true);
-        expect(again).toEqual({ status: 'reused', revokedTokenHash: sha('t1') });
+        expect(again).toEqual({ status: 'reused', revokedTokenHash: sha('t1'), revokedSessionId: first.session.id, userId: opened.user.id });
         expect(await store.signIn.sessionByHash(sha('t1'))).toBeUndefined();
         expect(await store.signIn.sessionByHash(sha('t2'))).toBeUndefined();
+        // A third use finds the session already gone: nothing more was revoked.
+        const third = await store.signIn.useExchangeCode(sha('code'), projectId, 'live', session('t3'), () => true);
+        expect(third).toEqual({ status: 'reused', revokedTokenHash: null, revokedSessionId: null, userId: opened.user.id });
+      });
+
+      it('signIn says whether it created the user: once per identity, also when a verified email links another provider', async () => {
+        const first = await store.signIn.signIn(projectId, 'live', profile, origin, now, { session: session('c1') });
+        expect(first).toMatchObject({ created: true, session: { userId: first.user.id } });
+        const again = await store.signIn.signIn(projectId, 'live', profile, origin, now + 1, { session: session('c2') });
+        expect(again).toMatchObject({ created: false, user: { id: first.user.id } });
+        const linked = await store.signIn.signIn(projectId, 'live', { ...profile, provider: 'email', subject: 'u@inbox.test' }, origin, now + 2, {
+          session: session('c3'),
+        });
+        expect(linked).toMatchObject({ created: false, user: { id: first.user.id } });
+        // The same identity in the test environment is another user.
+        expect((await store.signIn.signIn(projectId, 'test', profile, origin, now + 3, { session: session('c4') })).created).toBe(true);
       });
 
       const putCode = (code: string) =>
@@ -294,6 +528,79 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         expect(await store.signIn.takeState(sha('state'))).toBeUndefined();
       });
     });
+
+    describe('idempotency keys', () => {
+      const WINDOW = 86_400_000;
+      const LEASE = 60_000;
+      const claim = (key: string, hash: string, at = now, o: { project?: string; ids?: string[] } = {}) =>
+        store.idempotency.claim({
+          projectId: o.project ?? projectId,
+          key,
+          requestHash: hash,
+          emailIds: o.ids ?? [uuidv7(at)],
+          now: at,
+          expiresAt: at + WINDOW,
+          leaseUntil: at + LEASE,
+        });
+
+      it('claim, then the same request replays the answer; another request is a mismatch; keys are per project', async () => {
+        const first = await claim('k1', 'h1', now, { ids: ['e1', 'e2'] });
+        expect(first).toEqual({ kind: 'new', emailIds: ['e1', 'e2'] });
+        await store.idempotency.complete(projectId, 'k1', 202, '{"id":"e1","status":"queued"}');
+        // The first answer recorded stays.
+        await store.idempotency.complete(projectId, 'k1', 400, '{"error":"late"}');
+        await reopen();
+        expect(await claim('k1', 'h1', now + 1000)).toEqual({ kind: 'replay', status: 202, body: '{"id":"e1","status":"queued"}' });
+        expect(await claim('k1', 'h2', now + 1000)).toEqual({ kind: 'mismatch' });
+        expect((await claim('k1', 'h2', now + 1000, { project: `${projectId}-other`, ids: ['o1'] })).kind).toBe('new');
+        // A refusal is replayed like an acceptance.
+        await claim('k2', 'h1');
+        await store.idempotency.complete(projectId, 'k2', 422, '{"code":"RECIPIENT_IN_SUPPRESSION_LIST"}');
+        expect(await claim('k2', 'h1', now + 1)).toEqual({ kind: 'replay', status: 422, body: '{"code":"RECIPIENT_IN_SUPPRESSION_LIST"}' });
+      });
+
+      it('a key under way is in progress until its lease ends or it is abandoned; then the next claim takes it over with its ids', async () => {
+        expect(await claim('k', 'h', now, { ids: ['first'] })).toEqual({ kind: 'new', emailIds: ['first'] });
+        expect(await claim('k', 'h', now + 10)).toEqual({ kind: 'in-progress' });
+        // Another request with the key is a mismatch, under way or not.
+        expect(await claim('k', 'other', now + 10)).toEqual({ kind: 'mismatch' });
+        // Past the lease (the claimant died): taken over once, with the first claim's ids and a new lease.
+        const [a, b] = await Promise.all([claim('k', 'h', now + LEASE + 1), claim('k', 'h', now + LEASE + 1)]);
+        expect([a, b]).toContainEqual({ kind: 'resumed', emailIds: ['first'] });
+        expect([a, b]).toContainEqual({ kind: 'in-progress' });
+        expect(await claim('k', 'h', now + LEASE + 2)).toEqual({ kind: 'in-progress' });
+        // Abandoned by a claimant that no longer holds the lease: nothing changes.
+        await store.idempotency.abandon(projectId, 'k', now + LEASE);
+        expect(await claim('k', 'h', now + LEASE + 3)).toEqual({ kind: 'in-progress' });
+        // Abandoned by the holder (its request failed): the next claim takes over at once.
+        await store.idempotency.abandon(projectId, 'k', now + LEASE + 1 + LEASE);
+        expect(await claim('k', 'h', now + LEASE + 4)).toEqual({ kind: 'resumed', emailIds: ['first'] });
+        await store.idempotency.complete(projectId, 'k', 202, '{}');
+        // An answered key is never abandoned.
+        await store.idempotency.abandon(projectId, 'k', now + LEASE + 4 + LEASE);
+        expect(await claim('k', 'h', now + LEASE + 5)).toEqual({ kind: 'replay', status: 202, body: '{}' });
+      });
+
+      it('after 24 h a key is free again (answered or not), for any request; prune drops what expired', async () => {
+        await claim('done', 'h');
+        await store.idempotency.complete(projectId, 'done', 202, '{}');
+        await claim('open', 'h');
+        expect(await claim('done', 'h', now + WINDOW - 1)).toEqual({ kind: 'replay', status: 202, body: '{}' });
+        expect(await claim('done', 'other', now + WINDOW, { ids: ['n1'] })).toEqual({ kind: 'new', emailIds: ['n1'] });
+        expect(await claim('done', 'h', now + WINDOW + 1)).toEqual({ kind: 'mismatch' });
+        expect(await claim('open', 'h', now + WINDOW, { ids: ['n2'] })).toEqual({ kind: 'new', emailIds: ['n2'] });
+        await claim('old', 'h');
+        expect(await store.idempotency.prune(now + WINDOW - 1)).toBe(0);
+        expect(await store.idempotency.prune(now + WINDOW)).toBe(1);
+        expect((await claim('old', 'other', now + WINDOW + 1)).kind).toBe('new');
+      });
+
+      it('of concurrent claims of one key exactly one wins; the others see it in progress', async () => {
+        const results = await Promise.all(Array.from({ length: 10 }, (_, i) => claim('race', 'h', now, { ids: [`id${i}`] })));
+        expect(results.filter((r) => r.kind === 'new')).toHaveLength(1);
+        expect(results.filter((r) => r.kind === 'in-progress')).toHaveLength(9);
+      });
+    });
   });
 }
 
@@ -339,6 +646,17 @@ export function describeSeveralNodes(name: string, open: () => Promise<NodesFixt
       request: JSON.stringify({ from: 'a@acme.test', to: ['r@inbox.test'], cc: [], bcc: [], reply_to: [], subject: 'Hello', text: 't', tags: [], headers: {} }),
       recipients: [{ address: 'r@inbox.test', kind: 'to' }],
       ...o,
+    });
+
+    it('a due scheduled email released by two nodes at once leaves once and is counted once', async () => {
+      const later = now + 1000;
+      const list = Array.from({ length: 10 }, () => email({ status: 'scheduled', scheduledAt: later }));
+      await Promise.all(a.emails.acceptMany(list));
+      const guards = { quota: { daily: 100, monthly: 1000 } };
+      const outcomes = await Promise.all(list.flatMap((e) => [a.emails.release(e.id, guards, later), b.emails.release(e.id, guards, later)]));
+      expect(outcomes.filter((o) => o.kind === 'accepted')).toHaveLength(10);
+      expect(outcomes.filter((o) => o.kind === 'gone')).toHaveLength(10);
+      expect(await a.analytics.usage(projectId, later)).toEqual({ day: 10, month: 10 });
     });
 
     it('undispatched: two nodes asking at once get disjoint claims; a third gets nothing until one closes', async () => {
@@ -404,6 +722,20 @@ export function describeSeveralNodes(name: string, open: () => Promise<NodesFixt
       const counts = Object.fromEntries((await a.analytics.daily(projectId, '0000-00-00', '9999-99-99')).map((r) => [r.status, r.count]));
       expect(counts).toEqual({ queued: 1, sending: 1, sent: 1 });
       expect(await a.deliveryLog.cursor('gw')).toBe(2);
+    });
+
+    it('an idempotency key claimed from two nodes at once is won by one; the answer replays on both', async () => {
+      const claim = (s: Store, id: string) =>
+        s.idempotency.claim({ projectId, key: 'k', requestHash: 'h', emailIds: [id], now, expiresAt: now + 86_400_000, leaseUntil: now + 60_000 });
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => claim(i % 2 ? a : b, `id${i}`)));
+      expect(results.filter((r) => r.kind === 'new')).toHaveLength(1);
+      expect(results.filter((r) => r.kind === 'in-progress')).toHaveLength(7);
+      await a.idempotency.complete(projectId, 'k', 202, '{"id":"x"}');
+      expect(await b.idempotency.claim({ projectId, key: 'k', requestHash: 'h', emailIds: ['z'], now, expiresAt: now + 1, leaseUntil: now + 1 })).toEqual({
+        kind: 'replay',
+        status: 202,
+        body: '{"id":"x"}',
+      });
     });
 
     describe('one-time secrets', () => {

@@ -106,7 +106,7 @@ describe('sender domains', () => {
     expect((await stack.api('POST', '/v1/emails', other.keys.live, mail('x@shop.test'))).body.code).toBe('DOMAIN_NOT_VERIFIED');
 
     const del = await stack.api('DELETE', `/v1/domains/${domain.id}`, p.keys.live);
-    expect(del.body).toEqual({ id: domain.id, deleted: true });
+    expect(del.body).toEqual({ object: 'domain', id: domain.id, deleted: true });
     expect((await stack.api('DELETE', `/v1/domains/${domain.id}`, p.keys.live)).status).toBe(404);
     expect((await stack.api('POST', '/v1/emails', p.keys.live, mail('orders@shop.test'))).status).toBe(403);
   });

@@ -40,10 +40,10 @@ function badSendRequests(): unknown[] {
     subject: [null, 12, true, {}, [], huge],
     html: [null, 12, true, {}, [], huge],
     text: [null, 12, true, {}, [], huge],
-    cc: [null, 'a@inbox.test', [1], ['bad'], {}, [huge]],
-    bcc: [null, 'a@inbox.test', [1], ['bad'], {}],
+    cc: [null, 'bad', [1], ['bad'], {}, [huge]],
+    bcc: [null, 'bad', [1], ['bad'], {}],
     reply_to: [null, 12, 'bad', ['bad'], {}],
-    tags: [null, 'a', [1], [''], {}, ['a\r\nb']],
+    tags: [null, 'a', [1], [''], {}, ['a\r\nb'], [{ name: 'a\r\nb', value: 'v' }], [{ name: 'a', value: '' }]],
     headers: [null, [], 'x', { 'X-A': 1 }, { 'X A': 'v' }, { '': 'v' }, { 'Content-Type': 'text/html' }, { 'dkim-signature': 'x' }],
     bulk: [null, 'yes', 1, {}],
   };
@@ -80,7 +80,12 @@ describe('fuzz', () => {
       const bodies: unknown[] =
         method === 'GET' || method === 'DELETE'
           ? [undefined]
-          : [...raw, ...(path.startsWith('/v1/emails') ? badSendRequests() : [null, 1, 'x', [], { name: 123 }, { url: 5 }, { name: '\r\n' }])];
+          : [
+              ...raw,
+              ...(path === '/v1/emails' || path === '/v1/emails/batch'
+                ? badSendRequests()
+                : [null, 1, 'x', [], { name: 123 }, { url: 5 }, { name: '\r\n' }, { scheduled_at: 5 }, { scheduled_at: 'soon' }]),
+            ];
       for (const body of bodies) {
         // The batch route gets each bad request as a one-item batch.
         const payload = path === '/v1/emails/batch' && !raw.includes(body as string) ? [body] : body;

@@ -115,7 +115,7 @@ describe('webhooks', () => {
 
   it('deleting an endpoint stops its deliveries', async () => {
     const del = await stack.api('DELETE', `/v1/webhooks/${hook.id}`, p.keys.live);
-    expect(del.body).toEqual({ id: hook.id, deleted: true });
+    expect(del.body).toEqual({ object: 'webhook', id: hook.id, deleted: true });
     const before = received.length;
     await stack.api('POST', '/v1/emails', p.keys.live, mail());
     await sleep(1200);

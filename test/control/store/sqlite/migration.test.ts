@@ -26,7 +26,9 @@ it('backfills recipient positions and the system flag of a database from before 
     0,
     migrations.findIndex((m) => m.id === NEW),
   );
-  expect(previous.length).toBe(migrations.length - 1);
+  // Every step before 0005 (later steps came after it and run too when the store opens).
+  expect(previous.map((m) => m.id)).not.toContain(NEW);
+  expect(previous.length).toBeGreaterThanOrEqual(6);
   const file = path.join(dir, 'postgate.db');
   const old = openDatabase(file, previous);
   const now = Date.now();
