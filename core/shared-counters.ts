@@ -295,7 +295,11 @@ export class SharedCounters {
     const fresh = this.connected && e.readAt > 0 && Date.now() - e.readAt <= STALE_AFTER_FLUSHES * this.flushMs;
     const nodes = this.nodes;
     const count = e.others + e.local;
-    const others = e.reads < 2 ? nodes - 1 : e.activeOthers;
+    // Every live node (heartbeat) is assumed to count as fast as this one since the last read, even one
+    // that has not shown a count yet: a peer whose flush comes late would otherwise look idle, and both
+    // could take the whole limit (seen: [1000, 500] at 1000/s). A node that is really alone still
+    // reaches the limit: each read halves what is left, about ten reads (half a second) at 1000/s.
+    const others = e.reads < 2 ? nodes - 1 : Math.max(e.activeOthers, nodes - 1);
     // Not fresh: the others are not heard; each node keeps to its share instead.
     const judged = fresh ? count + others * Math.max(0, e.local - e.localAtPrevRead) : Math.max(count, e.local * nodes);
     return { count, judged, local: e.local, resetAt: (e.idx + 1) * e.windowMs, fresh };

@@ -59,9 +59,11 @@ const sum = (row: number[]) => row.reduce((a, b) => a + b, 0);
  * The documented tolerance: each other node may admit what it admits in one flush interval (and a
  * round trip) before the others read it. Counted as two intervals and two round trips: on a loaded
  * machine (CI runs two test files at once) the flush timer fires late. Counting per node would
- * overshoot by a whole limit, far past this.
+ * overshoot by a whole limit, far past this. Plus one burst of each other node: the race takes
+ * `perTick` events per node synchronously, and no flush can run inside a burst (seen in CI: 60/s,
+ * 2 nodes, a window of [60, 30] when the other node's flush came a tick late).
  */
-const tolerance = (nodes: number, perNodeRate: number) => Math.ceil((nodes - 1) * perNodeRate * ((4 * FLUSH_MS) / 1000));
+const tolerance = (nodes: number, perNodeRate: number, burst = 20) => Math.ceil((nodes - 1) * perNodeRate * ((4 * FLUSH_MS) / 1000)) + (nodes - 1) * burst;
 
 describe('the limiter on counters shared through Redis', () => {
   const redis = sharedRedis();
@@ -96,7 +98,7 @@ describe('the limiter on counters shared through Redis', () => {
       const windows = await race(nodes, `api:mix-${nodes.length}-${perTick.join('-')}`, limit, 1000, 1200, perTick);
       const worst = Math.max(...[...windows.values()].map((row) => sum(row) - limit));
       console.log(`limit ${limit}/s, ${nodes.length} nodes, attempts per tick ${perTick}: ${JSON.stringify([...windows.values()])}, worst overshoot ${worst}`);
-      expect(worst).toBeLessThanOrEqual(tolerance(nodes.length, limit));
+      expect(worst).toBeLessThanOrEqual(tolerance(nodes.length, limit, Math.max(...perTick)));
     }
   });
 });

@@ -98,6 +98,16 @@ describe('PostgateService', () => {
     expect(rest).toMatchObject({ cc: ['cc@ok.test'], bcc: ['bcc@ok.test'], reply_to: ['support@acme.test'], tags: ['welcome'], bulk: true });
   });
 
+  it('SendEmail with scheduled_at waits as scheduled, as REST does; a bad time is INVALID_ARGUMENT', async () => {
+    const at = new Date(Date.now() + 3600_000).toISOString();
+    const res = await send(acme.keys.live, { ...base, scheduledAt: at });
+    expect(res).toMatchObject({ status: 'scheduled' });
+    const rest = (await stack.api('GET', `/v1/emails/${res.id}`, acme.keys.live)).body;
+    expect(rest).toMatchObject({ status: 'scheduled', scheduled_at: at });
+    const bad = await failure(send(acme.keys.live, { ...base, scheduledAt: 'tomorrow' }));
+    expect(bad.code).toBe(grpc.status.INVALID_ARGUMENT);
+  });
+
   it('SendBatch answers each email in request order; one bad item does not lose the others', async () => {
     const res = await unary<SendBatchResponse>(
       client,
