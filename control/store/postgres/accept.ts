@@ -50,6 +50,14 @@ async function lockCounts(tx: Tx, table: string, columns: string[], keys: string
   return out;
 }
 
+/** One email-level event (no recipient, attempt 0); a repeat with the same dedupe key is recorded once. */
+export function emailEvent(tx: Tx, id: string, type: string, at: number, details: unknown = null, dedupe = ''): Promise<unknown> {
+  return tx.query(
+    "INSERT INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES ($1, $2, '', 0, $3, $4, $5) ON CONFLICT DO NOTHING",
+    [id, type, at, details === null ? null : JSON.stringify(details), dedupe],
+  );
+}
+
 export class Acceptor {
   private queue: Job[] = [];
   private scheduled = false;
@@ -136,16 +144,10 @@ export class Acceptor {
         const held = accepted[0]?.held ?? null;
         const reached = await fanout.reach(email, r.reached, 'queued', now, { type: 'queued', at: now });
         await tx.query("UPDATE emails SET status = 'queued', updated_at = $2, reached = $3, held = $4 WHERE id = $1", [id, now, reached, held]);
-        await tx.query("INSERT INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES ($1, 'queued', '', 0, $2, NULL, '')", [
-          id,
-          now,
-        ]);
+        await emailEvent(tx, id, 'queued', now);
         if (held) {
           const details = { cause: 'volume', reason: held };
-          await tx.query(
-            "INSERT INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES ($1, 'deferred', '', 0, $2, $3, 'volume') ON CONFLICT DO NOTHING",
-            [id, now, JSON.stringify(details)],
-          );
+          await emailEvent(tx, id, 'deferred', now, details, 'volume');
           await fanout.notify(email, 'queued', now, { type: 'deferred', at: now, ...details });
         }
       });
@@ -161,11 +163,7 @@ export class Acceptor {
           reached,
         ]);
         await tx.query("UPDATE email_recipients SET status = 'failed', updated_at = $2 WHERE email_id = $1 AND status = 'queued'", [id, now]);
-        await tx.query("INSERT INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES ($1, 'failed', '', 0, $2, $3, '')", [
-          id,
-          now,
-          JSON.stringify(details),
-        ]);
+        await emailEvent(tx, id, 'failed', now, details);
       }
       await fanout.flush();
       return outcome!;
@@ -183,10 +181,7 @@ export class Acceptor {
       const reached = await fanout.reach(email, r.reached, 'canceled', now, { type: 'canceled', at: now });
       await tx.query("UPDATE emails SET status = 'canceled', updated_at = $2, reached = $3 WHERE id = $1", [id, now, reached]);
       await tx.query("UPDATE email_recipients SET status = 'canceled', updated_at = $2 WHERE email_id = $1 AND status = 'queued'", [id, now]);
-      await tx.query("INSERT INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES ($1, 'canceled', '', 0, $2, NULL, '')", [
-        id,
-        now,
-      ]);
+      await emailEvent(tx, id, 'canceled', now);
       await fanout.flush();
       return { kind: 'done' as const };
     });

@@ -17,7 +17,7 @@ import type {
   ScheduleChange,
   StoredEmail,
 } from '../index.js';
-import type { Acceptor } from './accept.js';
+import { type Acceptor, emailEvent } from './accept.js';
 import type { PgDb } from './db.js';
 import { DB_NOW, EMAIL_COLUMNS, RECIPIENTS_SQL, toEmail, toRecipient } from './rows.js';
 
@@ -90,10 +90,7 @@ export class PgEmails implements Emails {
       if (r.status !== 'scheduled') return { kind: 'not_scheduled' as const, status: r.status as string };
       await tx.query('UPDATE emails SET scheduled_at = $2, updated_at = $3 WHERE id = $1', [id, at, now]);
       // Each move is its own event (the dedupe key keeps them apart).
-      await tx.query(
-        "INSERT INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES ($1, 'rescheduled', '', 0, $2, $3, $4) ON CONFLICT DO NOTHING",
-        [id, now, JSON.stringify({ scheduled_at: new Date(at).toISOString() }), String(now)],
-      );
+      await emailEvent(tx, id, 'rescheduled', now, { scheduled_at: new Date(at).toISOString() }, String(now));
       return { kind: 'done' as const };
     });
   }
