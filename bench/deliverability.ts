@@ -193,7 +193,7 @@ async function main(): Promise<void> {
         // BENCH_NODE_ARGS: Node flags for control and the gateway (e.g. heap limits), via the supervisor.
         ...(process.env.BENCH_NODE_ARGS ? { POSTGATE_NODE_ARGS: process.env.BENCH_NODE_ARGS } : {}),
         // BENCH_PROFILE=<dir>: CPU profiles of the stack's processes, written when they stop.
-        ...(process.env.BENCH_PROFILE ? { NODE_OPTIONS: `--require ${path.join(root, 'bench/deliverability/profile-preload.cjs')}` } : {}),
+        ...(process.env.BENCH_PROFILE ? { NODE_OPTIONS: `--require ${path.join(root, 'bench/lib/profile-preload.cjs')}` } : {}),
       },
       config: { smtpRate: 1_000_000, delivery: { retryDelays: [5], maxTempFailures: 5, connectTimeout: 10, concurrency: 1000 } },
     });

@@ -47,6 +47,8 @@ const E2E_TIMEOUT_MS = 60_000;
 /** Longest wait for the previous measurement's mail to be delivered before the next one starts. */
 const SETTLE_MS = 30_000;
 const BIG = '100000000';
+/** BENCH_ONLY=post,smtp,batch,e2e: run only these measurements (while profiling one path). */
+const ONLY = new Set((process.env.BENCH_ONLY || 'e2e,post,smtp,batch').split(','));
 
 interface Row {
   name: string;
@@ -100,7 +102,13 @@ async function main(): Promise<void> {
     { type: 'A', name: 'mx.ok.test', address: '127.0.0.1' },
   ]);
   const stack = await Stack.start({
-    env: { POSTGATE_DNS_SERVERS: dns.address, POSTGATE_DELIVERY_PORT: String(receiver.port), POSTGATE_LOG_LEVEL: 'warn' },
+    env: {
+      POSTGATE_DNS_SERVERS: dns.address,
+      POSTGATE_DELIVERY_PORT: String(receiver.port),
+      POSTGATE_LOG_LEVEL: 'warn',
+      // BENCH_PROFILE=<dir>: CPU profiles of the stack's processes, written when they stop (bench/lib/profile-top.ts reads them).
+      ...(process.env.BENCH_PROFILE ? { NODE_OPTIONS: `--require ${path.join(root, 'bench/lib/profile-preload.cjs')}` } : {}),
+    },
     // The SMTP rate (300/s by default) is per project and has no plan knob: raised here.
     // BENCH_CONFIG (JSON) adds POSTGATE_CONFIG settings for experiments, e.g. {"storage":{"synchronous":"NORMAL"}}.
     config: { smtpRate: 1_000_000, ...(JSON.parse(process.env.BENCH_CONFIG || '{}') as Record<string, unknown>) },
@@ -140,7 +148,7 @@ async function main(): Promise<void> {
     };
 
     // 3. End to end first, while nothing else is queued: accepted → delivered into the receiver.
-    {
+    if (ONLY.has('e2e')) {
       const before = receiver.count();
       const c0 = cpu();
       const t0 = performance.now();
@@ -187,9 +195,15 @@ async function main(): Promise<void> {
     const measure = async (name: string, run: () => Promise<Omit<Row, 'name' | 'serverUs' | 'gatewayUs'> & { units: number }>) => {
       await settle();
       const d0 = receiver.count();
+      // BENCH_PROFILE with BENCH_PROFILE_SIGNAL: a CPU profile of control and the gateway over this measurement only.
+      const profile = () => {
+        if (process.env.BENCH_PROFILE_SIGNAL) for (const pid of Object.values(pids())) process.kill(pid, 'SIGUSR2');
+      };
+      profile();
       const c0 = cpu();
       const { units, ...r } = await run();
       const c1 = cpu();
+      profile();
       const serverUs = ((c1.control - c0.control) * 1000) / Math.max(1, units);
       const gatewayUs = ((c1.gateway - c0.gateway) * 1000) / Math.max(1, units);
       rows.push({ name, ...r, serverUs, gatewayUs, note: [r.note, `background: ${receiver.count() - d0} delivered`].filter(Boolean).join('; ') });
@@ -202,48 +216,53 @@ async function main(): Promise<void> {
       return httpLoad(gen, req, connections, SECONDS);
     };
 
-    await measure('POST /v1/emails', async () => {
-      const r = await httpEmails('/v1/emails', JSON.stringify(one), HTTP_CONNECTIONS, 1);
-      const ok = r.requests - r.non2xx;
-      accepted += ok;
-      return {
-        units: r.requests,
-        perSecond: ok / r.seconds,
-        p50: r.p50,
-        p99: r.p99,
-        note: r.non2xx || r.errors ? `${r.non2xx} non-2xx, ${r.errors} errors` : undefined,
-      };
-    });
+    if (ONLY.has('post'))
+      await measure('POST /v1/emails', async () => {
+        const r = await httpEmails('/v1/emails', JSON.stringify(one), HTTP_CONNECTIONS, 1);
+        const ok = r.requests - r.non2xx;
+        accepted += ok;
+        return {
+          units: r.requests,
+          perSecond: ok / r.seconds,
+          p50: r.p50,
+          p99: r.p99,
+          note: r.non2xx || r.errors ? `${r.non2xx} non-2xx, ${r.errors} errors` : undefined,
+        };
+      });
 
-    await measure('SMTP submission (AUTH, pipelining)', async () => {
-      const opts = {
-        port: Number(stack.env.POSTGATE_SMTP_PORT),
-        key: project.keys.live,
-        connections: SMTP_CONNECTIONS,
-        pipelining: true,
-        from: 'bench@bench.test',
-        to: 'r@ok.test',
-      };
-      type R = { accepted: number; refused: number; errors: number; seconds: number; p50: number; p99: number; firstRefusal?: string; firstError?: string };
-      accepted += (await runJson<R>('bench/lib/smtp-load-cli.ts', { ...opts, durationMs: WARMUP * 1000 })).accepted;
-      const r = await runJson<R>('bench/lib/smtp-load-cli.ts', { ...opts, durationMs: SECONDS * 1000 });
-      accepted += r.accepted;
-      const problems = [r.refused && `${r.refused} refused (${r.firstRefusal})`, r.errors && `${r.errors} errors (${r.firstError})`].filter(Boolean).join(', ');
-      return { units: r.accepted, perSecond: r.accepted / r.seconds, p50: round(r.p50, 2), p99: round(r.p99, 2), note: problems || 'per message' };
-    });
+    if (ONLY.has('smtp'))
+      await measure('SMTP submission (AUTH, pipelining)', async () => {
+        const opts = {
+          port: Number(stack.env.POSTGATE_SMTP_PORT),
+          key: project.keys.live,
+          connections: SMTP_CONNECTIONS,
+          pipelining: true,
+          from: 'bench@bench.test',
+          to: 'r@ok.test',
+        };
+        type R = { accepted: number; refused: number; errors: number; seconds: number; p50: number; p99: number; firstRefusal?: string; firstError?: string };
+        accepted += (await runJson<R>('bench/lib/smtp-load-cli.ts', { ...opts, durationMs: WARMUP * 1000 })).accepted;
+        const r = await runJson<R>('bench/lib/smtp-load-cli.ts', { ...opts, durationMs: SECONDS * 1000 });
+        accepted += r.accepted;
+        const problems = [r.refused && `${r.refused} refused (${r.firstRefusal})`, r.errors && `${r.errors} errors (${r.firstError})`]
+          .filter(Boolean)
+          .join(', ');
+        return { units: r.accepted, perSecond: r.accepted / r.seconds, p50: round(r.p50, 2), p99: round(r.p99, 2), note: problems || 'per message' };
+      });
 
-    await measure('POST /v1/emails/batch (100)', async () => {
-      const r = await httpEmails('/v1/emails/batch', batchBody, BATCH_CONNECTIONS, 100);
-      const ok = r.requests - r.non2xx;
-      accepted += ok * 100;
-      return {
-        units: ok * 100,
-        perSecond: (ok * 100) / r.seconds,
-        p50: r.p50,
-        p99: r.p99,
-        note: `${round(r.rps, 0)} requests/s; CPU per email${r.non2xx || r.errors ? `; ${r.non2xx} non-2xx, ${r.errors} errors` : ''}`,
-      };
-    });
+    if (ONLY.has('batch'))
+      await measure('POST /v1/emails/batch (100)', async () => {
+        const r = await httpEmails('/v1/emails/batch', batchBody, BATCH_CONNECTIONS, 100);
+        const ok = r.requests - r.non2xx;
+        accepted += ok * 100;
+        return {
+          units: ok * 100,
+          perSecond: (ok * 100) / r.seconds,
+          p50: r.p50,
+          p99: r.p99,
+          note: `${round(r.rps, 0)} requests/s; CPU per email${r.non2xx || r.errors ? `; ${r.non2xx} non-2xx, ${r.errors} errors` : ''}`,
+        };
+      });
 
     const top = mem.stop();
     const mb = (n: number) => round(n / 2 ** 20, 0);

@@ -18,7 +18,12 @@ export const dist = path.join(root, process.env.POSTGATE_BUILD_DIR || 'dist');
 const SOURCES = ['core', 'common', 'control', 'auth', 'gateway', 'plugins', 'proto'];
 /** Not server code: the React SDK's own build and packages, and the widget's browser sources (copied). */
 const SKIP = [path.join('auth', 'sdk', 'dist'), path.join('auth', 'sdk', 'node_modules'), path.join('auth', 'hosted', 'browser')];
-const COPY = [path.join('gateway', 'dkim-sign.cjs'), path.join('auth', 'hosted', 'widget.css'), path.join('auth', 'hosted', 'browser')];
+const COPY = [
+  path.join('gateway', 'dkim-sign.cjs'),
+  path.join('gateway', 'dkim-relaxed.cjs'),
+  path.join('auth', 'hosted', 'widget.css'),
+  path.join('auth', 'hosted', 'browser'),
+];
 
 function walk(dir: string, out: string[] = []): string[] {
   for (const e of fs.readdirSync(path.join(root, dir), { withFileTypes: true })) {

@@ -33,6 +33,7 @@ tools.getSigningHeaderLines = (parsedHeaders, fieldNames, verify) => {
   return { ...lines, keys: [lines.keys, ...OVERSIGNED].filter(Boolean).join(': ') };
 };
 const { dkimSign } = require('mailauth/lib/dkim/sign');
+const { signRelaxed } = require('./dkim-relaxed.cjs');
 
 // What the signature covers. mailauth's default list lacks List-Unsubscribe-Post (an RFC 8058
 // trap: receivers offer one-click only when both List-Unsubscribe headers are signed) and
@@ -65,6 +66,16 @@ const SIGNED_HEADERS = [
  * @returns {Promise<{signatures: string} | {error: string}>}
  */
 async function sign(raw, key) {
+  // A message in memory: our own signer (dkim-relaxed.cjs): the same canonicalization without mailauth's stream parser.
+  if (Buffer.isBuffer(raw)) {
+    try {
+      const privateKey = tools.getPrivateKey(key.privateKeyPem);
+      if (privateKey.asymmetricKeyType === 'rsa')
+        return { signatures: signRelaxed(raw, { domain: key.domain, selector: key.selector, privateKey, headerList: SIGNED_HEADERS, overSign: OVERSIGNED }) };
+    } catch (err) {
+      return { error: `DKIM signing for ${key.domain} (${key.selector}) failed: ${String(err?.message || err)}` };
+    }
+  }
   const { signatures, errors } = await dkimSign(raw, {
     canonicalization: 'relaxed/relaxed',
     // Given explicitly: without it mailauth reads the clock twice, once for the header it signs

@@ -18,6 +18,7 @@ import { checkKey, type Idempotency } from '../mail/idempotency.js';
 import { badRecipient, smtpError, smtpReply } from './replies.js';
 import { trustedNetworks } from './trusted.js';
 import { attachmentMessageBytes } from '../mail/attachments.js';
+import { coalesceWrites } from '../../core/net/coalesce-writes.js';
 
 /** MAIL FROM parameters of the extensions we offer (SIZE, 8BITMIME, SMTPUTF8). */
 const MAIL_PARAMETERS = new Set(['SIZE', 'BODY', 'SMTPUTF8']);
@@ -195,6 +196,8 @@ export async function startSmtpSubmission({
     },
   });
 
+  // A pipelining client's replies leave together (core/net/coalesce-writes.ts).
+  server.server.on('connection', coalesceWrites);
   // Socket-level errors of one client (resets, bad TLS) must not take the process down.
   server.on('error', (err: Error) => log.debug({ err: err.message }, 'smtp connection error'));
 

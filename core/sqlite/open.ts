@@ -21,6 +21,11 @@ export function openDatabase(file: string, migrations: readonly Migration[]): Db
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
+  // Every write of a group runs in its own savepoint (group-writer.ts), whose statement journal
+  // otherwise goes to a temporary file: in memory it halves the cost of an accepted email
+  // (78 → 44 µs of CPU for its three inserts, bench/sqlite-insert.ts). It holds only the
+  // pages one write touches, and sorts for queries without an index.
+  db.pragma('temp_store = MEMORY');
   migrate(db, migrations);
   return db;
 }
