@@ -5,7 +5,7 @@ import type { Db } from '../../../core/sqlite/open.js';
 import type { GroupWriter } from '../../../core/sqlite/group-writer.js';
 import { emailStatusOf, recipientStatusAfter } from '../../../common/status.js';
 import type { AppliedEvent, DeliveryLog, GatewayEvent } from '../index.js';
-import type { StatusFanout } from './status-fanout.js';
+import type { StatusFanout, StatusRow } from './status-fanout.js';
 import { RECIPIENTS_SQL } from './rows.js';
 
 export class SqliteDeliveryLog implements DeliveryLog {
@@ -19,10 +19,11 @@ export class SqliteDeliveryLog implements DeliveryLog {
     this.q = {
       cursor: db.prepare('SELECT seq FROM gateway_cursors WHERE gateway = ?').pluck(),
       setCursor: db.prepare('INSERT INTO gateway_cursors (gateway, seq) VALUES (?, ?) ON CONFLICT(gateway) DO UPDATE SET seq = excluded.seq'),
-      email: db.prepare('SELECT project_id, status, bulk FROM emails WHERE id = ?'),
+      // What the status machine and the webhooks need of the email, read once per event.
+      email: db.prepare('SELECT project_id, status, bulk, reached, from_addr, subject, request, created_at FROM emails WHERE id = ?'),
       recipients: db.prepare(RECIPIENTS_SQL),
       insertEvent: db.prepare('INSERT OR IGNORE INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES (?, ?, ?, ?, ?, ?, ?)'),
-      setEmailStatus: db.prepare('UPDATE emails SET status = ?, updated_at = ? WHERE id = ?'),
+      setEmailStatus: db.prepare('UPDATE emails SET status = ?, updated_at = ?, reached = ? WHERE id = ?'),
       setRecipientStatus: db.prepare('UPDATE email_recipients SET status = ?, updated_at = ? WHERE email_id = ? AND address = ?'),
       suppress: db.prepare(`INSERT INTO suppressions (project_id, address, reason, scope, email_id, created_at) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT(project_id, address) DO NOTHING`),
@@ -44,7 +45,7 @@ export class SqliteDeliveryLog implements DeliveryLog {
       for (const ev of events) {
         if (ev.seq <= cursor) continue;
         last = Math.max(last, ev.seq);
-        const email = this.q.email.get(ev.emailId) as { project_id: string; status: string; bulk: number } | undefined;
+        const email = this.q.email.get(ev.emailId) as (StatusRow & { project_id: string; status: string; bulk: number }) | undefined;
         if (!email) continue;
         const projectId = email.project_id;
         const recipients = this.q.recipients.all(ev.emailId) as Array<{ address: string; status: string }>;
@@ -68,15 +69,19 @@ export class SqliteDeliveryLog implements DeliveryLog {
           if (next === 'bounced') this.q.suppressAll.run(projectId, r.address, 'bounced', ev.emailId, ev.at);
         }
         const emailStatus = emailStatusOf(recipients.map((r) => r.status));
-        this.q.setEmailStatus.run(emailStatus, ev.at, ev.emailId);
-        if (emailStatus !== email.status || ev.type === 'deferred') {
-          this.fanout.reach(ev.emailId, projectId, emailStatus, ev.at, {
-            type: ev.type,
-            at: ev.at,
-            ...(ev.recipient ? { recipient: ev.recipient } : {}),
-            attempt: ev.attempt,
-            ...ev.details,
-          });
+        const notify = emailStatus !== email.status || ev.type === 'deferred';
+        // One update of the row: its status and the statuses it has reached (counted once each).
+        if (notify) this.fanout.mark(email, projectId, emailStatus, ev.at);
+        this.q.setEmailStatus.run(emailStatus, ev.at, email.reached, ev.emailId);
+        if (notify) {
+          this.fanout.notify(
+            ev.emailId,
+            projectId,
+            emailStatus,
+            ev.at,
+            { type: ev.type, at: ev.at, ...(ev.recipient ? { recipient: ev.recipient } : {}), attempt: ev.attempt, ...ev.details },
+            email,
+          );
         }
         applied.push({ ...ev, emailStatus, projectId });
       }

@@ -39,13 +39,21 @@ export class StatusFanout {
   /** An email reached a status: counted once per status, and queued for the webhooks that want it. */
   reach(emailId: string, projectId: string, status: string, at: number, event: Record<string, unknown>): void {
     const row = this.q.emailForStatus.get(emailId) as StatusRow;
-    const reached: string[] = row.reached ? row.reached.split(',') : [];
-    if (!reached.includes(status)) {
-      reached.push(status);
-      this.q.setReached.run(reached.join(','), emailId);
-      this.tallies.countStatus(projectId, dayOf(at), status);
-    }
+    if (this.mark(row, projectId, status, at)) this.q.setReached.run(row.reached, emailId);
     this.notify(emailId, projectId, status, at, event, row);
+  }
+
+  /**
+   * Adds `status` to row.reached and counts it, unless the email had reached it before (then
+   * false). For a caller that writes row.reached itself, with the rest of its update of the row.
+   */
+  mark(row: StatusRow, projectId: string, status: string, at: number): boolean {
+    const reached: string[] = row.reached ? row.reached.split(',') : [];
+    if (reached.includes(status)) return false;
+    reached.push(status);
+    row.reached = reached.join(',');
+    this.tallies.countStatus(projectId, dayOf(at), status);
+    return true;
   }
 
   /** Queues the change for every webhook of the project that wants it. */
