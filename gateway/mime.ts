@@ -1,8 +1,12 @@
-// Builds the RFC 5322 message of a stored email with nodemailer's composer.
+// Builds the RFC 5322 message of a stored email with nodemailer's composer (its tree and
+// headers; the bytes written in one pass unless the message has attachments: serialize()).
 // Done by the gateway at Enqueue, long after the 202, and deterministic in what
 // matters: Message-ID and Date come from the stored email, so a rebuild is the same mail.
-import type { Readable } from 'node:stream';
+import type { Readable, Transform } from 'node:stream';
 import MailComposer from 'nodemailer/lib/mail-composer';
+import type MimeNode from 'nodemailer/lib/mime-node';
+import * as qp from 'nodemailer/lib/qp';
+import * as base64 from 'nodemailer/lib/base64';
 import { encodeWord } from 'nodemailer/lib/mime-funcs';
 import { domainOf, parseMailbox } from '../common/address.js';
 import type { Composition } from '../proto/gen/postgate/gateway/v1/gateway_pb.js';
@@ -18,7 +22,78 @@ export type AttachmentData = { readonly [ref: string]: Uint8Array };
  * (already valid header values) so what DKIM signs is exactly what was meant.
  */
 export function buildMime(id: string, c: MessageParts, files?: AttachmentData): Promise<Buffer> {
-  return composer(id, c, files).compile().build();
+  const root = composer(id, c, files).compile();
+  const built = c.attachments?.length ? undefined : serialize(root);
+  return built ? Promise.resolve(built) : root.build();
+}
+
+/** The message built in one synchronous pass; undefined when only nodemailer's stream can build it (attachments). */
+export function buildMimeNow(id: string, c: MessageParts): Buffer | undefined {
+  return c.attachments?.length ? undefined : serialize(composer(id, c, undefined).compile());
+}
+
+/**
+ * nodemailer's tree written out in one synchronous pass, as its stream writes it: each node's
+ * headers (its own buildHeaders), its string content through the same QP or base64 encoder, the
+ * children between boundaries, and the final line break. Its streams (a PassThrough, an encoder
+ * and a pipeline per node, a turn of the event loop per step) cost more than the message itself
+ * (bench/deliverability/stages.ts: build). Undefined for a tree with anything else in it
+ * (attachments, streams, transforms): that one is built by nodemailer's stream.
+ */
+function serialize(root: MimeNode): Buffer | undefined {
+  const plain = (n: TreeNode): boolean => !n._raw && (n.content === undefined || typeof n.content === 'string') && (n.childNodes ?? []).every(plain);
+  const r = root as unknown as TreeNode;
+  if (r._transforms?.length || r._processFuncs?.length || r.newline || !plain(r)) return undefined;
+  const out: string[] = [];
+  const write = (n: TreeNode) => {
+    const encoding = n.getTransferEncoding();
+    out.push(`${n.buildHeaders()}\r\n\r\n`);
+    if (n.content) {
+      if (encoding === 'quoted-printable')
+        out.push(encodeSync(new qp.Encoder({ binary: !/^text\//i.test(n.contentType ?? '') } as qp.EncoderOptions), n.content));
+      else if (encoding === 'base64') out.push(encodeSync(new base64.Encoder({}), n.content));
+      else out.push(n.content);
+    }
+    if (n.multipart) {
+      for (const [i, child] of n.childNodes.entries()) {
+        out.push(`${i ? '\r\n' : ''}--${n.boundary}\r\n`);
+        write(child);
+      }
+      out.push(`\r\n--${n.boundary}--\r\n`);
+    }
+  };
+  write(r);
+  const text = out.join('');
+  // nodemailer's LastNewline: the message ends with a line break.
+  return Buffer.from(text.endsWith('\n') ? text : text.endsWith('\r') ? `${text}\n` : `${text}\r\n`, 'utf8');
+}
+
+/** What serialize() reads of a MimeNode (fields nodemailer's typings do not declare). */
+interface TreeNode {
+  content?: string;
+  contentType?: string;
+  multipart?: string | false;
+  boundary?: string;
+  childNodes: TreeNode[];
+  newline?: string;
+  _raw?: unknown;
+  _transforms?: unknown[];
+  _processFuncs?: unknown[];
+  getTransferEncoding(): string;
+  buildHeaders(): string;
+}
+
+/** Runs one of nodemailer's encoder streams over one chunk, synchronously (its stream gets the content as one chunk too). */
+function encodeSync(encoder: Transform, content: string): string {
+  const parts: string[] = [];
+  encoder.push = (chunk: unknown) => {
+    if (chunk !== null && chunk !== undefined) parts.push(typeof chunk === 'string' ? chunk : (chunk as Buffer).toString('latin1'));
+    return true;
+  };
+  const t = encoder as unknown as { _transform(c: Buffer, e: string, done: () => void): void; _flush(done: () => void): void };
+  t._transform(Buffer.from(content, 'utf8'), 'buffer', () => {});
+  t._flush(() => {});
+  return parts.join('');
 }
 
 /** The same message as a stream: its attachments are encoded as it is read, never held whole in memory. */

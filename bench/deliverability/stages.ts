@@ -1,5 +1,5 @@
 // Two of postgate's stages measured alone, in the benchmark's process, one message at a time:
-// building the MIME message (nodemailer, as the gateway does) and signing it (mailauth DKIM,
+// building the MIME message (nodemailer, as the gateway does) and signing it (DKIM as the gateway signs, gateway/dkim-relaxed.cjs,
 // RSA-2048, relaxed/relaxed). Imported once the generated code exists (bench/lib/prepare.ts).
 // dkim.ts first: it tunes mailauth's key parsing before anything else loads mailauth.
 import { signMessage } from '../../gateway/dkim.js';

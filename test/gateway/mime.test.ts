@@ -1,0 +1,84 @@
+// The gateway writes nodemailer's MIME tree out in one synchronous pass (gateway/mime.ts,
+// serialize) instead of through its streams. nodemailer's own stream is the oracle: for every
+// kind of message the gateway builds without attachments, the bytes must be the same (the
+// multipart boundary is random in each build, so it is compared by name).
+import { describe, expect, it } from 'vitest';
+import { buildMime, buildMimeNow, buildMimeStream, type MessageParts } from '../../gateway/mime.js';
+
+const base = (over: Partial<MessageParts>): MessageParts =>
+  ({
+    createdAtMs: BigInt(Date.parse('2026-11-25T10:00:00Z')),
+    serviceHeaders: { 'Feedback-ID': 'p1:transactional:postgate' },
+    from: 'Acme <hello@acme.test>',
+    to: ['r@inbox.test'],
+    cc: [],
+    replyTo: [],
+    subject: 'Your receipt',
+    text: 'Hello there.\r\nSecond line.',
+    html: '',
+    headers: {},
+    ...over,
+  }) as MessageParts;
+
+const long = 'word '.repeat(60).trim();
+const cases: Array<[string, Partial<MessageParts>]> = [
+  ['plain ASCII text (7bit)', {}],
+  ['HTML only', { text: '', html: '<p>Hi <b>there</b></p>' }],
+  ['text and HTML (multipart/alternative)', { html: '<p>Hi</p>' }],
+  ['lines over 76 characters (quoted-printable)', { text: `${long}\r\n${long}`, html: `<p>${long}</p>` }],
+  ['Latin text with accents (quoted-printable)', { text: 'Grüße aus Köln, à bientôt. Ça va très bien, merci.' }],
+  ['mostly non-Latin text (base64)', { text: 'Здравствуйте! Это письмо написано по-русски. 你好，世界。' }],
+  ['trailing whitespace, tabs, a lone CR and LF, and a dot line', { text: 'a  \r\nb\t\r\n.\r\nc\rd\ne \r\n\r\n' }],
+  [
+    'a non-ASCII subject and display names',
+    { subject: 'Ihre Bestellung – Grüße 🎉', from: 'Jürgen Müller <j@acme.test>', to: ['"Doe, Jane" <jane@inbox.test>', 'Zoë <z@inbox.test>'] },
+  ],
+  ['a long subject and many recipients (folded headers)', { subject: long, to: Array.from({ length: 8 }, (_, i) => `Person ${i} <p${i}@inbox.test>`) }],
+  [
+    'cc, reply-to, custom and service headers',
+    {
+      cc: ['c@inbox.test'],
+      replyTo: ['Support <support@acme.test>'],
+      headers: { 'X-Campaign': 'winter', 'In-Reply-To': '<a@b>', References: '<a@b> <c@d>' },
+      serviceHeaders: {
+        'Feedback-ID': 'p1:bulk:postgate',
+        'List-Unsubscribe': `<https://pg.test/unsubscribe/${'x'.repeat(90)}>, <mailto:u@pg.test?subject=unsubscribe>`,
+        'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+      },
+    },
+  ],
+  ['a header value with a run of 900 non-space characters', { headers: { 'X-Data': 'y'.repeat(950) } }],
+  ['an empty text', { text: '' }],
+];
+
+async function streamed(id: string, parts: MessageParts): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of buildMimeStream(id, parts)) chunks.push(Buffer.from(c as Buffer));
+  return Buffer.concat(chunks);
+}
+
+/** The boundary replaced by a name, so two builds of one message compare byte for byte. */
+const named = (b: Buffer) => {
+  const s = b.toString('latin1');
+  const boundary = /boundary="([^"]+)"/.exec(s)?.[1];
+  return boundary ? s.split(boundary).join('BOUNDARY') : s;
+};
+
+describe('buildMime', () => {
+  for (const [name, over] of cases) {
+    it(`writes the bytes nodemailer's stream writes: ${name}`, async () => {
+      const parts = base(over);
+      const fast = buildMimeNow('0193aaaa-0000-7000-8000-000000000001', parts);
+      if (!fast) throw new Error('not built in one pass');
+      expect(named(await buildMime('0193aaaa-0000-7000-8000-000000000001', parts))).toBe(named(fast));
+      const slow = await streamed('0193aaaa-0000-7000-8000-000000000001', parts);
+      expect(named(fast)).toBe(named(slow));
+      expect(fast.subarray(-2).toString()).toBe('\r\n');
+    });
+  }
+
+  it('leaves a message with attachments to the stream', () => {
+    const parts = base({ attachments: [{ ref: 'a', filename: 'a.txt', contentType: 'text/plain', contentId: '' }] as MessageParts['attachments'] });
+    expect(buildMimeNow('0193aaaa-0000-7000-8000-000000000002', parts)).toBeUndefined();
+  });
+});
