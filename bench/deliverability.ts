@@ -198,7 +198,12 @@ async function main(): Promise<void> {
         // BENCH_PROFILE=<dir>: CPU profiles of the stack's processes, written when they stop.
         ...(process.env.BENCH_PROFILE ? { NODE_OPTIONS: `--require ${path.join(root, 'bench/lib/profile-preload.cjs')}` } : {}),
       },
-      config: { smtpRate: 1_000_000, delivery: { retryDelays: [5], maxTempFailures: 5, connectTimeout: 10, concurrency: 1000 } },
+      // BENCH_CONFIG (JSON) adds POSTGATE_CONFIG settings for experiments, e.g. {"delivery":{"busyDispatchRate":0}} (merged into delivery).
+      config: (() => {
+        const extra = JSON.parse(process.env.BENCH_CONFIG || '{}') as { delivery?: Record<string, unknown> } & Record<string, unknown>;
+        const delivery = { retryDelays: [5], maxTempFailures: 5, connectTimeout: 10, concurrency: 1000, ...extra.delivery };
+        return { smtpRate: 1_000_000, ...extra, delivery };
+      })(),
     });
     closers.unshift(() => stack.stop());
     const project = await stack.createProject('bench', 'Benchmark');
