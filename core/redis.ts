@@ -4,7 +4,8 @@
 // commands in flight) and callers fall back to their per-node rule; the client reconnects
 // by itself. One log line when Redis goes away and one when it is back, never one per
 // command or per reconnection attempt.
-import { Redis, type RedisOptions } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis, RedisOptions } from 'ioredis';
 import type { Logger } from './log.js';
 
 export interface RedisSettings {
@@ -55,9 +56,13 @@ export function redisTarget(url: string): string {
 const reason = (err: unknown): string => (err instanceof Error ? err.message : String(err)).slice(0, 200);
 
 /** `quiet`: a second connection, whose comings and goings the first one already reports (at debug level only). */
+const require = createRequire(import.meta.url);
+
 export function connectRedis(settings: RedisSettings, log: Logger, purpose = 'commands', quiet = false): RedisLink {
   const target = redisTarget(settings.redisUrl);
-  const client = new Redis(settings.redisUrl, { ...OPTIONS, connectionName: `postgate-${purpose}` });
+  // Loaded on the first connection: a node without Redis never loads the client (memory).
+  const IORedis = (require('ioredis') as typeof import('ioredis')).Redis;
+  const client = new IORedis(settings.redisUrl, { ...OPTIONS, connectionName: `postgate-${purpose}` });
   const listeners: Array<(up: boolean) => void> = [];
   const closers: Array<() => Promise<void> | void> = [];
   let state: 'starting' | 'up' | 'down' = 'starting';
