@@ -192,6 +192,11 @@ async function main(): Promise<void> {
         log(`backlog of ${base + accepted - receiver.count()} not delivered in ${SETTLE_MS / 1000} s; measuring anyway`);
       }
     };
+    const storeStats = async () => {
+      const text = await (await fetch(`${stack.url}/metrics`)).text();
+      const value = (name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+      return { commits: value('postgate_store_commits'), writes: value('postgate_store_writes') };
+    };
     const measure = async (name: string, run: () => Promise<Omit<Row, 'name' | 'serverUs' | 'gatewayUs'> & { units: number }>) => {
       await settle();
       const d0 = receiver.count();
@@ -200,13 +205,23 @@ async function main(): Promise<void> {
         if (process.env.BENCH_PROFILE_SIGNAL) for (const pid of Object.values(pids())) process.kill(pid, 'SIGUSR2');
       };
       profile();
+      const s0 = await storeStats();
       const c0 = cpu();
       const { units, ...r } = await run();
       const c1 = cpu();
       profile();
+      const s1 = await storeStats();
+      // How many writes each group commit carried (control's /metrics): small groups cost a commit each.
+      const perCommit = (s1.writes - s0.writes) / Math.max(1, s1.commits - s0.commits);
       const serverUs = ((c1.control - c0.control) * 1000) / Math.max(1, units);
       const gatewayUs = ((c1.gateway - c0.gateway) * 1000) / Math.max(1, units);
-      rows.push({ name, ...r, serverUs, gatewayUs, note: [r.note, `background: ${receiver.count() - d0} delivered`].filter(Boolean).join('; ') });
+      rows.push({
+        name,
+        ...r,
+        serverUs,
+        gatewayUs,
+        note: [r.note, `background: ${receiver.count() - d0} delivered`, `${round(perCommit)} writes per commit`].filter(Boolean).join('; '),
+      });
       log(`${name}: ${round(r.perSecond, 0)}/s, control ${round(serverUs)} µs, gateway ${round(gatewayUs)} µs per request`);
     };
     const httpEmails = async (reqPath: string, body: string, connections: number, perRequest: number) => {
