@@ -3,6 +3,7 @@
 // in the pipeline, so SMTP and gRPC submissions get them too.
 import { EMAIL_STATUSES } from '../../common/status.js';
 import { attachmentsSchema } from './attachments.js';
+import type { Limits } from '../../core/config.js';
 
 const noLineBreaks = '^[^\\r\\n]*$';
 const addressString = { type: 'string', minLength: 3, maxLength: 320, pattern: noLineBreaks } as const;
@@ -16,15 +17,7 @@ const resendTag = {
   properties: { name: tagPart, value: tagPart },
 } as const;
 
-export function sendRequestSchema(limits: {
-  maxRecipients: number;
-  maxBodyBytes: number;
-  maxSubjectLength: number;
-  maxHeaders: number;
-  maxTags: number;
-  maxAttachments: number;
-  maxAttachmentBytes: number;
-}) {
+export function sendRequestSchema(limits: Limits) {
   const addressList = { type: 'array', items: addressString, minItems: 1, maxItems: limits.maxRecipients } as const;
   return {
     $id: 'SendEmailRequest',

@@ -5,6 +5,7 @@ import type {
   AuditEntry,
   DomainRow,
   EmailRow,
+  NewEmail,
   Project,
   ProviderRow,
   RecipientRow,
@@ -147,4 +148,25 @@ export const toAudit = (r: any): AuditEntry => ({
   reason: r.reason,
   suppressed: r.suppressed,
   at: r.at,
+});
+
+/**
+ * A scheduled email as the queued email it becomes when it is released at `now`: the quota
+ * and bulk rules judge the day it leaves, not the day it was accepted. `recipients` in order;
+ * one refused at ingestion stays refused.
+ */
+export const releasedEmail = (r: any, recipients: Array<{ address: string; kind: string; status: string }>, now: number): NewEmail => ({
+  id: r.id,
+  projectId: r.project_id,
+  status: 'queued',
+  from: r.from_addr,
+  subject: r.subject,
+  bulk: !!r.bulk,
+  request: r.request,
+  createdAt: now,
+  recipients: recipients.map((x) => ({
+    address: x.address,
+    kind: x.kind as NewEmail['recipients'][number]['kind'],
+    ...(x.status === 'failed' ? { status: 'failed' as const } : {}),
+  })),
 });

@@ -10,7 +10,7 @@ import { DAY_MS, dayOf } from '../../../core/clock.js';
 import { StoreUnavailableError } from '../../../core/errors.js';
 import { judgeBulk, judgeQuota, refusalError, subjectHash } from '../../mail/rules.js';
 import type { Acceptance, AcceptGuards, NewEmail } from '../index.js';
-import { toRecipient } from './rows.js';
+import { releasedEmail, toRecipient } from './rows.js';
 import type { PgDb, Tx } from './db.js';
 import { addCounts, Fanout, type WebhookCache } from './fanout.js';
 
@@ -125,18 +125,7 @@ export class Acceptor {
       const recipients = (
         await tx.query('SELECT address, kind, status, updated_at FROM email_recipients WHERE email_id = $1 ORDER BY position', [id])
       ).rows.map(toRecipient);
-      const e: NewEmail = {
-        id,
-        projectId: r.project_id,
-        status: 'queued',
-        from: r.from_addr,
-        subject: r.subject,
-        bulk: r.bulk,
-        request: r.request,
-        // The rules judge the day it leaves, not the day it was accepted.
-        createdAt: now,
-        recipients: recipients.map((x) => ({ address: x.address, kind: x.kind, ...(x.status === 'failed' ? { status: 'failed' as const } : {}) })),
-      };
+      const e = releasedEmail(r, recipients, now);
       const job: Job = { e, guards, resolve: () => {}, reject: () => {} };
       const fanout = new Fanout(tx, this.hooks);
       const email = { id, projectId: e.projectId, from: e.from, subject: e.subject, createdAt: Number(r.created_at), request: e.request };

@@ -7,7 +7,7 @@ import { judgeBulk, judgeQuota, refusalError, subjectHash, type BulkRules, type 
 import type { Acceptance, AcceptGuards, EmailOwner, EmailQuery, EmailRow, Emails, NewEmail, PendingEmail, ScheduleChange, StoredEmail } from '../index.js';
 import type { DayTallies } from './tallies.js';
 import type { StatusFanout, StatusRow } from './status-fanout.js';
-import { RECIPIENTS_SQL, toEmail, toRecipient } from './rows.js';
+import { RECIPIENTS_SQL, releasedEmail, toEmail, toRecipient } from './rows.js';
 
 export class SqliteEmails implements Emails {
   private readonly q;
@@ -196,20 +196,7 @@ export class SqliteEmails implements Emails {
     return this.writer.run((): Acceptance | { kind: 'gone' } => {
       const r = this.q.byId.get(id) as any;
       if (r?.status !== 'scheduled') return { kind: 'gone' };
-      const e: NewEmail = {
-        id,
-        projectId: r.project_id,
-        status: 'queued',
-        from: r.from_addr,
-        subject: r.subject,
-        bulk: !!r.bulk,
-        request: r.request,
-        createdAt: now,
-        recipients: this.q.recipients
-          .all(id)
-          .map((x: any) => ({ address: x.address, kind: x.kind, ...(x.status === 'failed' ? { status: 'failed' as const } : {}) })),
-      };
-      // The rules judge the day it leaves, not the day it was accepted.
+      const e = releasedEmail(r, this.q.recipients.all(id) as Array<{ address: string; kind: string; status: string }>, now);
       const admitted = this.admit(e, guards, dayOf(now));
       if ('kind' in admitted) {
         const err = refusalError(admitted);
