@@ -41,11 +41,16 @@ function parseHeaders(block) {
 function relaxedHeader(line) {
   const unfolded = line.replace(/\r?\n/g, '');
   const colon = unfolded.indexOf(':');
-  const name = unfolded.slice(0, colon).trim().toLowerCase();
+  // Only SP and HTAB are whitespace here: String.trim() would also take byte 0xA0 (the end of a
+  // UTF-8 'à' in this latin1 text) and sign other bytes than the receiver canonicalizes.
+  const name = unfolded
+    .slice(0, colon)
+    .replace(/^[ \t]+|[ \t]+$/g, '')
+    .toLowerCase();
   const value = unfolded
     .slice(colon + 1)
     .replace(/[ \t]+/g, ' ')
-    .trim();
+    .replace(/^ | $/g, '');
   return `${name}:${value}`;
 }
 

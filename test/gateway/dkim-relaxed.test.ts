@@ -9,7 +9,8 @@ const require = createRequire(import.meta.url);
 type Verified = { results: Array<{ status: { result: string } }> };
 const { dkimVerify } = require('mailauth/lib/dkim/verify') as { dkimVerify(m: Buffer, o: { resolver: unknown }): Promise<Verified> };
 const { dkimSign } = require('mailauth/lib/dkim/sign') as { dkimSign(m: Buffer, o: unknown): Promise<{ signatures: string }> };
-const { signRelaxed } = require('../../gateway/dkim-relaxed.cjs') as {
+const { signRelaxed, relaxedHeader } = require('../../gateway/dkim-relaxed.cjs') as {
+  relaxedHeader(line: string): string;
   signRelaxed(raw: Buffer, o: { domain: string; selector: string; privateKey: crypto.KeyObject; headerList: string; overSign?: string[]; time?: Date }): string;
 };
 const { SIGNED_HEADERS } = require('../../gateway/dkim-sign.cjs') as { SIGNED_HEADERS: string };
@@ -100,5 +101,11 @@ describe('signRelaxed', () => {
     expect(count('list-unsubscribe-post')).toBe(1);
     expect(count('feedback-id')).toBe(1);
     expect(count('x-other')).toBe(0);
+  });
+
+  it('takes only spaces and tabs as whitespace in a header (RFC 6376 §3.4.2), not the 0xA0 that ends a UTF-8 à', () => {
+    expect(relaxedHeader('Subject :  a \t b \t')).toBe('subject:a b');
+    const latin1 = Buffer.from('Subject: voilà', 'utf8').toString('latin1');
+    expect(relaxedHeader(latin1)).toBe(`subject:${latin1.slice('Subject: '.length)}`);
   });
 });
