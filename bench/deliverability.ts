@@ -272,7 +272,7 @@ async function main(): Promise<void> {
     const runOnce = async (c: Contender, n: number): Promise<Round> => {
       const before = receiver.count();
       const cpu = trackCpu(() => c.roots(), c.nameOf);
-      const mem = sampleMemory(() => c.roots());
+      const mem = sampleMemory(() => c.roots(), 1000, c.nameOf);
       let fed: Fed;
       let done: number;
       let note: string | undefined;
@@ -338,6 +338,8 @@ function report(contenders: Contender[], results: Map<Contender, Round[]>, recei
     rssSumMb: number;
     rounds: number[];
     cpuByProcess: Record<string, number>;
+    /** Peak PSS MB by process name (the round with the highest total). */
+    pssByProcess: Record<string, number>;
     notes: string[];
   }
   const summaries: Summary[] = contenders.map((c) => {
@@ -353,6 +355,7 @@ function report(contenders: Contender[], results: Map<Contender, Round[]>, recei
       rssSumMb: Math.max(...rs.map((r) => r.memory.rssSum)) / MB,
       rounds: rs.map((r) => round(r.perSecond)),
       cpuByProcess: mid.cpuByProcess,
+      pssByProcess: Object.fromEntries(Object.entries([...rs].sort((a, b) => b.memory.pss - a.memory.pss)[0]!.memory.byName).map(([k, v]) => [k, v / MB])),
       notes: rs.map((r) => r.note).filter((n): n is string => !!n),
     };
   });
@@ -392,6 +395,13 @@ function report(contenders: Contender[], results: Map<Contender, Round[]>, recei
       .map(([k, v]) => `${k} ${round(v, 2)}`);
     lines.push(`  ${s.name}: ${parts.join(', ')}`);
   }
+  lines.push('', 'Peak PSS MB by process (each process at its own peak, so these may add up to more than the total):');
+  for (const s of summaries) {
+    const parts = Object.entries(s.pssByProcess)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, v]) => `${k} ${round(v)}`);
+    lines.push(`  ${s.name}: ${parts.join(', ')}`);
+  }
   const stages: Record<string, Record<string, number>> = {};
   lines.push('', 'postgate by stage, CPU ms per message (build and sign measured alone in this process):');
   for (const s of summaries.filter((x) => x.name.startsWith('postgate'))) {
@@ -426,6 +436,7 @@ function report(contenders: Contender[], results: Map<Contender, Round[]>, recei
       filesOnceMb: round(s.filesOnceMb),
       rssSumMb: round(s.rssSumMb),
       cpuByProcess: Object.fromEntries(Object.entries(s.cpuByProcess).map(([k, v]) => [k, round(v, 3)])),
+      pssByProcess: Object.fromEntries(Object.entries(s.pssByProcess).map(([k, v]) => [k, round(v)])),
     })),
     targets,
     stages,

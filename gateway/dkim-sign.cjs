@@ -1,38 +1,53 @@
-// DKIM signing with mailauth (dkimSign, relaxed/relaxed), shared by the gateway's main
-// thread and its signing worker (gateway/dkim.ts starts it with this file). Plain
-// CommonJS so the worker needs no TypeScript loader (a loader costs a thread of its own).
+// DKIM signing (relaxed/relaxed): our signer for messages in memory, mailauth for the rest.
+// Shared by the gateway's main thread and its signing worker (gateway/dkim.ts starts it with
+// this file). Plain CommonJS so the worker needs no TypeScript loader (a loader costs a thread of its own).
 'use strict';
 const { isMainThread, parentPort, workerData } = require('node:worker_threads');
 
-// mailauth turns the PEM into a key object at every signature, which costs about as much
-// as the RSA signature itself. Its signer takes the parser from its tools module when it
-// loads, so the parser is memoized there first (by PEM; a domain has one key).
-const tools = require('mailauth/lib/tools');
-const parse = tools.getPrivateKey;
-const parsed = new Map();
+// Key objects, memoized by PEM (a domain has one key): parsing a PEM costs about as much as
+// the RSA signature itself.
+const crypto = require('node:crypto');
+const parsedKeys = new Map();
 const KEYS_KEPT = 10000;
-tools.getPrivateKey = (pem) => {
+/** mailauth's parser (a PEM, or a raw 32-byte ed25519 key), memoized. */
+function privateKeyOf(pem, parse) {
   const k = typeof pem === 'string' ? pem : pem.toString('latin1');
-  let key = parsed.get(k);
+  let key = parsedKeys.get(k);
   if (!key) {
     key = parse(pem);
-    if (parsed.size >= KEYS_KEPT) parsed.delete(parsed.keys().next().value);
-    parsed.set(k, key);
+    if (!key) return key;
+    if (parsedKeys.size >= KEYS_KEPT) parsedKeys.delete(parsedKeys.keys().next().value);
+    parsedKeys.set(k, key);
   }
   return key;
-};
+}
+const pemKey = (pem) => crypto.createPrivateKey({ key: typeof pem === 'string' ? Buffer.from(pem) : pem, format: 'pem' });
 // Over-signing: From, Subject and To are named once more in h= than they occur. A missing
 // header counts as empty (RFC 6376 §5.4.2), so a header of that name added after signing (a
-// second From that a receiver might display) breaks the signature. mailauth lists only the
-// headers present, so its list is extended here, before its signer takes the function.
+// second From that a receiver might display) breaks the signature.
 const OVERSIGNED = ['From', 'Subject', 'To'];
-const signingLines = tools.getSigningHeaderLines;
-tools.getSigningHeaderLines = (parsedHeaders, fieldNames, verify) => {
-  const lines = signingLines(parsedHeaders, fieldNames, verify);
-  if (verify) return lines;
-  return { ...lines, keys: [lines.keys, ...OVERSIGNED].filter(Boolean).join(': ') };
-};
-const { dkimSign } = require('mailauth/lib/dkim/sign');
+
+// mailauth signs what our own signer does not (a message streamed from a file, a key other
+// than RSA). It is loaded on that first use: it costs each thread that loads it about 10 MB
+// of heap, and most gateways never need it.
+let mailauthSign;
+function mailauth() {
+  if (mailauthSign) return mailauthSign;
+  // Its signer takes these functions from its tools module when it loads, so they are replaced
+  // first: the key parser memoized, and the h= list extended by the over-signed names (mailauth
+  // lists only the headers present).
+  const tools = require('mailauth/lib/tools');
+  const parse = tools.getPrivateKey;
+  tools.getPrivateKey = (pem) => privateKeyOf(pem, parse);
+  const signingLines = tools.getSigningHeaderLines;
+  tools.getSigningHeaderLines = (parsedHeaders, fieldNames, verify) => {
+    const lines = signingLines(parsedHeaders, fieldNames, verify);
+    if (verify) return lines;
+    return { ...lines, keys: [lines.keys, ...OVERSIGNED].filter(Boolean).join(': ') };
+  };
+  mailauthSign = require('mailauth/lib/dkim/sign').dkimSign;
+  return mailauthSign;
+}
 const { signRelaxed } = require('./dkim-relaxed.cjs');
 
 // What the signature covers. mailauth's default list lacks List-Unsubscribe-Post (an RFC 8058
@@ -69,14 +84,21 @@ async function sign(raw, key) {
   // A message in memory: our own signer (dkim-relaxed.cjs): the same canonicalization without mailauth's stream parser.
   if (Buffer.isBuffer(raw)) {
     try {
-      const privateKey = tools.getPrivateKey(key.privateKeyPem);
-      if (privateKey.asymmetricKeyType === 'rsa')
+      // A PEM that is not one (mailauth also takes a raw ed25519 key) goes to mailauth below.
+      const privateKey = privateKeyOf(key.privateKeyPem, (pem) => {
+        try {
+          return pemKey(pem);
+        } catch {
+          return null;
+        }
+      });
+      if (privateKey?.asymmetricKeyType === 'rsa')
         return { signatures: signRelaxed(raw, { domain: key.domain, selector: key.selector, privateKey, headerList: SIGNED_HEADERS, overSign: OVERSIGNED }) };
     } catch (err) {
       return { error: `DKIM signing for ${key.domain} (${key.selector}) failed: ${String(err?.message || err)}` };
     }
   }
-  const { signatures, errors } = await dkimSign(raw, {
+  const { signatures, errors } = await mailauth()(raw, {
     canonicalization: 'relaxed/relaxed',
     // Given explicitly: without it mailauth reads the clock twice, once for the header it signs
     // and once for the header it writes, and a second that ticks in between breaks the signature.

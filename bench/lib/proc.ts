@@ -111,15 +111,23 @@ export interface TreeMemory {
   rssSum: number;
   /** Processes in the tree at the last sample. */
   processes: number;
+  /** Peak PSS of each process, by name (processes of one name summed), when a namer is given. */
+  byName: Record<string, number>;
 }
 
 /** Samples the memory of the trees under the roots every `everyMs` until stopped; the peaks. */
-export function sampleMemory(roots: () => number[], everyMs = 1000): { stop(): TreeMemory } {
-  const peak: TreeMemory = { pss: 0, filesOnce: 0, rssSum: 0, processes: 0 };
+export function sampleMemory(roots: () => number[], everyMs = 1000, nameOf?: (pid: number) => string): { stop(): TreeMemory } {
+  const peak: TreeMemory = { pss: 0, filesOnce: 0, rssSum: 0, processes: 0, byName: {} };
   const measure = () => {
     const pids = [...new Set(roots().flatMap((r) => tree(r)))];
     let pss = 0;
-    for (const pid of pids) pss += pssOf(pid);
+    const byName: Record<string, number> = {};
+    for (const pid of pids) {
+      const own = pssOf(pid);
+      pss += own;
+      if (nameOf) byName[nameOf(pid)] = (byName[nameOf(pid)] ?? 0) + own;
+    }
+    for (const [k, v] of Object.entries(byName)) peak.byName[k] = Math.max(peak.byName[k] ?? 0, v);
     const m = memoryOf(pids);
     peak.pss = Math.max(peak.pss, pss);
     peak.filesOnce = Math.max(peak.filesOnce, m.stack);
@@ -132,7 +140,7 @@ export function sampleMemory(roots: () => number[], everyMs = 1000): { stop(): T
     stop() {
       clearInterval(timer);
       measure();
-      return { ...peak };
+      return { ...peak, byName: { ...peak.byName } };
     },
   };
 }

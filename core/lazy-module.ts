@@ -1,0 +1,42 @@
+// A CommonJS module that another package requires eagerly, loaded only when first touched:
+// for dependencies of our dependencies that cost memory in every process and serve a feature
+// we never use (each caller says which).
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+
+/**
+ * Puts a stand-in for `id`, as `from` resolves it, into the module cache: `from`'s require gets
+ * an object that loads the real module on its first use and forwards everything to it.
+ */
+export function deferModule(from: string, id: string): void {
+  const req = createRequire(require.resolve(from));
+  const file = req.resolve(id);
+  if (require.cache[file]) return;
+  let real: object | undefined;
+  const load = (): object => {
+    if (!real) {
+      delete require.cache[file];
+      real = req(id) as object;
+    }
+    return real;
+  };
+  const exports = new Proxy(
+    {},
+    {
+      get: (_t, p) => Reflect.get(load(), p),
+      set: (_t, p, v) => Reflect.set(load(), p, v),
+      has: (_t, p) => Reflect.has(load(), p),
+      ownKeys: () => Reflect.ownKeys(load()),
+      getOwnPropertyDescriptor: (_t, p) => {
+        const d = Reflect.getOwnPropertyDescriptor(load(), p);
+        // The stand-in's own target lacks the property: a proxy may only report it as configurable.
+        return d && { ...d, configurable: true };
+      },
+    },
+  );
+  const Module = require('node:module') as new (id: string) => NodeJS.Module;
+  const stand = new Module(file);
+  Object.assign(stand, { filename: file, loaded: true, exports });
+  require.cache[file] = stand;
+}

@@ -1,0 +1,36 @@
+// deferModule: a package's eager require of another gets a stand-in that loads the real
+// module on first use and then behaves as it does (read, Object.assign, `in`).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { describe, expect, it } from 'vitest';
+import { deferModule } from '../../core/lazy-module.js';
+
+describe('deferModule', () => {
+  it('loads the module only when it is first used, then forwards to it', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pg-lazy-'));
+    fs.mkdirSync(path.join(dir, 'node_modules/heavy'), { recursive: true });
+    fs.writeFileSync(
+      path.join(dir, 'node_modules/heavy/index.js'),
+      'globalThis.__heavyLoads = (globalThis.__heavyLoads || 0) + 1; module.exports = { value: 42, twice(x) { return 2 * x; } };',
+    );
+    const parent = path.join(dir, 'parent.js');
+    fs.writeFileSync(parent, "module.exports = require('heavy');");
+    const g = globalThis as { __heavyLoads?: number };
+
+    deferModule(parent, 'heavy');
+    const got = createRequire(import.meta.url)(parent) as { value: number; twice(x: number): number };
+    expect(g.__heavyLoads).toBeUndefined();
+
+    expect(got.value).toBe(42);
+    expect(g.__heavyLoads).toBe(1);
+    expect('twice' in got).toBe(true);
+    const mixed = Object.assign({}, got);
+    expect(mixed.twice(3)).toBe(6);
+    // Later requires get the real module, loaded once.
+    expect(createRequire(parent)('heavy')).toEqual({ value: 42, twice: expect.any(Function) });
+    expect(g.__heavyLoads).toBe(1);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
