@@ -6,8 +6,10 @@
 //
 // For each: emails accepted/s (batches of 100 spread over the controls), delivered/s into a
 // loopback MX, and CPU ms per delivered message summed over every process that did the work
-// (postgate's processes, the PostgreSQL backends and redis-server: both servers run on this
-// machine, so their CPU is part of the cost). Then the session check (GET /api/v1/auth/session,
+// (postgate's processes; PostgreSQL's background processes and the backends connected to the
+// configuration's own database, read from pg_stat_activity, so other databases' clients on the
+// machine are not counted; redis-server: both servers run on this machine, so their CPU is part
+// of the cost). Then the session check (GET /api/v1/auth/session,
 // load from autocannon's CLI in its own process) on SQLite and on PostgreSQL+Redis, and the
 // sign-out propagation delay between two nodes (p50/p99).
 //
@@ -40,22 +42,47 @@ const log = (msg: string) => process.stderr.write(`[scale] ${msg}\n`);
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 
-/** CPU seconds (user + system) of the given pids, from /proc/<pid>/stat. */
-function cpuSeconds(pids: number[]): number {
-  let ticks = 0;
+/** CPU seconds (user + system) of each of the given pids, from /proc/<pid>/stat. */
+function cpuByPid(pids: number[]): Map<number, number> {
+  const out = new Map<number, number>();
   for (const pid of pids) {
     try {
       const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(f[11]) + Number(f[12]);
+      out.set(pid, (Number(f[11]) + Number(f[12])) / CLK_TCK);
     } catch {
       /* exited */
     }
   }
-  return ticks / CLK_TCK;
+  return out;
 }
 
-/** Every process of the named executables (the database and Redis servers on this machine). */
+/** CPU seconds spent between two readings: a process that started in between counts from its start. */
+function cpuBetween(before: Map<number, number>, after: Map<number, number>): number {
+  let s = 0;
+  for (const [pid, t] of after) s += t - (before.get(pid) ?? 0);
+  return s;
+}
+
+/**
+ * PostgreSQL's processes that work for this configuration: its background processes (WAL
+ * writer, checkpointer, autovacuum…) and the backends connected to `databaseUrl`'s database.
+ */
+async function postgresPids(databaseUrl: string): Promise<number[]> {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const r = await client.query<{ pid: number }>(
+      "SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND (datname = current_database() OR backend_type <> 'client backend')",
+    );
+    return r.rows.map((row) => row.pid);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Every process of the named executables (the Redis server on this machine). */
 function pidsNamed(...names: string[]): number[] {
   const out: number[] = [];
   for (const d of fs.readdirSync('/proc')) {
@@ -72,7 +99,10 @@ function pidsNamed(...names: string[]): number[] {
 interface Setup {
   name: string;
   nodes: Stack[];
-  servers: string[];
+  /** The configuration's database: its PostgreSQL processes are counted. */
+  databaseUrl?: string;
+  /** Counts redis-server's CPU. */
+  redis?: boolean;
   stop(): Promise<void>;
 }
 
@@ -95,8 +125,12 @@ async function sendLoad(setup: Setup, sink: Receiver): Promise<Figures> {
   // Delivery at full speed: the default pacing of unnamed domains (600/min, 10 connections) would measure the throttle.
   await setup.nodes[0]!.cli('throttle', 'set', '--provider', 'other', '--rate', '0', '--connections', '0');
   const before = sink.count();
-  const allPids = () => [...setup.nodes.flatMap((n) => tree(n.proc!.pid!)), ...pidsNamed(...setup.servers)];
-  const cpu0 = cpuSeconds(allPids());
+  const allPids = async () => [
+    ...setup.nodes.flatMap((n) => tree(n.proc!.pid!)),
+    ...(setup.databaseUrl ? await postgresPids(setup.databaseUrl) : []),
+    ...(setup.redis ? pidsNamed('redis-server') : []),
+  ];
+  const cpu0 = cpuByPid(await allPids());
   const t0 = performance.now();
   let next = 0;
   let accepted = 0;
@@ -117,7 +151,7 @@ async function sendLoad(setup: Setup, sink: Receiver): Promise<Figures> {
   while (sink.count() - before < accepted && Date.now() < until) await sleep(50);
   const deliverSec = (performance.now() - t0) / 1000;
   const delivered = sink.count() - before;
-  const cpu = cpuSeconds(allPids()) - cpu0;
+  const cpu = cpuBetween(cpu0, cpuByPid(await allPids()));
   if (delivered < accepted) log(`${setup.name}: only ${delivered} of ${accepted} delivered in 120 s`);
   return {
     name: setup.name,
@@ -193,7 +227,7 @@ async function main(): Promise<void> {
 
   const sqlite = await Stack.start({ env, config });
   try {
-    rows.push(await sendLoad({ name: 'SQLite 1+1', nodes: [sqlite], servers: [], stop: async () => {} }, sink));
+    rows.push(await sendLoad({ name: 'SQLite 1+1', nodes: [sqlite], stop: async () => {} }, sink));
     sessions['SQLite 1+1'] = await sessionRate(sqlite);
   } finally {
     await sqlite.stop();
@@ -202,7 +236,7 @@ async function main(): Promise<void> {
   const runCluster = async (name: string, count: number, redis: boolean, more: (c: Cluster) => Promise<void>) => {
     const c = await startCluster(count, { env, config, ...(redis ? {} : { redis: false }) });
     try {
-      rows.push(await sendLoad({ name, nodes: c.nodes, servers: redis ? ['postgres', 'redis-server'] : ['postgres'], stop: c.stop }, sink));
+      rows.push(await sendLoad({ name, nodes: c.nodes, databaseUrl: c.nodes[0]!.env.POSTGATE_DATABASE_URL, redis, stop: c.stop }, sink));
       await more(c);
     } finally {
       await c.stop();

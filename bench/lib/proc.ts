@@ -125,7 +125,8 @@ export function sampleMemory(roots: () => number[], everyMs = 1000, nameOf?: (pi
     for (const pid of pids) {
       const own = pssOf(pid);
       pss += own;
-      if (nameOf) byName[nameOf(pid)] = (byName[nameOf(pid)] ?? 0) + own;
+      // A process that exited between listing and reading has nothing to show.
+      if (nameOf && own) byName[nameOf(pid)] = (byName[nameOf(pid)] ?? 0) + own;
     }
     for (const [k, v] of Object.entries(byName)) peak.byName[k] = Math.max(peak.byName[k] ?? 0, v);
     const m = memoryOf(pids);
