@@ -15,7 +15,8 @@ export interface StatusRow {
   reached: string;
   from_addr: string;
   subject: string;
-  request: string;
+  /** The send request (JSON), or how to read it: only a webhook's payload needs it, and it holds the bodies. */
+  request: string | (() => string);
   created_at: number;
 }
 
@@ -60,7 +61,7 @@ export class StatusFanout {
   notify(emailId: string, projectId: string, status: string, at: number, event: Record<string, unknown>, row: StatusRow): void {
     const hooks = this.hooks.get(projectId, () => this.q.webhooks.all(projectId).map(toWebhook)).filter((w) => wantsEvent(w, status, event));
     if (!hooks.length) return;
-    const req = JSON.parse(row.request) as { to: string[]; tags: string[] };
+    const req = JSON.parse(typeof row.request === 'string' ? row.request : row.request()) as { to: string[]; tags: string[] };
     const payload = webhookPayload(
       { id: emailId, from: row.from_addr, to: req.to, subject: row.subject, tags: req.tags, createdAt: row.created_at },
       status,
