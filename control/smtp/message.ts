@@ -3,15 +3,8 @@
 // headers; bcc are the envelope recipients that To and Cc do not name; tags
 // and bulk come from X-Postgate-* headers, which are not passed on; the other
 // MIME parts are its attachments (name, type, inline Content-ID kept).
-import type { AddressObject, EmailAddress, ParsedMail } from 'mailparser';
-import { deferModule } from '../../core/lazy-module.js';
+import { simpleParser, type AddressObject, type EmailAddress, type ParsedMail } from 'mailparser';
 import { invalid } from '../../core/errors.js';
-
-// mailparser requires these when it loads, for the conversions between text and html that PARSE
-// turns off: about 2 MB of control's heap that no message needs.
-deferModule('mailparser/lib/mail-parser.js', 'html-to-text');
-deferModule('mailparser/lib/mail-parser.js', 'he');
-const { simpleParser } = await import('mailparser');
 import { canonical } from '../../common/address.js';
 
 /** Parsing options: no conversions between text and html (the request keeps what was sent). */
