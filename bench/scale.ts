@@ -24,6 +24,7 @@ import { startCluster, type Cluster } from '../test/helpers/cluster.js';
 import { startDnsServer } from '../test/helpers/dns-server.js';
 import { Stack, sleep, type Project } from '../test/helpers/stack.js';
 import { tree } from './lib/rss.js';
+import { cpuOf } from './lib/proc.js';
 import { startReceiver, type Receiver } from './lib/receiver.js';
 import { prepare } from './lib/prepare.js';
 import { writeResult } from './lib/results.js';
@@ -37,25 +38,12 @@ const BATCH = 100;
 const CONCURRENCY = 4;
 const SESSION_SECONDS = 10;
 const PROPAGATION_SAMPLES = 40;
-const CLK_TCK = 100;
 const log = (msg: string) => process.stderr.write(`[scale] ${msg}\n`);
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 
-/** CPU seconds (user + system) of each of the given pids, from /proc/<pid>/stat. */
-function cpuByPid(pids: number[]): Map<number, number> {
-  const out = new Map<number, number>();
-  for (const pid of pids) {
-    try {
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(pid, (Number(f[11]) + Number(f[12])) / CLK_TCK);
-    } catch {
-      /* exited */
-    }
-  }
-  return out;
-}
+/** CPU seconds (user + system) of each of the given pids (bench/lib/proc.ts reads /proc). */
+const cpuByPid = (pids: number[]): Map<number, number> => new Map(pids.map((pid) => [pid, cpuOf(pid).self / 1000]));
 
 /** CPU seconds spent between two readings: a process that started in between counts from its start. */
 function cpuBetween(before: Map<number, number>, after: Map<number, number>): number {

@@ -55,9 +55,9 @@ export function redisTarget(url: string): string {
 
 const reason = (err: unknown): string => (err instanceof Error ? err.message : String(err)).slice(0, 200);
 
-/** `quiet`: a second connection, whose comings and goings the first one already reports (at debug level only). */
 const require = createRequire(import.meta.url);
 
+/** `quiet`: a second connection, whose comings and goings the first one already reports (at debug level only). */
 export function connectRedis(settings: RedisSettings, log: Logger, purpose = 'commands', quiet = false): RedisLink {
   const target = redisTarget(settings.redisUrl);
   // Loaded on the first connection: a node without Redis never loads the client (memory).

@@ -21,7 +21,14 @@ function privateKeyOf(pem, parse) {
   }
   return key;
 }
-const pemKey = (pem) => crypto.createPrivateKey({ key: typeof pem === 'string' ? Buffer.from(pem) : pem, format: 'pem' });
+/** The key of a PEM; null for anything else (mailauth also takes a raw ed25519 key). */
+const pemKey = (pem) => {
+  try {
+    return crypto.createPrivateKey({ key: typeof pem === 'string' ? Buffer.from(pem) : pem, format: 'pem' });
+  } catch {
+    return null;
+  }
+};
 // Over-signing: From, Subject and To are named once more in h= than they occur. A missing
 // header counts as empty (RFC 6376 §5.4.2), so a header of that name added after signing (a
 // second From that a receiver might display) breaks the signature.
@@ -84,14 +91,8 @@ async function sign(raw, key) {
   // A message in memory: our own signer (dkim-relaxed.cjs): the same canonicalization without mailauth's stream parser.
   if (Buffer.isBuffer(raw)) {
     try {
-      // A PEM that is not one (mailauth also takes a raw ed25519 key) goes to mailauth below.
-      const privateKey = privateKeyOf(key.privateKeyPem, (pem) => {
-        try {
-          return pemKey(pem);
-        } catch {
-          return null;
-        }
-      });
+      // Not a PEM, or not RSA: mailauth below.
+      const privateKey = privateKeyOf(key.privateKeyPem, pemKey);
       if (privateKey?.asymmetricKeyType === 'rsa')
         return { signatures: signRelaxed(raw, { domain: key.domain, selector: key.selector, privateKey, headerList: SIGNED_HEADERS, overSign: OVERSIGNED }) };
     } catch (err) {

@@ -19,10 +19,9 @@ export class SqliteDeliveryLog implements DeliveryLog {
     this.q = {
       cursor: db.prepare('SELECT seq FROM gateway_cursors WHERE gateway = ?').pluck(),
       setCursor: db.prepare('INSERT INTO gateway_cursors (gateway, seq) VALUES (?, ?) ON CONFLICT(gateway) DO UPDATE SET seq = excluded.seq'),
-      // What the status machine and the webhooks need of the email, read once per event. The request (with
-      // the bodies) is read only for an event a webhook wants.
+      // What the status machine and the webhooks need of the email, read once per event (the request, with
+      // the bodies, only by the fanout for an event a webhook wants).
       email: db.prepare('SELECT project_id, status, bulk, reached, from_addr, subject, created_at FROM emails WHERE id = ?'),
-      request: db.prepare('SELECT request FROM emails WHERE id = ?').pluck(),
       recipients: db.prepare(RECIPIENTS_SQL),
       insertEvent: db.prepare('INSERT OR IGNORE INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES (?, ?, ?, ?, ?, ?, ?)'),
       setEmailStatus: db.prepare('UPDATE emails SET status = ?, updated_at = ?, reached = ? WHERE id = ?'),
@@ -49,7 +48,6 @@ export class SqliteDeliveryLog implements DeliveryLog {
         last = Math.max(last, ev.seq);
         const email = this.q.email.get(ev.emailId) as (StatusRow & { project_id: string; status: string; bulk: number }) | undefined;
         if (!email) continue;
-        email.request = () => this.q.request.get(ev.emailId) as string;
         const projectId = email.project_id;
         const recipients = this.q.recipients.all(ev.emailId) as Array<{ address: string; status: string }>;
         if (ev.recipientIndex !== undefined && !ev.recipient) {

@@ -15,8 +15,8 @@ export interface StatusRow {
   reached: string;
   from_addr: string;
   subject: string;
-  /** The send request (JSON), or how to read it: only a webhook's payload needs it, and it holds the bodies. */
-  request: string | (() => string);
+  /** The send request (JSON) when the caller has it; else notify() reads it, only for an event a webhook wants (it holds the bodies). */
+  request?: string;
   created_at: number;
 }
 
@@ -29,7 +29,8 @@ export class StatusFanout {
     private readonly hooks: ProjectCache<WebhookRow[]>,
   ) {
     this.q = {
-      emailForStatus: db.prepare('SELECT reached, from_addr, subject, request, created_at FROM emails WHERE id = ?'),
+      emailForStatus: db.prepare('SELECT reached, from_addr, subject, created_at FROM emails WHERE id = ?'),
+      request: db.prepare('SELECT request FROM emails WHERE id = ?').pluck(),
       setReached: db.prepare('UPDATE emails SET reached = ? WHERE id = ?'),
       webhooks: db.prepare('SELECT * FROM webhooks WHERE project_id = ? ORDER BY created_at, id'),
       insertDelivery: db.prepare(`INSERT INTO webhook_deliveries (id, webhook_id, project_id, payload, attempt, next_attempt_at, status, created_at)
@@ -61,7 +62,7 @@ export class StatusFanout {
   notify(emailId: string, projectId: string, status: string, at: number, event: Record<string, unknown>, row: StatusRow): void {
     const hooks = this.hooks.get(projectId, () => this.q.webhooks.all(projectId).map(toWebhook)).filter((w) => wantsEvent(w, status, event));
     if (!hooks.length) return;
-    const req = JSON.parse(typeof row.request === 'string' ? row.request : row.request()) as { to: string[]; tags: string[] };
+    const req = JSON.parse(row.request ?? (this.q.request.get(emailId) as string)) as { to: string[]; tags: string[] };
     const payload = webhookPayload(
       { id: emailId, from: row.from_addr, to: req.to, subject: row.subject, tags: req.tags, createdAt: row.created_at },
       status,
