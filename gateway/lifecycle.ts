@@ -3,7 +3,7 @@
 // serves gRPC. Stops it again at shutdown, after in-flight deliveries drain.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Enqueuer, recoverPending, type QueueFn } from './enqueue.js';
-import { queueFiles, queuedEmailIds } from './queue-scan.js';
+import { queueFiles, queuedEmailIds, removeFinished } from './queue-scan.js';
 import { startRpc } from './grpc-server.js';
 import { gatewayRuntime } from './runtime.js';
 import { clearDirs, sweep } from './spool.js';
@@ -36,11 +36,14 @@ export async function startGatewayService(opts: GatewayServiceOptions): Promise<
 
   // Haraka has not loaded its queue yet, so the files seen here are exactly what it will send.
   await recoverPending(outbox, findQueued, log);
+  await removeFinished(outbox, paths.queueDir, log);
   // Half-built messages and spool files of a crashed run: their queue files (if any) hold the messages.
   await clearDirs(paths.buildDir, paths.spoolDir);
   const pruneIds = () =>
     Promise.all([
       outbox.pruneEnqueued(Date.now() - IDEMPOTENCY_WINDOW_MS).catch((err) => log.error({ err }, 'pruning enqueued ids failed')),
+      // Haraka deletes a finished file right after its record: an hour-old record names no file.
+      outbox.pruneFinished(Date.now() - 3600_000).catch((err) => log.error({ err }, 'pruning finished files failed')),
       // What a failed queueing left in Haraka's spool dir (a queued message's file is removed at once).
       sweep(paths.spoolDir, 3600_000).catch((err) => log.error({ err }, 'sweeping the spool dir failed')),
     ]);

@@ -5,6 +5,8 @@
 // files it gave up reading.
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import type { Logger } from '../core/log.js';
+import type { Outbox } from './outbox/outbox.js';
 
 const isQueueFile = (name: string) => !name.startsWith('__tmp__.') && !name.startsWith('error.');
 
@@ -17,7 +19,8 @@ export async function queueFiles(queueDir: string): Promise<string[]> {
   }
 }
 
-async function emailIdOf(file: string): Promise<string | undefined> {
+/** The Enqueue key a queue file carries; undefined when it is unreadable. */
+export async function enqueueKeyOf(file: string): Promise<string | undefined> {
   const fh = await fs.open(file, 'r');
   try {
     const len = Buffer.alloc(4);
@@ -39,8 +42,31 @@ export async function queuedEmailIds(queueDir: string, wanted: ReadonlySet<strin
   const found = new Set<string>();
   if (!wanted.size) return found;
   for (const name of await queueFiles(queueDir)) {
-    const id = await emailIdOf(path.join(queueDir, name)).catch(() => undefined);
+    const id = await enqueueKeyOf(path.join(queueDir, name)).catch(() => undefined);
     if (id !== undefined && wanted.has(id)) found.add(id);
   }
   return found;
+}
+
+/**
+ * Removes queue files whose delivery is already recorded as over (Outbox.appendEvents'
+ * `finished`) but which a crash kept Haraka from deleting: loaded, they would be sent again.
+ * Runs at start, before Haraka loads its queue dir.
+ */
+export async function removeFinished(outbox: Outbox, queueDir: string, log: Logger): Promise<void> {
+  const files = await outbox.finishedFiles();
+  if (!files.length) return;
+  let removed = 0;
+  for (const name of files) {
+    // Names come from Haraka's own queue file names; never let one reach outside the dir.
+    if (path.basename(name) !== name) continue;
+    try {
+      await fs.unlink(path.join(queueDir, name));
+      removed++;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  await outbox.forgetFinished(files);
+  if (removed) log.warn({ removed }, 'removed queue files already delivered before a crash');
 }

@@ -27,8 +27,8 @@ export interface GatewayRuntime extends GatewayContext {
   pacer: Pacer;
   /** Writes warm-up counters not yet saved, to the outbox and to Redis, and closes Redis (at shutdown). */
   flushUsage(): Promise<void>;
-  /** Appends events durably, then wakes the Events streams. */
-  record(events: readonly NewDeliveryEvent[]): Promise<DeliveryEventRow[]>;
+  /** Appends events durably, then wakes the Events streams. `finished`: queue files they close (Outbox.appendEvents). */
+  record(events: readonly NewDeliveryEvent[], finished?: readonly string[]): Promise<DeliveryEventRow[]>;
 }
 
 let context: GatewayContext | undefined;
@@ -84,8 +84,11 @@ async function open(): Promise<GatewayRuntime> {
       await saveUsage();
       await redis?.close();
     },
-    async record(events) {
-      const rows = await outbox.appendEvents(events.filter((e) => e.emailId));
+    async record(events, finished) {
+      const rows = await outbox.appendEvents(
+        events.filter((e) => e.emailId),
+        finished,
+      );
       if (rows.length) feed.published(rows[rows.length - 1]!.seq);
       return rows;
     },

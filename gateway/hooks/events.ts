@@ -1,6 +1,8 @@
 // Outbound hooks that turn delivery progress into outbox events. Each hook writes
 // its events durably before it lets Haraka go on (and, for delivered, before Haraka
-// deletes the queue file), so an event is never lost to a crash.
+// deletes the queue file), so an event is never lost to a crash. A delivered or bounced
+// queue file is recorded as finished in the same transaction: a crash before Haraka
+// deletes it cannot send it again (removeFinished at start).
 import constants from 'haraka-constants';
 import { clock } from '../../core/clock.js';
 import type { BounceError, DeferredParams, DeliveredParams, HarakaOutbound, HMailItem, Next } from '../haraka.js';
@@ -24,8 +26,8 @@ export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> 
   const { retryDelays, rejectRetryDelays } = rt.config.delivery;
 
   /** Records, logging (not throwing) a failure: the outcome already happened. */
-  const record = (hmail: HMailItem, events: Parameters<typeof rt.record>[0]) =>
-    rt.record(events).then(
+  const record = (hmail: HMailItem, events: Parameters<typeof rt.record>[0], closesFile = false) =>
+    rt.record(events, closesFile ? [hmail.filename] : []).then(
       () => undefined,
       (err) => log.error({ err, emailId: hmail.todo.notes.email_id, types: [...new Set(events.map((e) => e.type))] }, 'could not record events'),
     );
@@ -47,7 +49,10 @@ export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> 
       );
     },
     delivered(next, hmail, params) {
-      void record(hmail, sentEvents(hmail, params, clock.now())).finally(() => {
+      // Recipients that failed were split off into a file of their own, which may not be written yet:
+      // this file is finished only when every recipient in it was accepted.
+      const all = params[6].length >= hmail.todo.rcpt_to.length;
+      void record(hmail, sentEvents(hmail, params, clock.now()), all).finally(() => {
         finished(hmail);
         next();
       });
@@ -82,8 +87,9 @@ export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> 
           (e) => log.error({ err: e, emailId: hmail.todo.notes.email_id }, 'could not schedule the retry of a rejected message'),
         );
       }
+      // Haraka deletes this file once we answer (its recipients are bounced, or requeued just above).
       void requeued
-        .then(() => record(hmail, events))
+        .then(() => record(hmail, events, true))
         .finally(() => {
           finished(hmail);
           // OK: no DSN to the sender; control reports bounces through events and webhooks.

@@ -1,7 +1,8 @@
 // The gateway's own store (its SQLite file, separate from control's): the event
 // outbox that control drains over gRPC, the ids Haraka has queued, which make
 // Enqueue idempotent across retries and crashes, and the warm-up usage counters
-// of pacing. All of the gateway's SQL is here.
+// of pacing, and the queue files whose delivery is over (so a crash before Haraka
+// removes one cannot send it again). All of the gateway's SQL is here.
 import { openDatabase, type Db, type Migration } from '../../core/sqlite/open.js';
 import { GroupWriter } from '../../core/sqlite/group-writer.js';
 
@@ -103,6 +104,18 @@ const migrations: Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    id: '0003_finished',
+    sql: `
+      -- Haraka queue files whose outcome is recorded (delivered, or bounced for good), written in
+      -- the events' transaction: Haraka removes the file right after, and a file still there at
+      -- start (a crash in between) is removed instead of being delivered again.
+      CREATE TABLE finished (
+        file TEXT PRIMARY KEY,
+        at_ms INTEGER NOT NULL
+      ) WITHOUT ROWID;
+    `,
+  },
 ];
 
 interface EventRecord {
@@ -164,6 +177,10 @@ function prepare(db: Db) {
     forget: db.prepare('DELETE FROM enqueued WHERE email_id = ?'),
     pendingIds: db.prepare("SELECT email_id FROM enqueued WHERE state = 'pending'").pluck(),
     pruneQueued: db.prepare("DELETE FROM enqueued WHERE state = 'queued' AND updated_ms < ?"),
+    insertFinished: db.prepare('INSERT OR IGNORE INTO finished (file, at_ms) VALUES (?, ?)'),
+    finishedFiles: db.prepare('SELECT file FROM finished').pluck(),
+    forgetFinished: db.prepare('DELETE FROM finished WHERE file = ?'),
+    pruneFinished: db.prepare('DELETE FROM finished WHERE at_ms < ?'),
   };
 }
 
@@ -190,9 +207,10 @@ export class Outbox {
    * with their seq. An email that has events was certainly queued by Haraka, so a
    * 'pending' enqueue row flips to 'queued' in the same transaction: after that,
    * even pruned events cannot make a crash recovery forget it.
+   * `finished`: queue files these events close for good, recorded in the same transaction.
    */
-  appendEvents(events: readonly NewDeliveryEvent[]): Promise<DeliveryEventRow[]> {
-    if (!events.length) return Promise.resolve([]);
+  appendEvents(events: readonly NewDeliveryEvent[], finished: readonly string[] = []): Promise<DeliveryEventRow[]> {
+    if (!events.length && !finished.length) return Promise.resolve([]);
     return this.writer.run(() => {
       const now = Date.now();
       const rows: DeliveryEventRow[] = [];
@@ -218,6 +236,7 @@ export class Outbox {
         ids.add(e.emailId);
       }
       for (const id of ids) this.stmt.setQueued.run(now, id);
+      for (const file of finished) this.stmt.insertFinished.run(file, now);
       return rows;
     });
   }
@@ -282,6 +301,22 @@ export class Outbox {
   /** Forgets queued ids older than the idempotency window. */
   pruneEnqueued(olderThanMs: number): Promise<number> {
     return this.writer.run(() => this.stmt.pruneQueued.run(olderThanMs).changes);
+  }
+
+  /** Queue files recorded as finished (appendEvents) that Haraka may not have removed yet. */
+  async finishedFiles(): Promise<string[]> {
+    return this.stmt.finishedFiles.all() as string[];
+  }
+
+  forgetFinished(files: readonly string[]): Promise<void> {
+    return this.writer.run(() => {
+      for (const f of files) this.stmt.forgetFinished.run(f);
+    });
+  }
+
+  /** Forgets finished files recorded before `olderThanMs`: Haraka removed them long ago. */
+  pruneFinished(olderThanMs: number): Promise<number> {
+    return this.writer.run(() => this.stmt.pruneFinished.run(olderThanMs).changes);
   }
 
   /** Adds to the warm-up counters (in the same group commit as the events of that moment). */

@@ -21,6 +21,7 @@ import {
   type QueueStatsResponse,
 } from '../../proto/gen/postgate/gateway/v1/gateway_pb.js';
 import { Outbox } from '../../gateway/outbox/outbox.js';
+import { enqueueKeyOf, queueFiles } from '../../gateway/queue-scan.js';
 import { CONTRACT } from '../../proto/contract.js';
 import { eventTypeName } from '../../proto/events.js';
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
@@ -289,10 +290,12 @@ describe('gateway process', () => {
     // Mail in mid-session (DATA answer held back) and mail waiting for a retry.
     sink.setBehaviour('slow@ok.test', { dataDelayMs: 2500 });
     sink.setBehaviour('stuck@ok.test', { rcpt: Array(1000).fill(replies.greylisted) });
+    sink.setBehaviour('done@ok.test', { rcpt: Array(1000).fill(replies.greylisted) });
     const slow = ['em_c1', 'em_c2', 'em_c3'].map((id) => message(id, ['slow@ok.test']));
     const stuck = message('em_x1', ['stuck@ok.test']);
-    for (const r of await enqueue(gw.client, ...slow, stuck)) expect(r).toMatchObject({ duplicate: false, error: '' });
-    await feed.until(() => feed.of('em_x1').some((e) => e.type === 'deferred') && sink.attempts('slow@ok.test') >= 3);
+    const done = message('em_f1', ['done@ok.test']);
+    for (const r of await enqueue(gw.client, ...slow, stuck, done)) expect(r).toMatchObject({ duplicate: false, error: '' });
+    await feed.until(() => ['em_x1', 'em_f1'].every((id) => feed.of(id).some((e) => e.type === 'deferred')) && sink.attempts('slow@ok.test') >= 3);
     feed.stop();
     expect(await stopGateway(gw, 'SIGKILL')).toBe(null);
 
@@ -304,16 +307,28 @@ describe('gateway process', () => {
     expect(await outbox.beginEnqueue('em_x1')).toBeUndefined();
     expect(await outbox.beginEnqueue('em_y1')).toBeUndefined();
     expect(await outbox.getEnqueueState('em_c1')).toBe('queued');
+    // And the window of delivery: em_f1's outcome recorded, the crash before Haraka removed its file.
+    const queueDir = path.join(dataDir, 'gateway', 'queue');
+    const files = await queueFiles(queueDir);
+    const keys = await Promise.all(files.map((f) => enqueueKeyOf(path.join(queueDir, f))));
+    const doneFile = files[keys.indexOf('em_f1')]!;
+    expect(doneFile).toBeDefined();
+    await outbox.appendEvents([], [doneFile]);
     outbox.close();
 
     sink.setBehaviour('slow@ok.test', {});
     sink.setBehaviour('stuck@ok.test', {});
+    sink.setBehaviour('done@ok.test', {});
+    const doneAttempts = sink.attempts('done@ok.test');
     const sentBefore = new Set(feed.events.filter((e) => e.type === 'sent').map((e) => e.emailId));
     gw = await startGateway(env);
     feed = follow(gw.client, 0n);
     // Settled from Haraka's queue files at start, before Haraka loaded them.
     const recovery = gw.log.map((l) => JSON.parse(l) as Record<string, unknown>).find((r) => r.msg === 'resolved enqueues interrupted by a crash');
     expect(recovery).toMatchObject({ queued: 1, notQueued: 1 });
+    const removed = gw.log.map((l) => JSON.parse(l) as Record<string, unknown>).find((r) => r.msg === 'removed queue files already delivered before a crash');
+    expect(removed).toMatchObject({ removed: 1 });
+    expect(fs.existsSync(path.join(queueDir, doneFile))).toBe(false);
 
     const again = await enqueue(gw.client, ...slow, stuck, message('em_y1', ['fresh@ok.test']));
     expect(again.map((r) => [r.emailId, r.duplicate, r.error])).toEqual([
@@ -331,6 +346,9 @@ describe('gateway process', () => {
     await sleep(1500);
     expect(sink.messages.filter((m) => m.emailId === 'em_x1')).toHaveLength(1);
     expect(sink.messages.filter((m) => m.emailId === 'em_y1')).toHaveLength(1);
+    // Its delivery was recorded: the file the crash left is not sent again.
+    expect(sink.messages.filter((m) => m.emailId === 'em_f1')).toHaveLength(0);
+    expect(sink.attempts('done@ok.test')).toBe(doneAttempts);
     // Events written before the crash were kept and streamed again from the outbox.
     expect(feed.of('em_x1').filter((e) => e.type === 'deferred').length).toBeGreaterThan(0);
   }, 60_000);
