@@ -59,7 +59,11 @@ export class Stack {
       env.POSTGATE_CONFIG = file;
     }
     const stack = new Stack(`http://127.0.0.1:${http}`, dataDir, env);
-    await stack.boot();
+    // One that never became ready is stopped here: no caller holds it to stop it later.
+    await stack.boot().catch(async (err) => {
+      await stack.stop();
+      throw err;
+    });
     return stack;
   }
 

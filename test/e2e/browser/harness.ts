@@ -21,6 +21,15 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../.
 export const SHOTS = path.join(root, 'test-results', 'browser');
 export const INBOX = 'inbox.test';
 
+/**
+ * Waits for every start, then throws the first failure. With Promise.all a failure would leave the
+ * others running unassigned, so afterAll could not stop them (a stack kept running after the file).
+ */
+export async function allStarted(starts: Array<Promise<unknown>>): Promise<void> {
+  const failed = (await Promise.allSettled(starts)).find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
 export function launch(): Promise<Browser> {
   return chromium.launch({
     executablePath: '/usr/bin/chromium',

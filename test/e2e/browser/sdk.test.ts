@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { PostgateClient, PostgateError } from '../../../auth/sdk/src/index.js';
-import { allowOrigin, codeFor, INBOX, launch, shot, startDemoApp, startEnv, type DemoApp, type Env } from './harness.js';
+import { allowOrigin, allStarted, codeFor, INBOX, launch, shot, startDemoApp, startEnv, type DemoApp, type Env } from './harness.js';
 import { setClock, signedWidget, TEST_BOT } from '../auth/setup.js';
 import { statusOf, type ErrorCode } from '../../../core/errors.js';
 import { startSmsGateway, type SmsGateway } from '../auth/peers.js';
@@ -23,7 +23,7 @@ let browser: Browser;
 let sms: SmsGateway;
 
 beforeAll(async () => {
-  [env, browser, sms] = await Promise.all([startEnv('sdkapp'), launch(), startSmsGateway()]);
+  await allStarted([startEnv('sdkapp').then((e) => (env = e)), launch().then((b) => (browser = b)), startSmsGateway().then((g) => (sms = g))]);
   [app, stranger] = await Promise.all([startDemoApp(env), startDemoApp(env)]);
   await allowOrigin(env, app.origin);
 });

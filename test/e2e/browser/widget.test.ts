@@ -4,7 +4,7 @@
 // a receiving MX; OAuth goes through oidc-provider standing in for Google.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Frame, FrameLocator, Page } from 'playwright-core';
-import { allowOrigin, codeFor, INBOX, launch, settled, shot, startDemoApp, startEnv, type DemoApp, type Env } from './harness.js';
+import { allowOrigin, allStarted, codeFor, INBOX, launch, settled, shot, startDemoApp, startEnv, type DemoApp, type Env } from './harness.js';
 import { setClock } from '../auth/setup.js';
 
 let env: Env;
@@ -13,7 +13,7 @@ let evil: DemoApp;
 let browser: Browser;
 
 beforeAll(async () => {
-  [env, browser] = await Promise.all([startEnv('acme'), launch()]);
+  await allStarted([startEnv('acme').then((e) => (env = e)), launch().then((b) => (browser = b))]);
   app = await startDemoApp(env);
   // The evil app (not allowed) points at the good app's callback, so only the framing rule stands in its way.
   evil = await startDemoApp(env, { redirectOrigin: app.origin });
