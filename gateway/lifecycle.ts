@@ -10,6 +10,8 @@ import { clearDirs, sweep } from './spool.js';
 
 /** How long a queued id stays known, so a late retry of its Enqueue is still a duplicate. */
 const IDEMPOTENCY_WINDOW_MS = 7 * 24 * 3600_000;
+/** How long a finished queue file stays recorded (Outbox.appendEvents' `finished`). */
+const FINISHED_KEPT_MS = 60_000;
 /**
  * Longest waits at shutdown for unary calls, then for SMTP sessions under way (a cut
  * session is re-sent at restart). Together under the supervisor's 15 s before SIGKILL.
@@ -42,13 +44,15 @@ export async function startGatewayService(opts: GatewayServiceOptions): Promise<
   const pruneIds = () =>
     Promise.all([
       outbox.pruneEnqueued(Date.now() - IDEMPOTENCY_WINDOW_MS).catch((err) => log.error({ err }, 'pruning enqueued ids failed')),
-      // Haraka deletes a finished file right after its record: an hour-old record names no file.
-      outbox.pruneFinished(Date.now() - 3600_000).catch((err) => log.error({ err }, 'pruning finished files failed')),
       // What a failed queueing left in Haraka's spool dir (a queued message's file is removed at once).
       sweep(paths.spoolDir, 3600_000).catch((err) => log.error({ err }, 'sweeping the spool dir failed')),
     ]);
   await pruneIds();
   const pruneTimer = setInterval(pruneIds, 3600_000).unref();
+  // Haraka deletes a finished file within milliseconds of its record: a minute-old record names no
+  // file any more. Forgotten every minute, so the table holds about a minute of deliveries.
+  const pruneFinished = () => outbox.pruneFinished(Date.now() - FINISHED_KEPT_MS).catch((err) => log.error({ err }, 'pruning finished files failed'));
+  const finishedTimer = setInterval(pruneFinished, FINISHED_KEPT_MS).unref();
 
   const enqueuer = new Enqueuer(outbox, opts.queue, findQueued, opts.queueLoaded, log, { build: paths.buildDir, spool: paths.spoolDir });
   const rpc = await startRpc(rt, enqueuer, async () => (await queueFiles(paths.queueDir)).length);
@@ -57,6 +61,7 @@ export async function startGatewayService(opts: GatewayServiceOptions): Promise<
   return {
     async shutdown() {
       clearInterval(pruneTimer);
+      clearInterval(finishedTimer);
       await rpc.shutdown(RPC_GRACE_MS);
       const until = Date.now() + DRAIN_MS;
       while (rt.attempts.size && Date.now() < until) await sleep(100);
