@@ -1,6 +1,6 @@
 // `node --import tsx bench/sqlite-insert.ts`: the CPU an accepted email costs in SQLite, as the
 // group writer writes it (one transaction per group of 32, a savepoint per email; the email,
-// recipient and event rows of the real schema), with the statement journal of the savepoints in
+// request, recipient and event rows of the real schema), with the statement journal of the savepoints in
 // a temporary file (SQLite's default) and in memory (what core/sqlite/open.ts sets), in one run.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -23,8 +23,9 @@ function run(tempStore: 'FILE' | 'MEMORY', savepoints: boolean): number {
     db.pragma(`temp_store = ${tempStore}`);
     db.prepare("INSERT INTO projects (id, slug, name, created_at) VALUES ('p1', 'p', 'P', 0)").run();
     const email =
-      db.prepare(`INSERT INTO emails (id, project_id, status, from_addr, subject, bulk, request, error, error_code, created_at, updated_at, reached, system, scheduled_at)
-      VALUES (?, 'p1', 'queued', 'bench@bench.test', 'Benchmark', 0, ?, NULL, NULL, ?, ?, 'queued', 0, NULL)`);
+      db.prepare(`INSERT INTO emails (id, project_id, status, from_addr, subject, bulk, error, error_code, created_at, updated_at, reached, system, scheduled_at)
+      VALUES (?, 'p1', 'queued', 'bench@bench.test', 'Benchmark', 0, NULL, NULL, ?, ?, 'queued', 0, NULL)`);
+    const emailRequest = db.prepare('INSERT INTO email_requests (email_id, request) VALUES (?, ?)');
     const recipient = db.prepare(
       "INSERT OR IGNORE INTO email_recipients (email_id, address, kind, status, updated_at, position) VALUES (?, 'r@ok.test', 'to', 'queued', ?, 0)",
     );
@@ -38,7 +39,8 @@ function run(tempStore: 'FILE' | 'MEMORY', savepoints: boolean): number {
           const now = Date.now();
           const id = uuidv7(now);
           if (savepoints) savepoint.run();
-          email.run(id, request, now, now);
+          email.run(id, now, now);
+          emailRequest.run(id, request);
           recipient.run(id, now);
           event.run(id, now);
           if (savepoints) release.run();

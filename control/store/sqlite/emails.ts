@@ -7,7 +7,7 @@ import { judgeBulk, judgeQuota, refusalError, subjectHash, type BulkRules, type 
 import type { Acceptance, AcceptGuards, EmailOwner, EmailQuery, EmailRow, Emails, NewEmail, PendingEmail, ScheduleChange, StoredEmail } from '../index.js';
 import type { DayTallies } from './tallies.js';
 import type { StatusFanout, StatusRow } from './status-fanout.js';
-import { RECIPIENTS_SQL, releasedEmail, toEmail, toRecipient } from './rows.js';
+import { EMAIL_COLUMNS, RECIPIENTS_SQL, releasedEmail, toEmail, toRecipient } from './rows.js';
 
 export class SqliteEmails implements Emails {
   private readonly q;
@@ -20,16 +20,17 @@ export class SqliteEmails implements Emails {
   ) {
     this.q = {
       insert:
-        db.prepare(`INSERT INTO emails (id, project_id, status, from_addr, subject, bulk, request, error, error_code, created_at, updated_at, reached, system, scheduled_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+        db.prepare(`INSERT INTO emails (id, project_id, status, from_addr, subject, bulk, error, error_code, created_at, updated_at, reached, system, scheduled_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      insertRequest: db.prepare('INSERT INTO email_requests (email_id, request) VALUES (?, ?)'),
       insertRecipient: db.prepare('INSERT OR IGNORE INTO email_recipients (email_id, address, kind, status, updated_at, position) VALUES (?, ?, ?, ?, ?, ?)'),
       insertAttachment: db.prepare('INSERT INTO email_attachments (email_id, position, size, content) VALUES (?, ?, ?, ?)'),
       attachments: db.prepare('SELECT content FROM email_attachments WHERE email_id = ? ORDER BY position').pluck(),
       insertEvent: db.prepare('INSERT OR IGNORE INTO email_events (email_id, type, recipient, attempt, at, details) VALUES (?, ?, ?, ?, ?, ?)'),
       insertEventKeyed: db.prepare('INSERT OR IGNORE INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES (?, ?, ?, ?, ?, ?, ?)'),
       setHeld: db.prepare('UPDATE emails SET held = ? WHERE id = ?'),
-      email: db.prepare('SELECT * FROM emails WHERE id = ? AND project_id = ?'),
-      byId: db.prepare('SELECT * FROM emails WHERE id = ?'),
+      email: db.prepare(`SELECT ${EMAIL_COLUMNS} FROM emails WHERE id = ? AND project_id = ?`),
+      byId: db.prepare(`SELECT ${EMAIL_COLUMNS} FROM emails WHERE id = ?`),
       due: db.prepare("SELECT id, project_id FROM emails WHERE status = 'scheduled' AND scheduled_at <= ? ORDER BY scheduled_at LIMIT ?"),
       setStatus: db.prepare('UPDATE emails SET status = ?, error = ?, error_code = ?, updated_at = ? WHERE id = ?'),
       setRecipients: db.prepare("UPDATE email_recipients SET status = ?, updated_at = ? WHERE email_id = ? AND status = 'queued'"),
@@ -37,13 +38,15 @@ export class SqliteEmails implements Emails {
       recipients: db.prepare(RECIPIENTS_SQL),
       recipientAt: db.prepare('SELECT address FROM email_recipients WHERE email_id = ? AND position = ?').pluck(),
       events: db.prepare('SELECT type, recipient, attempt, at, details FROM email_events WHERE email_id = ? ORDER BY id'),
-      undispatched: db.prepare("SELECT * FROM emails WHERE dispatched_at IS NULL AND status = 'queued' AND held IS NULL ORDER BY created_at LIMIT ?"),
+      undispatched: db.prepare(
+        `SELECT ${EMAIL_COLUMNS} FROM emails WHERE dispatched_at IS NULL AND status = 'queued' AND held IS NULL ORDER BY created_at LIMIT ?`,
+      ),
       undispatchedOf: db.prepare(
-        "SELECT * FROM emails WHERE dispatched_at IS NULL AND status = 'queued' AND held IS NULL AND project_id = ? ORDER BY created_at LIMIT ?",
+        `SELECT ${EMAIL_COLUMNS} FROM emails WHERE dispatched_at IS NULL AND status = 'queued' AND held IS NULL AND project_id = ? ORDER BY created_at LIMIT ?`,
       ),
       markDispatched: db.prepare('UPDATE emails SET dispatched_at = ? WHERE id = ?'),
-      systemRequest: db.prepare('SELECT request FROM emails WHERE id = ? AND system = 1').pluck(),
-      setRequest: db.prepare('UPDATE emails SET request = ? WHERE id = ?'),
+      systemRequest: db.prepare('SELECT r.request FROM email_requests r JOIN emails e ON e.id = r.email_id WHERE r.email_id = ? AND e.system = 1').pluck(),
+      setRequest: db.prepare('UPDATE email_requests SET request = ? WHERE email_id = ?'),
       owner: db.prepare('SELECT e.id, e.project_id, e.bulk, p.name AS project_name FROM emails e JOIN projects p ON p.id = e.project_id WHERE e.id = ?'),
       bulkDay: db.prepare('SELECT count FROM bulk_daily WHERE project_id = ? AND day = ?').pluck(),
       bulkSince: db.prepare('SELECT COALESCE(SUM(count), 0) FROM bulk_daily WHERE project_id = ? AND day >= ? AND day < ?').pluck(),
@@ -122,7 +125,6 @@ export class SqliteEmails implements Emails {
       e.from,
       e.subject,
       e.bulk ? 1 : 0,
-      e.request,
       e.error ?? null,
       e.errorCode ?? null,
       e.createdAt,
@@ -131,6 +133,7 @@ export class SqliteEmails implements Emails {
       e.system ? 1 : 0,
       e.scheduledAt ?? null,
     );
+    this.q.insertRequest.run(e.id, e.request);
     this.tallies.countStatus(e.projectId, dayOf(e.createdAt), e.status);
     // A refused email is never sent: its files are not kept.
     if (e.status !== 'failed') for (const [i, content] of (e.attachments ?? []).entries()) this.q.insertAttachment.run(e.id, i, content.length, content);
@@ -179,10 +182,10 @@ export class SqliteEmails implements Emails {
     if (q.status) add('status = ?', q.status);
     if (q.since !== undefined) add('created_at >= ?', q.since);
     if (q.until !== undefined) add('created_at <= ?', q.until);
-    if (q.tag !== undefined) add("EXISTS (SELECT 1 FROM json_each(emails.request, '$.tags') WHERE value = ?)", q.tag);
+    if (q.tag !== undefined) add("EXISTS (SELECT 1 FROM email_requests r, json_each(r.request, '$.tags') WHERE r.email_id = emails.id AND value = ?)", q.tag);
     // `before` pages towards newer emails: read upwards from the cursor, then show newest first.
     const order = q.before && !q.after ? 'ASC' : 'DESC';
-    const rows = this.db.prepare(`SELECT * FROM emails WHERE ${where.join(' AND ')} ORDER BY id ${order} LIMIT ?`).all(...args, q.limit + 1);
+    const rows = this.db.prepare(`SELECT ${EMAIL_COLUMNS} FROM emails WHERE ${where.join(' AND ')} ORDER BY id ${order} LIMIT ?`).all(...args, q.limit + 1);
     const hasMore = rows.length > q.limit;
     const page = rows.slice(0, q.limit).map(toEmail);
     return { emails: order === 'ASC' ? page.reverse() : page, hasMore };

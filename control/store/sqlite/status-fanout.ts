@@ -30,7 +30,7 @@ export class StatusFanout {
   ) {
     this.q = {
       emailForStatus: db.prepare('SELECT reached, from_addr, subject, created_at FROM emails WHERE id = ?'),
-      request: db.prepare('SELECT request FROM emails WHERE id = ?').pluck(),
+      request: db.prepare('SELECT request FROM email_requests WHERE email_id = ?').pluck(),
       setReached: db.prepare('UPDATE emails SET reached = ? WHERE id = ?'),
       webhooks: db.prepare('SELECT * FROM webhooks WHERE project_id = ? ORDER BY created_at, id'),
       insertDelivery: db.prepare(`INSERT INTO webhook_deliveries (id, webhook_id, project_id, payload, attempt, next_attempt_at, status, created_at)

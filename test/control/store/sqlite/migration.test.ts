@@ -105,3 +105,55 @@ it('backfills recipient positions and the system flag of a database from before 
     db.close();
   }
 });
+
+it('moves each email request out of the emails row, and a status change leaves it as it was', async () => {
+  const before = migrations.slice(
+    0,
+    migrations.findIndex((m) => m.id === '0010_email_requests'),
+  );
+  expect(before.length).toBeLessThan(migrations.length);
+  const file = path.join(dir, 'postgate.db');
+  const old = openDatabase(file, before);
+  const now = Date.now();
+  const big = JSON.stringify({ from: 'a@acme.test', to: ['x@inbox.test'], subject: 's', html: `<p>${'y'.repeat(60_000)}</p>`, tags: ['welcome'] });
+  const small = JSON.stringify({ from: 'a@acme.test', to: ['x@inbox.test'], subject: 's', text: 'hi', tags: [] });
+  old.prepare("INSERT INTO projects (id, slug, name, status, plan, created_at) VALUES ('p1', 'p1', 'P', 'active', 'free', ?)").run(now);
+  const insertEmail = old.prepare(
+    "INSERT INTO emails (id, project_id, status, from_addr, subject, bulk, request, created_at, updated_at, reached) VALUES (?, 'p1', 'queued', 'a@acme.test', 's', 0, ?, ?, ?, 'queued')",
+  );
+  insertEmail.run('e-big', big, now, now);
+  insertEmail.run('e-small', small, now + 1, now + 1);
+  const insertRecipient = old.prepare(
+    "INSERT INTO email_recipients (email_id, address, kind, status, updated_at, position) VALUES (?, 'x@inbox.test', 'to', 'queued', ?, 0)",
+  );
+  insertRecipient.run('e-big', now);
+  insertRecipient.run('e-small', now);
+  old.close();
+
+  const store = await openStore({ dataDir: dir, storage: { synchronous: 'NORMAL', maxBatch: 100 } }, localInvalidator());
+  try {
+    expect((await store.emails.get('p1', 'e-big'))!.email.request).toBe(big);
+    expect((await store.emails.get('p1', 'e-small'))!.email.request).toBe(small);
+    expect((await store.emails.list('p1', { limit: 10, tag: 'welcome' })).emails.map((e) => e.id)).toEqual(['e-big']);
+    expect((await store.emails.undispatched(10)).map((e) => [e.id, e.request])).toEqual([
+      ['e-big', big],
+      ['e-small', small],
+    ]);
+    await store.emails.markDispatched(['e-big'], now);
+    await store.deliveryLog.apply('gw', [{ seq: 1, emailId: 'e-big', type: 'sent', recipient: 'x@inbox.test', at: now, attempt: 1, details: {} }]);
+    const after = (await store.emails.get('p1', 'e-big'))!;
+    expect(after.email.status).toBe('sent');
+    expect(after.email.request).toBe(big);
+  } finally {
+    await store.close();
+  }
+
+  const db = new Database(file, { readonly: true });
+  try {
+    const columns = (db.prepare('PRAGMA table_info(emails)').all() as Array<{ name: string }>).map((c) => c.name);
+    expect(columns).not.toContain('request');
+    expect(db.prepare('SELECT count(*) FROM email_requests').pluck().get()).toBe(2);
+  } finally {
+    db.close();
+  }
+});
