@@ -30,7 +30,7 @@
 // postgate's CPU goes: by process, and by stage (accept, build, sign, deliver).
 //
 // Bounded: BENCH_MESSAGES (3000) per round, BENCH_ROUNDS (3), 180 s per delivery wait; loopback
-// only. Figures go to bench/results/deliverability-<time>.json. BENCH_PROFILE=<dir> writes CPU
+// only. BENCH_BODY_BYTES (e.g. 20000) gives every contender a longer body than the receipt line. Figures go to bench/results/deliverability-<time>.json. BENCH_PROFILE=<dir> writes CPU
 // profiles of postgate's processes when they stop.
 import { prepare, root } from './lib/prepare.js';
 
@@ -38,6 +38,7 @@ await prepare();
 
 const { spawn } = await import('node:child_process');
 const fs = await import('node:fs');
+const os = await import('node:os');
 const path = await import('node:path');
 const readline = await import('node:readline');
 const { Stack, sleep } = await import('../test/helpers/stack.js');
@@ -69,7 +70,24 @@ const WARMUP = 300;
 const DOMAIN = 'bench.test';
 const FROM = 'hello@acme.test';
 const TO = `r@${DOMAIN}`;
-const BODY = 'Hello from the benchmark. This is a short transactional message body, about as long as a receipt notice.';
+const SHORT_BODY = 'Hello from the benchmark. This is a short transactional message body, about as long as a receipt notice.';
+/**
+ * BENCH_BODY_BYTES: every contender relays a body of about this size instead (the receipt line,
+ * then plain text lines), as real mail is larger than a receipt line: what grows with the size
+ * (storing, building, signing, queueing, relaying) then counts as it does in use.
+ */
+const BODY_BYTES = Number(process.env.BENCH_BODY_BYTES || 0);
+function bodyOf(bytes: number): string {
+  const lines = [SHORT_BODY];
+  let size = SHORT_BODY.length;
+  for (let i = 1; size < bytes; i++) {
+    const line = `Line ${i} of the benchmark's longer body: the order, the items, the totals and the small print.`;
+    lines.push(line);
+    size += line.length + 1;
+  }
+  return lines.join('\n');
+}
+const BODY = BODY_BYTES > SHORT_BODY.length ? bodyOf(BODY_BYTES) : SHORT_BODY;
 /** Targets of issue 16 for postgate against Postfix + OpenDKIM. */
 const TARGET = { cpuRatio: 1, rateRatio: 1.5, memoryMb: 200 };
 
@@ -108,10 +126,15 @@ interface Round {
 }
 
 // The one message every SMTP-fed contender relays; the API sends the same fields.
-const messageFile = path.join(root, 'bench/deliverability/message.txt');
-const message = fs.readFileSync(messageFile, 'utf8');
-const SUBJECT = /^Subject: (.*)$/m.exec(message)![1]!;
-if (!message.includes(BODY)) throw new Error('bench/deliverability/message.txt must carry BODY');
+const baseMessage = fs.readFileSync(path.join(root, 'bench/deliverability/message.txt'), 'utf8');
+const SUBJECT = /^Subject: (.*)$/m.exec(baseMessage)![1]!;
+if (!baseMessage.includes(SHORT_BODY)) throw new Error('bench/deliverability/message.txt must carry SHORT_BODY');
+/** message.txt, or its headers with the longer body (BENCH_BODY_BYTES) in a file of the run's own. */
+const messageFile =
+  BODY === SHORT_BODY
+    ? path.join(root, 'bench/deliverability/message.txt')
+    : path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'postgate-bench-msg-')), 'message.txt');
+if (BODY !== SHORT_BODY) fs.writeFileSync(messageFile, baseMessage.replace(SHORT_BODY, BODY));
 
 /** Runs a generator process to its end; resolves when it exits, with the time sending began. */
 function generator(cmd: string, args: string[], what: string): Promise<Fed & { stdout: string }> {
@@ -324,6 +347,7 @@ async function main(): Promise<void> {
   } finally {
     for (const close of closers) await close().catch((err: Error) => log(`closing: ${err.message}`));
   }
+  if (BODY !== SHORT_BODY) fs.rmSync(path.dirname(messageFile), { recursive: true, force: true });
   if (postfixMissing) log(`note: Postfix + OpenDKIM was not measured (${postfixMissing})`);
 }
 
@@ -361,7 +385,7 @@ function report(contenders: Contender[], results: Map<Contender, Round[]>, recei
   });
   const lines: string[] = [
     '',
-    `Deliverability: ${N} messages per round, ${ROUNDS} alternating rounds (median shown), receiver ${receiverKind} (own process), all on loopback`,
+    `Deliverability: ${N} messages per round (body ${Buffer.byteLength(BODY)} bytes), ${ROUNDS} alternating rounds (median shown), receiver ${receiverKind} (own process), all on loopback`,
     '',
     '| contender | fed by | msgs/s (rounds) | CPU ms/msg | memory at load: PSS (own + files once) |',
     '|---|---|---|---|---|',
@@ -424,6 +448,7 @@ function report(contenders: Contender[], results: Map<Contender, Round[]>, recei
   process.stdout.write(lines.join('\n'));
   const file = writeResult('deliverability', {
     messages: N,
+    bodyBytes: Buffer.byteLength(BODY),
     rounds: ROUNDS,
     smtpSessions: SMTP_SESSIONS,
     apiConnections: API_CONNECTIONS,

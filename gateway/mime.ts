@@ -46,7 +46,9 @@ function serialize(root: MimeNode): Buffer | undefined {
   if (r._transforms?.length || r._processFuncs?.length || r.newline || !plain(r)) return undefined;
   const out: string[] = [];
   const write = (n: TreeNode) => {
+    // Decided once: nodemailer scans the whole content for it, and buildHeaders asks again.
     const encoding = n.getTransferEncoding();
+    n.getTransferEncoding = () => encoding;
     out.push(`${n.buildHeaders()}\r\n\r\n`);
     if (n.content) {
       if (encoding === 'quoted-printable')
