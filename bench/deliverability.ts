@@ -207,7 +207,10 @@ async function main(): Promise<void> {
   ]);
   const closers: Array<() => Promise<unknown>> = [() => receiver.close(), () => dns.close()];
   const contenders: Contender[] = [];
-  let postfixMissing: string | undefined;
+  // Installed before any contender's feed is chosen: smtp-source comes with it, and every SMTP-fed
+  // contender must get the same generator (on a machine without Postfix, postgate's feed was chosen
+  // before the install and got the Node generator while the others got smtp-source).
+  const postfixMissing = wanted('Postfix + OpenDKIM') ? ensurePostfix() : 'not among BENCH_CONTENDERS';
   try {
     // postgate, as `npm start` runs it.
     const stack = await Stack.start({
@@ -273,8 +276,7 @@ async function main(): Promise<void> {
       },
     });
 
-    // Postfix + OpenDKIM.
-    postfixMissing = wanted('Postfix + OpenDKIM') ? ensurePostfix() : 'not among BENCH_CONTENDERS';
+    // Postfix + OpenDKIM (installed above).
     if (postfixMissing) log(`Postfix + OpenDKIM skipped: ${postfixMissing}`);
     else {
       const postfix = await startPostfix({ listenPort: await freePort(), milterPort: await freePort(), relayPort: receiver.port, domain: 'acme.test' });
