@@ -28,6 +28,17 @@ const BATCH = 200;
 const BUSY_MS = 100;
 /** Emails per dispatch while busy: small, so the floor rate is spread evenly. */
 const BUSY_BATCH = 20;
+/**
+ * Request bytes (bodies included) a dispatch round aims at: the round's size follows the size of
+ * the last emails read, so a round of large emails holds about this much, not BATCH of them (each
+ * is read, parsed, copied into the call and serialized at once in control, built in the gateway).
+ */
+const ROUND_REQUEST_BYTES = 1024 * 1024;
+
+/** Emails to read for a round, given the mean request size of the last ones read (0: none read yet). */
+export const roundSize = (meanRequestBytes: number): number =>
+  Math.max(BUSY_BATCH, Math.min(BATCH, Math.floor(ROUND_REQUEST_BYTES / Math.max(1, meanRequestBytes))));
+
 const RETRY_MS = 1000;
 /** Domain keys and first sending days are read once a minute at most. */
 const CACHE_MS = 60_000;
@@ -114,6 +125,8 @@ export class Dispatcher {
   private readonly down = new Map<string, 'unavailable' | 'refused'>();
   /** When mail was last accepted (wake() is called on every accept). */
   private lastWake = 0;
+  /** Mean request size of the emails read last (ROUND_REQUEST_BYTES). */
+  private requestBytes = 0;
 
   private readonly keys = new Map<string, { at: number; key: Promise<SenderKey | undefined> }>();
   private readonly starts = new Map<string, { at: number; start: Promise<number> }>();
@@ -310,10 +323,16 @@ export class Dispatcher {
    */
   private async next(): Promise<Pending[]> {
     const busy = () => performance.now() - this.lastWake < BUSY_MS;
-    if (!busy() || !this.busyRate) return this.store.emails.undispatched(BATCH);
+    const batch = roundSize(this.requestBytes);
+    const read = async (limit: number, projectId?: string) => {
+      const rows = await this.store.emails.undispatched(limit, projectId);
+      if (rows.length) this.requestBytes = rows.reduce((n, r) => n + r.request.length, 0) / rows.length;
+      return rows;
+    };
+    if (!busy() || !this.busyRate) return read(batch);
     await new Promise((r) => setTimeout(r, (1000 * BUSY_BATCH) / this.busyRate));
-    if (!busy()) return this.store.emails.undispatched(BATCH);
-    const rows = await this.store.emails.undispatched(BUSY_BATCH);
+    if (!busy()) return read(batch);
+    const rows = await read(BUSY_BATCH);
     const system = this.deliverability.system;
     if (!system) return rows;
     const have = new Set(rows.map((r) => r.id));
