@@ -100,6 +100,11 @@ export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCou
       while (!stop.signal.aborted) {
         const rows = await outbox.eventsAfter(cursor, PAGE);
         if (!rows.length) {
+          // Nothing after the cursor, yet the feed may be further on: those events were pruned (a
+          // control acked them; with several controls, not necessarily this one). Waiting after the
+          // cursor would return at once, and this loop would spin in microtasks and starve the
+          // event loop: the whole gateway hung (seen in the two-node kill -9 test).
+          cursor = Math.max(cursor, feed.lastSeq);
           await feed.waitAfter(cursor, stop.signal);
           continue;
         }

@@ -286,6 +286,21 @@ describe('gateway process', () => {
     expect(fromZero.events[0]!.seq).toBeGreaterThan(cursor);
   }, 30_000);
 
+  it('a stream from behind what was pruned waits for new events, and the gateway keeps answering', async () => {
+    // Every event acked (another control may have recorded them): nothing is left after any old cursor.
+    const last = feed.events.at(-1)!.seq;
+    await unary(gw.client, 'ack', create(AckRequestSchema, { seq: last }));
+    // Such a stream once spun in microtasks (nothing after its cursor, the feed further on) and hung the gateway.
+    const behind = follow(gw.client, 0n);
+    await sleep(300);
+    const stats = await unary<QueueStatsResponse>(gw.client, 'queueStats', create(QueueStatsRequestSchema), undefined, 5_000);
+    expect(Number(stats.outboxPending)).toBe(0);
+    await enqueue(gw.client, message('em_after_prune', ['dave@ok.test']));
+    await behind.until(() => behind.of('em_after_prune').some((e) => e.type === 'sent'));
+    behind.stop();
+    expect(behind.events.every((e) => e.seq > last)).toBe(true);
+  }, 30_000);
+
   it('survives kill -9: queued mail is delivered after restart, interrupted enqueues settle', async () => {
     // Mail in mid-session (DATA answer held back) and mail waiting for a retry.
     sink.setBehaviour('slow@ok.test', { dataDelayMs: 2500 });
