@@ -1,4 +1,5 @@
-// Reads the Enqueue keys out of Haraka's queue files. Each file is a 4-byte length,
+// Haraka's queue files at start: the Enqueue keys they carry (recoverPending), and the
+// removal of those whose delivery is already recorded (removeFinished). Each file is a 4-byte length,
 // the JSON "todo" (whose notes carry our enqueue_key, or only email_id in files
 // written before keys existed), then the message; files named
 // "__tmp__.*" are unfinished writes that Haraka deletes at start, "error.*" are
