@@ -56,9 +56,9 @@ export interface EnqueueDirs {
   spool: string;
 }
 
-/** Haraka's spool_after (haraka-dir.ts): a larger message leaves a spool file behind. */
+/** Haraka's spool_after (haraka-dir.ts): a larger message send_email queues (queue-file.ts does not take it) leaves a spool file behind. */
 const SPOOL_AFTER = 1024 * 1024;
-/** Messages with attachments built and queued at once: each is disk work, and Haraka may hold part of it. */
+/** Messages with attachments built and queued at once: each is disk work. */
 const BUILDS_AT_ONCE = 2;
 /** Which of these ids have a file in Haraka's queue. */
 export type FindQueued = (ids: ReadonlySet<string>) => Promise<Set<string>>;
@@ -180,7 +180,7 @@ export class Enqueuer {
 
   /**
    * A message with attachments, through files instead of memory (spool.ts): built into the build
-   * dir, signed from there, streamed into Haraka. What one holds in memory is a few chunks.
+   * dir, signed from there, copied into its queue file (queue-file.ts). What one holds in memory is a few chunks.
    */
   private async queueBuilt(msg: OutgoingMessage, key: string): Promise<void> {
     const release = await this.builds.take();

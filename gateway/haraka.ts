@@ -125,4 +125,18 @@ export interface HarakaOutbound {
   /** Haraka's in-memory timers of delayed and temp-failed mail, keyed by queue file name. */
   temp_fail_queue: { discard(id: string): unknown; length(): number };
   delivery_queue: { push(hmail: HMailItem): void; length(): number };
+  /** Queue file names (outbound/qfile.js). */
+  qfile: { name(): string };
+  /** A queue file's header (outbound/todo.js), from a transaction's mail_from, notes and uuid. */
+  TODOItem: new (
+    domain: string,
+    rcpts: HarakaAddress[],
+    transaction: { mail_from: HarakaAddress; notes: object; uuid: string },
+  ) => { uuid: string; notes: object };
+  /** A queued file as the delivery queue takes it; reads its todo back from the file. */
+  HMailItem: new (
+    filename: string,
+    path: string,
+    notes: object,
+  ) => HMailItem;
 }

@@ -2,8 +2,12 @@
 // postgate_rpc plugin at init_master): settles enqueues a crash interrupted, then
 // serves gRPC. Stops it again at shutdown, after in-flight deliveries drain.
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Readable } from 'node:stream';
+import Notes from 'haraka-notes';
 import { Enqueuer, recoverPending, type QueueFn } from './enqueue.js';
 import { queueFiles, queuedEmailIds, removeFinished } from './queue-scan.js';
+import { dataForm, keepsHeaders, queueFile } from './queue-file.js';
+import type { HarakaOutbound } from './haraka.js';
 import { startRpc } from './grpc-server.js';
 import { gatewayRuntime } from './runtime.js';
 import { clearDirs, sweep } from './spool.js';
@@ -19,9 +23,13 @@ const FINISHED_KEPT_MS = 60_000;
 const RPC_GRACE_MS = 3_000;
 const DRAIN_MS = 8_000;
 
+/** outbound.send_email, promisified, with the queue item's notes (a haraka-notes object): for a whole message only. */
+export type SendEmail = (msg: Omit<Parameters<QueueFn>[0], 'stream'> & { notes: object }) => Promise<string>;
+
 export interface GatewayServiceOptions {
-  /** outbound.send_email, promisified. */
-  queue: QueueFn;
+  outbound: HarakaOutbound;
+  /** For what queue-file.ts does not write itself. */
+  sendEmail: SendEmail;
   /** Resolves once Haraka has loaded its queue dir. */
   queueLoaded: Promise<void>;
 }
@@ -29,6 +37,19 @@ export interface GatewayServiceOptions {
 export interface GatewayServiceHandle {
   /** Stops gRPC, waits for deliveries under way, closes the outbox. */
   shutdown(): Promise<void>;
+}
+
+/** What a queue item carries for our hooks (todo.notes, haraka.ts PostgateNotes). */
+function queueNotes(msg: Parameters<QueueFn>[0]): object {
+  return new Notes({
+    skip_plugins: [],
+    email_id: msg.emailId,
+    project_id: msg.projectId,
+    bulk: msg.bulk,
+    sender_domain: msg.senderDomain,
+    enqueue_key: msg.key,
+    warmup_start: Number(msg.warmupStartMs ?? 0),
+  });
 }
 
 export async function startGatewayService(opts: GatewayServiceOptions): Promise<GatewayServiceHandle> {
@@ -54,7 +75,15 @@ export async function startGatewayService(opts: GatewayServiceOptions): Promise<
   const pruneFinished = () => outbox.pruneFinished(Date.now() - FINISHED_KEPT_MS).catch((err) => log.error({ err }, 'pruning finished files failed'));
   const finishedTimer = setInterval(pruneFinished, FINISHED_KEPT_MS).unref();
 
-  const enqueuer = new Enqueuer(outbox, opts.queue, findQueued, opts.queueLoaded, log, { build: paths.buildDir, spool: paths.spoolDir });
+  // A whole message whose headers Haraka would keep is written as its queue file at once (queue-file.ts).
+  const queue: QueueFn = (msg) => {
+    const notes = queueNotes(msg);
+    const whole = (data: string | Readable) => queueFile(opts.outbound, paths.queueDir, { mailFrom: msg.mailFrom, rcptTo: msg.rcptTo, data, notes });
+    if (msg.stream) return whole(msg.stream);
+    const data = dataForm(Buffer.from(msg.raw.buffer, msg.raw.byteOffset, msg.raw.byteLength));
+    return keepsHeaders(data) ? whole(data) : opts.sendEmail({ ...msg, notes });
+  };
+  const enqueuer = new Enqueuer(outbox, queue, findQueued, opts.queueLoaded, log, { build: paths.buildDir, spool: paths.spoolDir });
   const rpc = await startRpc(rt, enqueuer, async () => (await queueFiles(paths.queueDir)).length);
   void opts.queueLoaded.then(() => log.info({ grpc: `127.0.0.1:${rpc.port}`, lastSeq: rt.feed.lastSeq }, 'gateway ready'));
 

@@ -1,7 +1,7 @@
 // Messages with attachments never sit whole in the gateway's memory: the composer's stream
-// is written to a file in the build dir, the DKIM worker signs that file, and Haraka reads
-// it as a stream (past 1 MB it spools to its own file, spool_dir in haraka-dir.ts) while it
-// writes its queue file. Both files are removed once the message is queued.
+// is written to a file in the build dir, the DKIM worker signs that file, and its DATA form is
+// copied as a stream into the queue file (queue-file.ts). The built file is removed once the
+// message is queued. (Haraka's spool_dir, haraka-dir.ts, is only used by what send_email queues.)
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';

@@ -2,11 +2,8 @@
 // only works in Haraka's process). Starts at init_master, stops at Haraka's shutdown.
 // CommonJS, as Haraka require()s folder plugins; the logic is ES modules (gateway/service.ts).
 import constants = require('haraka-constants');
-import Notes = require('haraka-notes');
-import type { Readable } from 'node:stream';
 import type { HarakaOutbound, HarakaPlugin, Next } from '../../gateway/haraka.js';
-import type { OutgoingMessage } from '../../gateway/enqueue.js';
-import type { GatewayServiceHandle } from '../../gateway/lifecycle.js';
+import type { GatewayServiceHandle, SendEmail } from '../../gateway/lifecycle.js';
 
 let service: GatewayServiceHandle | undefined;
 
@@ -29,33 +26,22 @@ function whenQueueLoaded(outbound: HarakaOutbound): Promise<void> {
   });
 }
 
-/** outbound.send_email, resolved with Haraka's answer once the queue file is fsynced (its "queued" callback). */
-function queueWith(outbound: HarakaOutbound) {
-  return (msg: OutgoingMessage & { key: string; stream?: Readable }) =>
+/**
+ * outbound.send_email, resolved with Haraka's answer once the queue file is fsynced (its "queued"
+ * callback): for what gateway/queue-file.ts does not write itself.
+ */
+function queueWith(outbound: HarakaOutbound): SendEmail {
+  return (msg) =>
     new Promise<string>((resolve, reject) => {
-      let raw: string | Readable;
-      // A stream (a message with attachments) comes in DATA form already (gateway/spool.ts).
-      if (msg.stream) raw = msg.stream;
-      else {
-        raw = Buffer.from(msg.raw).toString('utf8');
-        // Haraka drops a last line that has no line ending.
-        if (!raw.endsWith('\n')) raw += '\r\n';
-      }
-      const notes = new Notes({
-        skip_plugins: [],
-        email_id: msg.emailId,
-        project_id: msg.projectId,
-        bulk: msg.bulk,
-        sender_domain: msg.senderDomain,
-        enqueue_key: msg.key,
-        warmup_start: Number(msg.warmupStartMs ?? 0),
-      });
+      let raw = Buffer.from(msg.raw).toString('utf8');
+      // Haraka drops a last line that has no line ending.
+      if (!raw.endsWith('\n')) raw += '\r\n';
       outbound.send_email(
         msg.mailFrom,
         [...msg.rcptTo],
         raw,
         (code, text) => (code === constants.ok ? resolve(text) : reject(new Error(text || `not queued (${code})`))),
-        { notes },
+        { notes: msg.notes },
       );
     });
 }
@@ -64,7 +50,7 @@ export function start(this: HarakaPlugin, next: Next): void {
   const outbound = this.haraka_require('outbound') as HarakaOutbound;
   const queueLoaded = whenQueueLoaded(outbound);
   import('../../gateway/lifecycle.js')
-    .then((m) => m.startGatewayService({ queue: queueWith(outbound), queueLoaded }))
+    .then((m) => m.startGatewayService({ outbound, sendEmail: queueWith(outbound), queueLoaded }))
     .then(
       (s) => {
         service = s;

@@ -1,0 +1,145 @@
+// Queue files written in one piece. Haraka's send_email takes a finished message apart into
+// lines and builds it up again through a transaction (a Buffer and a header-parser step per
+// line, a message stream, a line transformer, a header skipper) before it writes its queue
+// file: per message a dozen stream objects, per line a few allocations, all to reproduce bytes
+// we already hold, signed. This writes the file Haraka's process_delivery writes (the 4-byte
+// length and the todo JSON as outbound.build_todo serializes it, then the message in SMTP's
+// DATA form under the Received line Haraka adds), fsynced, then renamed into the queue dir, and
+// hands Haraka its HMailItem, as process_delivery does. The bytes are kept exactly (Haraka's
+// path decodes the message as UTF-8 on the way).
+//
+// A message Haraka would change beyond that (no Message-Id or Date: it adds them) is not taken
+// here: the caller gives it to send_email. A message with attachments comes as a stream of its
+// DATA form (spool.ts) and is copied into the file chunk by chunk, so it never sits whole in
+// memory and Haraka's spool file is not needed.
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import type { HarakaAddress, HarakaOutbound } from './haraka.js';
+
+// Haraka's own copies of its helpers, so addresses and ids serialize as its own code writes them.
+const harakaRequire = createRequire(createRequire(import.meta.url).resolve('Haraka/package.json'));
+const { Address } = harakaRequire('@haraka/email-address') as { Address: new (addr: string) => HarakaAddress };
+const utils = harakaRequire('haraka-utils') as { uuid(): string; date_to_str(d: Date): string };
+
+/** outbound.build_todo's replacer: the message stream is not part of the header. */
+const todoReplacer = (key: string, value: unknown) => (key === 'message_stream' ? undefined : value);
+
+/** Where the header block ends (the blank line), in the DATA form; -1 when there is none. */
+function headerEnd(data: string): number {
+  if (data.startsWith('\r\n')) return 0;
+  const i = data.indexOf('\r\n\r\n');
+  return i < 0 ? -1 : i + 2;
+}
+
+/**
+ * The message as Haraka keeps it (send_email's line loop, on the whole message at once): every
+ * line ending CRLF, a leading dot doubled (RFC 5321 §4.5.2), a line ending after the last line.
+ * Latin-1 maps each byte to one char and back, so no byte changes but these.
+ */
+export function dataForm(raw: Buffer): string {
+  let s = raw.toString('latin1').replace(/\r?\n/g, '\r\n');
+  if (!s.endsWith('\r\n')) s += s.endsWith('\r') ? '\n' : '\r\n';
+  return s.replace(/(^|\n)\./g, '$1..');
+}
+
+/** Whether the header block has a field `name` (case-insensitive), and its first value. */
+function field(headers: string, name: string): string | undefined {
+  const m = new RegExp(`(?:^|\\r\\n)${name}[ \\t]*:([^\\r]*)`, 'i').exec(headers);
+  return m?.[1]?.trim();
+}
+
+/** True when send_email would leave the message's own header fields alone (it adds a missing Message-Id or Date). */
+export function keepsHeaders(data: string): boolean {
+  const end = headerEnd(data);
+  if (end < 0) return false;
+  const headers = data.slice(0, end);
+  const id = field(headers, 'Message-Id');
+  return id !== undefined && id !== '<>' && field(headers, 'Date') !== undefined;
+}
+
+export interface QueueFileMessage {
+  mailFrom: string;
+  rcptTo: readonly string[];
+  /**
+   * The message in DATA form: a string (dataForm) whose headers send_email would keep
+   * (keepsHeaders), or a stream of it (spool.ts queueStream: a message our builder made, which
+   * has its Message-ID and Date), so a large one never sits whole in memory.
+   */
+  data: string | Readable;
+  /** The queue item's notes (a haraka-notes object), as send_email's options.notes. */
+  notes: object;
+}
+
+/** Writes every chunk of `source` at the file's position. */
+async function writeAll(fh: fsp.FileHandle, source: Buffer | AsyncIterable<Buffer>): Promise<void> {
+  if (Buffer.isBuffer(source)) return fh.writeFile(source);
+  for await (const chunk of source) await fh.writeFile(chunk);
+}
+
+/**
+ * Queues `msg` as send_email would: one file per recipient domain, each fsynced and renamed into
+ * `queueDir` before any is handed to the delivery queue. Resolves with send_email's answer text;
+ * on failure nothing is left in the queue dir.
+ */
+export async function queueFile(outbound: HarakaOutbound, queueDir: string, msg: QueueFileMessage): Promise<string> {
+  const mailFrom = new Address(msg.mailFrom);
+  const byDomain = new Map<string, HarakaAddress[]>();
+  for (const r of msg.rcptTo) {
+    const a = new Address(r);
+    const list = byDomain.get(a.host);
+    if (list) list.push(a);
+    else byDomain.set(a.host, [a]);
+  }
+  if (!byDomain.size) throw new Error('No recipients for email');
+
+  const uuid = utils.uuid();
+  // send_trans_email's leading Received line (outbound.ini received_header), then the message.
+  const received = `Received: (postgate); ${utils.date_to_str(new Date())}\r\n`;
+  const body = typeof msg.data === 'string' ? Buffer.from(received + msg.data, 'latin1') : undefined;
+  const transaction = { mail_from: mailFrom, notes: msg.notes, uuid, message_stream: undefined };
+  const written: Array<{ fname: string; dest: string; notes: object; bodyAt: number }> = [];
+  try {
+    let n = 1;
+    for (const [domain, rcpts] of byDomain) {
+      const todo = new outbound.TODOItem(domain, rcpts, transaction);
+      todo.uuid = `${uuid}.${n++}`;
+      const json = `\n${JSON.stringify(todo, todoReplacer, '\t')}\n`;
+      const head = Buffer.alloc(4 + Buffer.byteLength(json));
+      head.writeUInt32BE(head.length - 4, 0);
+      head.write(json, 4);
+      const fname = outbound.qfile.name();
+      const tmp = path.join(queueDir, `__tmp__.${fname}`);
+      const dest = path.join(queueDir, fname);
+      const fh = await fsp.open(tmp, 'wx', 0o600);
+      try {
+        await fh.writeFile(head);
+        if (body) await fh.writeFile(body);
+        else if (!written.length) {
+          await fh.writeFile(Buffer.from(received));
+          await writeAll(fh, msg.data as Readable);
+        } else {
+          // The stream is read once: a further domain's file copies the message from the first.
+          const first = written[0]!;
+          await writeAll(fh, fs.createReadStream(first.dest, { start: first.bodyAt }));
+        }
+        await fh.sync();
+      } catch (err) {
+        await fh.close().catch(() => {});
+        await fsp.rm(tmp, { force: true });
+        throw err;
+      }
+      await fh.close();
+      await fsp.rename(tmp, dest);
+      written.push({ fname, dest, notes: todo.notes, bodyAt: head.length });
+    }
+  } catch (err) {
+    if (typeof msg.data !== 'string') msg.data.destroy();
+    await Promise.all(written.map((w) => fsp.rm(w.dest, { force: true })));
+    throw err;
+  }
+  for (const w of written) outbound.delivery_queue.push(new outbound.HMailItem(w.fname, w.dest, w.notes));
+  return `Message Queued (${uuid})`;
+}
