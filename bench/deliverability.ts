@@ -199,6 +199,11 @@ function smtpFeed(port: () => number): { feed: string; send: (n: number) => Prom
 }
 
 async function main(): Promise<void> {
+  // Installed before the receiver and any contender's feed are chosen: smtp-sink and smtp-source come
+  // with it, and the figures of a first run must be those of the next (on a machine without Postfix,
+  // the receiver was the Node sink in the run that installed it, smtp-sink in every run after; and
+  // postgate's feed was once chosen before the install, the Node generator against smtp-source).
+  const postfixMissing = wanted('Postfix + OpenDKIM') ? ensurePostfix() : 'not among BENCH_CONTENDERS';
   const receiver = await startReceiver();
   log(`receiver: ${receiver.kind} on 127.0.0.1:${receiver.port} (pid ${receiver.pid})`);
   const dns = await startDnsServer([
@@ -207,10 +212,6 @@ async function main(): Promise<void> {
   ]);
   const closers: Array<() => Promise<unknown>> = [() => receiver.close(), () => dns.close()];
   const contenders: Contender[] = [];
-  // Installed before any contender's feed is chosen: smtp-source comes with it, and every SMTP-fed
-  // contender must get the same generator (on a machine without Postfix, postgate's feed was chosen
-  // before the install and got the Node generator while the others got smtp-source).
-  const postfixMissing = wanted('Postfix + OpenDKIM') ? ensurePostfix() : 'not among BENCH_CONTENDERS';
   try {
     // postgate, as `npm start` runs it.
     const stack = await Stack.start({
