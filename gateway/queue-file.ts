@@ -45,19 +45,18 @@ export function dataForm(raw: Buffer): string {
   return s.replace(/(^|\n)\./g, '$1..');
 }
 
-/** Whether the header block has a field `name` (case-insensitive), and its first value. */
-function field(headers: string, name: string): string | undefined {
-  const m = new RegExp(`(?:^|\\r\\n)${name}[ \\t]*:([^\\r]*)`, 'i').exec(headers);
-  return m?.[1]?.trim();
-}
+// The first value of a header field (names are case-insensitive; a folded line starts with a space, so never matches).
+const MESSAGE_ID = /(?:^|\r\n)Message-Id[ \t]*:([^\r]*)/i;
+const DATE = /(?:^|\r\n)Date[ \t]*:([^\r]*)/i;
+const field = (headers: string, re: RegExp): string | undefined => re.exec(headers)?.[1]?.trim();
 
 /** True when send_email would leave the message's own header fields alone (it adds a missing Message-Id or Date). */
 export function keepsHeaders(data: string): boolean {
   const end = headerEnd(data);
   if (end < 0) return false;
   const headers = data.slice(0, end);
-  const id = field(headers, 'Message-Id');
-  return id !== undefined && id !== '<>' && field(headers, 'Date') !== undefined;
+  const id = field(headers, MESSAGE_ID);
+  return id !== undefined && id !== '<>' && field(headers, DATE) !== undefined;
 }
 
 export interface QueueFileMessage {
