@@ -5,8 +5,8 @@
 // plugin), how many such retries were made and how many attempts came before. The new
 // file is on disk before Haraka deletes the old one, so a crash loses neither.
 import Notes from 'haraka-notes';
-import constants from 'haraka-constants';
 import type { HarakaOutbound, HMailItem } from './haraka.js';
+import { queueFile } from './queue-file.js';
 
 /** Seconds before retry n (1-based), or undefined once the retries are used up. */
 export function rejectRetryDelay(delays: readonly number[], n: number): number | undefined {
@@ -24,11 +24,20 @@ const OUR_RECEIVED = /^Received: \(postgate\);[^\n]*\n/;
 
 /**
  * Queues the message again for `rcpts`, due at notBeforeMs (our clock); its attempts
- * are numbered on from lastAttempt. Resolves once Haraka has the new file on disk;
+ * are numbered on from lastAttempt. Resolves once the new queue file is on disk (Haraka has it);
  * rejects when it could not be queued.
  */
-export async function requeueRejected(outbound: HarakaOutbound, hmail: HMailItem, rcpts: string[], notBeforeMs: number, lastAttempt: number): Promise<void> {
-  const raw = (await readAll(hmail.data_stream())).toString('utf8').replace(OUR_RECEIVED, '');
+export async function requeueRejected(
+  outbound: HarakaOutbound,
+  queueDir: string,
+  hmail: HMailItem,
+  rcpts: string[],
+  notBeforeMs: number,
+  lastAttempt: number,
+): Promise<void> {
+  // The stored message is in DATA form (dot-stuffed) and goes into the new file as it is, byte for byte:
+  // send_email would stuff its dot lines a second time (and decode it as UTF-8), which breaks the body and DKIM.
+  const data = (await readAll(hmail.data_stream())).toString('latin1').replace(OUR_RECEIVED, '');
   const notes = new Notes({
     ...hmail.todo.notes,
     skip_plugins: [],
@@ -36,13 +45,5 @@ export async function requeueRejected(outbound: HarakaOutbound, hmail: HMailItem
     attempt_base: lastAttempt,
     not_before: notBeforeMs,
   });
-  await new Promise<void>((resolve, reject) =>
-    outbound.send_email(
-      hmail.todo.mail_from.address,
-      rcpts,
-      raw,
-      (code, msg) => (code === constants.ok ? resolve() : reject(new Error(msg || `not queued (${code})`))),
-      { notes },
-    ),
-  );
+  await queueFile(outbound, queueDir, { mailFrom: hmail.todo.mail_from.address, rcptTo: rcpts, data, notes });
 }

@@ -76,6 +76,7 @@ export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> 
         const due = now + delay * 1000;
         requeued = requeueRejected(
           outbound,
+          rt.paths.queueDir,
           hmail,
           rejected.map((e) => e.recipient),
           due,

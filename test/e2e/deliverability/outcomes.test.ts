@@ -73,7 +73,8 @@ const suppressed = async (address: string) => (await suppressions()).find((s) =>
 describe('answers of the receiving server', () => {
   it('550 5.7.1 is rejected, retried by us with the next attempt, then sent; never suppressed', async () => {
     sink.setBehaviour('picky@inbox.test', { rcpt: [replies.policy] });
-    const id = await send('picky@inbox.test');
+    // Lines that start with a dot are stored dot-stuffed: the retry must not stuff them again.
+    const id = await send('picky@inbox.test', { text: '.NET and more\n..\nend' });
     const email = await wait(id, (e) => e.status === 'sent');
     expect(seq(email)).toEqual(['queued', 'sending#1', 'rejected#1', 'sending#2', 'sent#2']);
     const rejected = email.events.find((e: any) => e.type === 'rejected');
@@ -94,6 +95,7 @@ describe('answers of the receiving server', () => {
     expect(sentTo(id)).toHaveLength(1);
     // The retry is the same signed message, not rebuilt.
     expect(sentTo(id)[0]!.raw.toString()).toMatch(/^Received: \(postgate\)[^\n]*\nDKIM-Signature:/);
+    expect(sentTo(id)[0]!.raw.toString()).toMatch(/\r\n\r\n\.NET and more\r\n\.\.\r\nend/);
     expect(await suppressed('picky@inbox.test')).toBeUndefined();
   });
 
