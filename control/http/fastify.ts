@@ -4,6 +4,7 @@
 import type { Duplex } from 'node:stream';
 import type { Server } from 'node:http';
 import Fastify, { LogController, type FastifyInstance, type FastifyError, type FastifyBaseLogger, type FastifyReply, type FastifyServerFactory } from 'fastify';
+import '../../core/ajv-length.js'; // before Fastify compiles any route schema
 import { ApiError, errorBody } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Config } from '../../core/config.js';

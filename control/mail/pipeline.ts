@@ -2,6 +2,7 @@
 // validate → checks → store (committed) → answer queued. Delivery starts after
 // the commit, in the dispatcher.
 import { Ajv, type ValidateFunction } from 'ajv';
+import '../../core/ajv-length.js'; // before the send schema is compiled
 import { ApiError, invalid, StoreUnavailableError } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import { uuidv7 } from '../../core/ids.js';
