@@ -6,7 +6,6 @@
 // sends it). So a retried Enqueue never delivers twice and never loses the mail.
 // Ids here are keys: the email id, or email_id/n for one recipient's copy of a bulk email.
 import fsp from 'node:fs/promises';
-import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Outbox } from './outbox/outbox.js';
 import type { Logger } from '../core/log.js';
@@ -50,14 +49,11 @@ export const keyOf = (msg: Pick<OutgoingMessage, 'emailId' | 'key'>): string => 
  */
 export type QueueFn = (msg: OutgoingMessage & { key: string; stream?: Readable }) => Promise<string | undefined>;
 
-/** Where messages with attachments are built, and Haraka's spool_dir (haraka-dir.ts). */
+/** Where messages with attachments are built. */
 export interface EnqueueDirs {
   build: string;
-  spool: string;
 }
 
-/** Haraka's spool_after (haraka-dir.ts): a larger message send_email queues (queue-file.ts does not take it) leaves a spool file behind. */
-const SPOOL_AFTER = 1024 * 1024;
 /** Messages with attachments built and queued at once: each is disk work. */
 const BUILDS_AT_ONCE = 2;
 /** Which of these ids have a file in Haraka's queue. */
@@ -164,9 +160,7 @@ export class Enqueuer {
       } else {
         const built = msg.raw.length ? Buffer.from(msg.raw) : await buildMime(msg.emailId, msg.compose!);
         const raw = msg.dkim?.privateKeyPem ? await this.signer.sign(built, msg.dkim) : built;
-        const answer = await this.queue({ ...msg, raw, key });
-        // Haraka adds a few headers of its own: the file may exist a little below the limit too.
-        if (raw.length > SPOOL_AFTER / 2) await this.dropSpool(answer);
+        await this.queue({ ...msg, raw, key });
       }
     } catch (err) {
       // Not signed, or Haraka refused it (and removed what it had written): forget the key so a retry sends it.
@@ -188,17 +182,10 @@ export class Enqueuer {
     try {
       await writeBuilt(file, buildMimeStream(msg.emailId, msg.compose!, msg.attachmentData));
       const signature = msg.dkim?.privateKeyPem ? await this.signer.signFile(file, msg.dkim) : Buffer.alloc(0);
-      await this.dropSpool(await this.queue({ ...msg, raw: signature, key, stream: queueStream(signature, file) }));
+      await this.queue({ ...msg, raw: signature, key, stream: queueStream(signature, file) });
     } finally {
       release();
       await fsp.rm(file, { force: true });
     }
-  }
-
-  /** Haraka leaves the spool file of a queued message behind (its queue file has the message): removed here. */
-  private async dropSpool(answer: string | undefined): Promise<void> {
-    // Its answer names the transaction, whose id names the file: "Message Queued (<uuid>)".
-    const uuid = /\(([\w.-]+)\)\s*$/.exec(answer ?? '')?.[1];
-    if (uuid) await fsp.rm(path.join(this.dirs.spool, `${uuid}.eml`), { force: true });
   }
 }

@@ -1,6 +1,8 @@
 // Starts the gateway's side of the control contract inside Haraka (called from the
 // postgate_rpc plugin at init_master): settles enqueues a crash interrupted, then
 // serves gRPC. Stops it again at shutdown, after in-flight deliveries drain.
+import fsp from 'node:fs/promises';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Readable } from 'node:stream';
 import Notes from 'haraka-notes';
@@ -21,6 +23,8 @@ const FINISHED_KEPT_MS = 60_000;
  * session is re-sent at restart). Together under the supervisor's 15 s before SIGKILL.
  */
 const RPC_GRACE_MS = 3_000;
+/** Haraka's spool_after (haraka-dir.ts). */
+const SPOOL_AFTER = 1024 * 1024;
 const DRAIN_MS = 8_000;
 
 /** outbound.send_email, promisified, with the queue item's notes (a haraka-notes object): for a whole message only. */
@@ -76,14 +80,21 @@ export async function startGatewayService(opts: GatewayServiceOptions): Promise<
   const finishedTimer = setInterval(pruneFinished, FINISHED_KEPT_MS).unref();
 
   // A whole message whose headers Haraka would keep is written as its queue file at once (queue-file.ts).
-  const queue: QueueFn = (msg) => {
+  const queue: QueueFn = async (msg) => {
     const notes = queueNotes(msg);
     const whole = (data: string | Readable) => queueFile(opts.outbound, paths.queueDir, { mailFrom: msg.mailFrom, rcptTo: msg.rcptTo, data, notes });
     if (msg.stream) return whole(msg.stream);
     const data = dataForm(Buffer.from(msg.raw.buffer, msg.raw.byteOffset, msg.raw.byteLength));
-    return keepsHeaders(data) ? whole(data) : opts.sendEmail({ ...msg, notes });
+    if (keepsHeaders(data)) return whole(data);
+    const answer = await opts.sendEmail({ ...msg, notes });
+    // send_email spools a message past spool_after (haraka-dir.ts) to a file it leaves behind, named by the
+    // transaction in its answer ("Message Queued (<uuid>)"); the queue file has the message. Haraka adds a
+    // few headers of its own, so one a little below the limit may have spooled too.
+    const uuid = /\(([\w.-]+)\)\s*$/.exec(answer)?.[1];
+    if (uuid && msg.raw.length > SPOOL_AFTER / 2) await fsp.rm(path.join(paths.spoolDir, `${uuid}.eml`), { force: true });
+    return answer;
   };
-  const enqueuer = new Enqueuer(outbox, queue, findQueued, opts.queueLoaded, log, { build: paths.buildDir, spool: paths.spoolDir });
+  const enqueuer = new Enqueuer(outbox, queue, findQueued, opts.queueLoaded, log, { build: paths.buildDir });
   const rpc = await startRpc(rt, enqueuer, async () => (await queueFiles(paths.queueDir)).length);
   void opts.queueLoaded.then(() => log.info({ grpc: `127.0.0.1:${rpc.port}`, lastSeq: rt.feed.lastSeq }, 'gateway ready'));
 

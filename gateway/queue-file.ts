@@ -40,7 +40,8 @@ function headerEnd(data: string): number {
  * Latin-1 maps each byte to one char and back, so no byte changes but these.
  */
 export function dataForm(raw: Buffer): string {
-  let s = raw.toString('latin1').replace(/\r?\n/g, '\r\n');
+  // Only a bare LF is replaced: a CRLF message (what the builder makes) comes back as the same string.
+  let s = raw.toString('latin1').replace(/(?<!\r)\n/g, '\r\n');
   if (!s.endsWith('\r\n')) s += s.endsWith('\r') ? '\n' : '\r\n';
   return s.replace(/(^|\n)\./g, '$1..');
 }
