@@ -30,7 +30,8 @@
 // postgate's CPU goes: by process, and by stage (accept, build, sign, deliver).
 //
 // Bounded: BENCH_MESSAGES (3000) per round, BENCH_ROUNDS (3), 180 s per delivery wait; loopback
-// only. BENCH_BODY_BYTES (e.g. 20000) gives every contender a longer body than the receipt line. Figures go to bench/results/deliverability-<time>.json. BENCH_PROFILE=<dir> writes CPU
+// only. BENCH_BODY_BYTES (e.g. 20000) gives every contender a longer body than the receipt line.
+// Figures go to bench/results/deliverability-<time>.json. BENCH_PROFILE=<dir> writes CPU
 // profiles of postgate's processes when they stop.
 import { prepare, root } from './lib/prepare.js';
 
@@ -211,6 +212,8 @@ async function main(): Promise<void> {
     { type: 'A', name: `mx.${DOMAIN}`, address: '127.0.0.1' },
   ]);
   const closers: Array<() => Promise<unknown>> = [() => receiver.close(), () => dns.close()];
+  // The longer body's message file, also when the run fails.
+  if (BODY !== SHORT_BODY) closers.push(async () => fs.rmSync(path.dirname(messageFile), { recursive: true, force: true }));
   const contenders: Contender[] = [];
   try {
     // postgate, as `npm start` runs it.
@@ -350,7 +353,6 @@ async function main(): Promise<void> {
   } finally {
     for (const close of closers) await close().catch((err: Error) => log(`closing: ${err.message}`));
   }
-  if (BODY !== SHORT_BODY) fs.rmSync(path.dirname(messageFile), { recursive: true, force: true });
   if (postfixMissing) log(`note: Postfix + OpenDKIM was not measured (${postfixMissing})`);
 }
 
