@@ -222,7 +222,7 @@ async function main(): Promise<void> {
         POSTGATE_DNS_SERVERS: dns.address,
         POSTGATE_DELIVERY_PORT: String(receiver.port),
         POSTGATE_SENDING_IPS: '127.0.0.1',
-        POSTGATE_LOG_LEVEL: 'warn',
+        POSTGATE_LOG_LEVEL: process.env.BENCH_LOG_LEVEL || 'warn',
         // BENCH_NODE_ARGS: Node flags for control and the gateway (e.g. heap limits), via the supervisor.
         ...(process.env.BENCH_NODE_ARGS ? { POSTGATE_NODE_ARGS: process.env.BENCH_NODE_ARGS } : {}),
         // BENCH_PROFILE=<dir>: CPU profiles of the stack's processes, written when they stop.

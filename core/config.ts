@@ -34,6 +34,11 @@ export interface DeliverySettings {
   /** Outbound concurrency cap of the gateway. */
   concurrency: number;
   /**
+   * Seconds a connection to an MX stays open after a delivery for the next message to the same
+   * MX (gateway/hooks/connection-reuse.ts, as Postfix's connection cache); 0 closes every connection.
+   */
+  connectionIdleSeconds: number;
+  /**
    * Seconds before automatic retry n of a `rejected` recipient (a policy 5xx, or a 4xx
    * that outlasted maxTempFailures); its length is the number of such retries.
    */
@@ -219,6 +224,7 @@ const defaults = {
     maxTempFailures: 13,
     connectTimeout: 30,
     concurrency: 1000,
+    connectionIdleSeconds: 5,
     rejectRetryDelays: [900, 3600, 14400, 43200],
     busyDispatchRate: 50,
   },

@@ -106,6 +106,11 @@ export async function startGatewayService(opts: GatewayServiceOptions): Promise<
       const until = Date.now() + DRAIN_MS;
       while (rt.attempts.size && Date.now() < until) await sleep(100);
       if (rt.attempts.size) log.warn({ attempts: rt.attempts.size }, 'stopping with deliveries under way; they are retried at start');
+      // Idle connections say QUIT rather than vanish.
+      if (rt.connections) {
+        log.info(rt.connections.stats(), 'outbound connections: opened, reused, idle at stop');
+        rt.connections.close();
+      }
       await rt.flushUsage();
       outbox.close();
       log.info('gateway stopped');

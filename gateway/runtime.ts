@@ -9,6 +9,7 @@ import { clock, dayOf } from '../core/clock.js';
 import { EventFeed } from './event-feed.js';
 import { gatewayPaths, type GatewayPaths } from './paths.js';
 import { Pacer } from './pacing/pacer.js';
+import type { ConnectionReuse } from './hooks/connection-reuse.js';
 import { connectRedis } from '../core/redis.js';
 import { SharedCounters } from '../core/shared-counters.js';
 
@@ -23,6 +24,8 @@ export interface GatewayRuntime extends GatewayContext {
   feed: EventFeed;
   /** Queue items (Haraka todo uuid) with an SMTP attempt under way: shutdown waits for them. */
   attempts: Set<string>;
+  /** Reused outbound connections (gateway/hooks/connection-reuse.ts), when delivery.connectionIdleSeconds > 0. */
+  connections?: ConnectionReuse;
   /** Warm-up, rate and connection limits (postgate_pacing); throttles pushed by control. */
   pacer: Pacer;
   /** Writes warm-up counters not yet saved, to the outbox and to Redis, and closes Redis (at shutdown). */

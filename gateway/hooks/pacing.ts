@@ -11,6 +11,7 @@ import { attemptOf, PROVIDER } from '../outcome.js';
 import { classify, providerOfDomain } from '../../common/providers.js';
 import { LIMIT_RECHECK_MS, type PaceDecision, type PaceRequest } from '../pacing/pacer.js';
 import { gatewayRuntime } from '../runtime.js';
+import { type ClientPool, destinationOf, type HMailProto, installConnectionReuse } from './connection-reuse.js';
 
 export interface PacingHooks {
   sendEmail(next: Next, hmail: HMailItem): void;
@@ -22,9 +23,24 @@ const CACHE_MS = 10 * 60_000;
 const CACHE_FAILED_MS = 60_000;
 const CACHE_MAX = 100_000;
 
-export async function pacingHooks(outbound: HarakaOutbound): Promise<PacingHooks> {
+/** Haraka's modules that connection reuse wraps (outbound/client_pool, outbound/hmail). */
+export interface ReuseTargets {
+  clientPool: ClientPool;
+  HMailItem: { prototype: HMailProto };
+}
+
+export async function pacingHooks(outbound: HarakaOutbound, reuse?: ReuseTargets): Promise<PacingHooks> {
   const rt = await gatewayRuntime();
   const { pacer, log } = rt;
+  // Idle connections count against the connection limits decided here, so reuse is set up here.
+  const idleSeconds = rt.config.delivery.connectionIdleSeconds;
+  if (reuse && idleSeconds > 0) {
+    const room = (hmail: HMailItem) => {
+      const d = destinationOf(hmail);
+      return pacer.connectionRoom(d.provider, d.domain);
+    };
+    rt.connections = installConnectionReuse(reuse.clientPool, reuse.HMailItem.prototype, { idleMs: idleSeconds * 1000, room });
+  }
   // The same lookup (and cache) as get_mx: a domain's MX is asked once for both.
   const lookup = cachedLookupMx();
   const providers = new Map<string, { provider: string; until: number }>();
@@ -147,8 +163,11 @@ export async function pacingHooks(outbound: HarakaOutbound): Promise<PacingHooks
         });
     },
     attemptEnded(hmail, final) {
-      if (final) pacer.done(hmail.todo.uuid);
-      else pacer.release(hmail.todo.uuid);
+      const key = hmail.todo.uuid;
+      const free = () => (final ? pacer.done(key) : pacer.release(key));
+      // A delivered session's slot passes on once its connection is idle (or closing), so the next message can reuse it.
+      if (rt.connections) rt.connections.afterSession(hmail, free);
+      else free();
     },
   };
   return hooks;

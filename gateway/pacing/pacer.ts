@@ -270,6 +270,18 @@ export class Pacer {
     return false;
   }
 
+  /**
+   * The gate of a destination, and how many more connections it may have open beside the attempts
+   * holding a slot (Infinity without a limit; below 0 after the limit was lowered): idle
+   * connections kept for reuse must fit in there.
+   */
+  connectionRoom(provider: string, domain: string): { gate: string; free: number } {
+    const gate = gateName({ provider, domain });
+    const max = this.throttleOf(provider).connections;
+    if (!max) return { gate, free: Infinity };
+    return { gate, free: max - (this.gates.get(gate)?.inFlight ?? 0) };
+  }
+
   private hasSlot(g: Gate): boolean {
     const max = this.limits(g).connections;
     return !max || g.inFlight < max;

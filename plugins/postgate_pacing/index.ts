@@ -4,6 +4,7 @@
 import constants = require('haraka-constants');
 import type { HarakaOutbound, HarakaPlugin, HMailItem, Next } from '../../gateway/haraka.js';
 import type { PacingHooks } from '../../gateway/hooks/pacing.js';
+import type { ClientPool, HMailProto } from '../../gateway/hooks/connection-reuse.js';
 
 let hooks: PacingHooks | undefined;
 
@@ -17,8 +18,12 @@ export function register(this: HarakaPlugin): void {
 
 export function load(this: HarakaPlugin, next: Next): void {
   const outbound = this.haraka_require('outbound') as HarakaOutbound;
+  const reuse = {
+    clientPool: this.haraka_require('outbound/client_pool') as ClientPool,
+    HMailItem: this.haraka_require('outbound/hmail') as { prototype: HMailProto },
+  };
   import('../../gateway/hooks/pacing.js')
-    .then((m) => m.pacingHooks(outbound))
+    .then((m) => m.pacingHooks(outbound, reuse))
     .then(
       (h) => {
         hooks = h;

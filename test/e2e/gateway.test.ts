@@ -179,6 +179,20 @@ describe('gateway process', () => {
     expect(mine[0]!.seq).toBeLessThan(mine[1]!.seq);
   }, 30_000);
 
+  it('reuses the connection for the next message to the MX, but not for an envelope that needs SMTPUTF8', async () => {
+    expect(await enqueue(gw.client, message('em_next', ['bob@ok.test']))).toMatchObject([{ duplicate: false, error: '' }]);
+    await feed.until(() => feed.of('em_next').some((e) => e.type === 'sent'));
+    // Haraka asks for SMTPUTF8 when the reverse path needs it.
+    const utf8 = { ...message('em_utf8', ['carol@ok.test']), mailFrom: 'bounces-jörg@sender.test' };
+    expect(await enqueue(gw.client, utf8)).toMatchObject([{ duplicate: false, error: '' }]);
+    await feed.until(() => feed.of('em_utf8').some((e) => e.type === 'sent'));
+    const of = (id: string) => sink.messages.find((m) => m.emailId === id)!;
+    // em_ok's connection was kept for em_next; a kept session skipped EHLO, so SMTPUTF8 needs a new one.
+    expect(of('em_next').connection).toBe(of('em_ok').connection);
+    expect(of('em_utf8')).toMatchObject({ mailFrom: 'bounces-jörg@sender.test', smtputf8: true });
+    expect(of('em_utf8').connection).not.toBe(of('em_next').connection);
+  }, 30_000);
+
   it('reports refused recipients: 550 5.1.1 bounced, 550 5.7.1 rejected, NXDOMAIN bounced', async () => {
     sink.setBehaviour('nobody@ok.test', { rcpt: [replies.noSuchUser] });
     sink.setBehaviour('spamtrap@ok.test', { rcpt: [replies.policy] });

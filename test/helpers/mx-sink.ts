@@ -1,7 +1,9 @@
-// A receiving MX for tests (smtp-server on 127.0.0.1, free port, no AUTH, no
-// STARTTLS) that records what it accepts and answers as scripted, per recipient
+// A receiving MX for tests (smtp-server on 127.0.0.1, free port, no AUTH, STARTTLS
+// only when asked) that records what it accepts and answers as scripted, per recipient
 // and per attempt: refuse at RCPT TO (550 5.1.1, 550 5.7.1, 450...), temp-fail the
-// first N attempts then accept, or hold the final answer to DATA for a while.
+// first N attempts then accept, hold the final answer to DATA for a while, or hang up
+// on a sender that starts a second message on one connection. It counts connections.
+import type { Socket } from 'node:net';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from 'smtp-server';
 
 export interface Reply {
@@ -17,6 +19,8 @@ export interface Behaviour {
   data?: Array<Reply | null>;
   /** Hold the answer to DATA this long (ms), e.g. to kill the sender mid-session. */
   dataDelayMs?: number;
+  /** Close the connection, without an answer, on a MAIL FROM that is not the connection's first. */
+  hangUpOnReuse?: boolean;
 }
 
 export const replies = {
@@ -38,6 +42,24 @@ export interface ReceivedMessage {
   emailId?: string;
   /** When the message was accepted (the 250 is written right after). */
   receivedAt: number;
+  /** The connection it came over (smtp-server's session id). */
+  connection: string;
+  /** That connection was under TLS (STARTTLS). */
+  tls: boolean;
+  /** MAIL FROM carried SMTPUTF8. */
+  smtputf8: boolean;
+}
+
+export interface SinkOptions {
+  /** Offer STARTTLS (smtp-server's built-in test certificate). */
+  starttls?: boolean;
+}
+
+export interface ConnectionCounts {
+  opened: number;
+  open: number;
+  /** The most open at one time. */
+  maxOpen: number;
 }
 
 export interface MxSink {
@@ -49,6 +71,9 @@ export interface MxSink {
   setBehaviour(rcpt: string, behaviour: Behaviour): void;
   /** Resolves once at least n messages were accepted. */
   waitFor(n: number, timeoutMs?: number): Promise<ReceivedMessage[]>;
+  connections(): ConnectionCounts;
+  /** Hangs up on every open connection without a word, as a server whose idle timeout ran out. */
+  dropConnections(): void;
   close(): Promise<void>;
 }
 
@@ -58,12 +83,18 @@ function smtpError(reply: Reply): Error {
   return Object.assign(new Error(reply.message), { responseCode: reply.code });
 }
 
-export async function startMxSink(): Promise<MxSink> {
+export async function startMxSink(opts: SinkOptions = {}): Promise<MxSink> {
   const behaviours = new Map<string, Behaviour>();
   const rcptAttempts = new Map<string, number>();
   const dataAttempts = new Map<string, number>();
   const messages: ReceivedMessage[] = [];
   let waiters: Array<() => void> = [];
+  const counts: ConnectionCounts = { opened: 0, open: 0, maxOpen: 0 };
+  /** smtp-server keeps its connections' sockets private; tests hang up on them. */
+  const socketOf = (id: string): Socket | undefined =>
+    [...(server as unknown as { connections: Set<{ id: string; _socket: Socket }> }).connections].find((c) => c.id === id)?._socket;
+  /** MAIL FROM commands per connection. */
+  const transactions = new Map<string, number>();
 
   const behaviourOf = (rcpt: string) => behaviours.get(key(rcpt)) ?? behaviours.get('*') ?? {};
   const bump = (m: Map<string, number>, k: string) => {
@@ -74,8 +105,25 @@ export async function startMxSink(): Promise<MxSink> {
 
   const server = new SMTPServer({
     authOptional: true,
-    disabledCommands: ['AUTH', 'STARTTLS'],
+    disabledCommands: opts.starttls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
     logger: false,
+    onConnect(_session, cb) {
+      counts.opened++;
+      counts.maxOpen = Math.max(counts.maxOpen, ++counts.open);
+      cb();
+    },
+    onClose(session) {
+      counts.open--;
+      transactions.delete(session.id);
+    },
+    onMailFrom(_address, session, cb) {
+      const n = bump(transactions, session.id);
+      if (n > 1 && behaviourOf('*').hangUpOnReuse) {
+        socketOf(session.id)?.destroy();
+        return;
+      }
+      cb();
+    },
     onRcptTo(address: SMTPServerAddress, _session: SMTPServerSession, cb: (err?: Error | null) => void) {
       const attempt = bump(rcptAttempts, key(address.address));
       const reply = behaviourOf(address.address).rcpt?.[attempt - 1];
@@ -95,7 +143,16 @@ export async function startMxSink(): Promise<MxSink> {
           const raw = Buffer.concat(chunks);
           const emailId = /^X-Email-Id:\s*(\S+)/im.exec(raw.toString('utf8'))?.[1];
           const from = session.envelope.mailFrom;
-          messages.push({ mailFrom: from ? from.address : '', rcptTo, raw, emailId, receivedAt: Date.now() });
+          messages.push({
+            mailFrom: from ? from.address : '',
+            rcptTo,
+            raw,
+            emailId,
+            receivedAt: Date.now(),
+            connection: session.id,
+            tls: session.secure,
+            smtputf8: Boolean(from && (from.args as Record<string, unknown> | undefined)?.SMTPUTF8),
+          });
           for (const wake of waiters) wake();
           cb(null);
         }, delay);
@@ -132,6 +189,10 @@ export async function startMxSink(): Promise<MxSink> {
         waiters.push(check);
         check();
       });
+    },
+    connections: () => ({ ...counts }),
+    dropConnections() {
+      for (const c of (server as unknown as { connections: Set<{ _socket: Socket }> }).connections) c._socket.destroy();
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

@@ -1,0 +1,117 @@
+// Outbound connection reuse through the real gateway and a loopback MX that offers STARTTLS
+// and SMTPUTF8: mail that follows a delivery to the same MX goes over the same TLS connection
+// (RSET between messages, no new EHLO); a server that hangs up on a kept connection costs no
+// deferral; a connection limit counts kept connections. (An envelope that needs SMTPUTF8, which
+// only the gateway's gRPC side takes, is in test/e2e/gateway.test.ts.)
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Stack, sleep, type Project } from '../../helpers/stack.js';
+import { startDnsServer, type DnsServer } from '../../helpers/dns-server.js';
+import { startMxSink, type MxSink, type ReceivedMessage } from '../../helpers/mx-sink.js';
+import { publishDomain } from './helpers.js';
+
+let dns: DnsServer;
+let sink: MxSink;
+let stack: Stack;
+let p: Project;
+
+const messageId = (m: ReceivedMessage) => /^Message-ID:\s*<([^@>]+)@/im.exec(m.raw.toString('utf8'))?.[1];
+const received = (id: string) => sink.messages.filter((m) => messageId(m) === id);
+
+beforeAll(async () => {
+  sink = await startMxSink({ starttls: true });
+  dns = await startDnsServer([
+    { type: 'MX', name: 'inbox.test', exchange: 'mx.inbox.test', priority: 10 },
+    { type: 'A', name: 'mx.inbox.test', address: '127.0.0.1' },
+  ]);
+  stack = await Stack.start({
+    env: { POSTGATE_DNS_SERVERS: dns.address, POSTGATE_DELIVERY_PORT: String(sink.port), POSTGATE_SENDING_IPS: '127.0.0.1' },
+    config: { delivery: { retryDelays: [30], maxTempFailures: 3, connectTimeout: 5, connectionIdleSeconds: 3 } },
+  });
+  p = await stack.createProject('reuse');
+  await stack.setPlan('reuse', 'scale');
+  await publishDomain(stack, p.keys.live, dns, 'acme.test');
+}, 60_000);
+afterAll(async () => {
+  await stack?.stop();
+  await sink?.close();
+  await dns?.close();
+});
+
+async function send(to: string, subject = `to ${to}`): Promise<string> {
+  const r = await stack.api('POST', '/v1/emails', p.keys.live, { from: 'hello@acme.test', to, subject, text: 'x' });
+  expect(r.status, JSON.stringify(r.body)).toBe(202);
+  return r.body.id;
+}
+const sent = (id: string) => stack.waitEmail(p.keys.live, id, (e) => e.status === 'sent' || e.status === 'failed', 30_000);
+/** Sends one after another, each once the previous is delivered. */
+async function sendInTurn(n: number, to: (i: number) => string): Promise<any[]> {
+  const out = [];
+  for (let i = 0; i < n; i++) out.push(await sent(await send(to(i))));
+  return out;
+}
+/** Until the sink has no connection open (kept ones closed by their idle time). */
+async function idle(ms = 10_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (sink.connections().open && Date.now() < until) await sleep(100);
+  expect(sink.connections().open).toBe(0);
+}
+
+describe('outbound connection reuse', () => {
+  it('mail that follows a delivery to the same MX goes over the same TLS connection', async () => {
+    const before = sink.connections().opened;
+    const emails = await sendInTurn(5, (i) => `seq${i}@inbox.test`);
+    for (const e of emails) expect(e.events.map((x: any) => x.type)).toEqual(['queued', 'sending', 'sent']);
+    const msgs = emails.map((e) => received(e.id));
+    for (const m of msgs) expect(m).toHaveLength(1);
+    // One connection served all five, under TLS throughout.
+    expect(new Set(msgs.map((m) => m[0]!.connection)).size).toBe(1);
+    expect(msgs.every((m) => m[0]!.tls)).toBe(true);
+    expect(sink.connections().opened - before).toBe(1);
+    // Kept only for the idle time (3 s here), then closed by us.
+    await idle();
+  });
+
+  it('a server that hung up on a kept connection costs no deferral', async () => {
+    await sendInTurn(1, () => 'first@inbox.test');
+    // The server ends the idle connection on its own.
+    sink.dropConnections();
+    await sleep(200);
+    const [after] = await sendInTurn(1, () => 'after-drop@inbox.test');
+    expect(after.events.map((x: any) => x.type)).toEqual(['queued', 'sending', 'sent']);
+
+    // The server hangs up just as the kept connection is used again: the MX is tried again on a new one, no deferral.
+    sink.setBehaviour('*', { hangUpOnReuse: true });
+    try {
+      const before = sink.connections().opened;
+      const emails = await sendInTurn(3, (i) => `hangup${i}@inbox.test`);
+      for (const e of emails) expect(e.events.map((x: any) => x.type)).toEqual(['queued', 'sending', 'sent']);
+      for (const e of emails) expect(received(e.id)).toHaveLength(1);
+      // Each message needed a new connection after the hang-up on the kept one.
+      expect(sink.connections().opened - before).toBe(3);
+    } finally {
+      sink.setBehaviour('*', {});
+    }
+    await idle();
+  });
+
+  it('a connection limit counts kept connections', async () => {
+    await stack.cli('throttle', 'set', '--provider', 'other', '--connections', '2');
+    sink.setBehaviour('*', { dataDelayMs: 150 });
+    try {
+      await idle();
+      const before = sink.connections().opened;
+      const ids = [];
+      for (let i = 0; i < 12; i++) ids.push(await send(`limit${i}@inbox.test`));
+      for (const id of ids) expect((await sent(id)).status).toBe('sent');
+      const c = sink.connections();
+      // Kept connections stay within the limit; at most one more is saying QUIT as a slot passes on.
+      expect(c.open).toBeLessThanOrEqual(2);
+      expect(c.maxOpen).toBeLessThanOrEqual(3);
+      // Fewer connections than messages: the limit's connections were reused.
+      expect(c.opened - before).toBeLessThan(ids.length);
+    } finally {
+      sink.setBehaviour('*', {});
+      await stack.cli('throttle', 'set', '--provider', 'other', '--connections', '0');
+    }
+  });
+});
