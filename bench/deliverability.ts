@@ -31,6 +31,7 @@
 //
 // Bounded: BENCH_MESSAGES (3000) per round, BENCH_ROUNDS (3), 180 s per delivery wait; loopback
 // only. BENCH_BODY_BYTES (e.g. 20000) gives every contender a longer body than the receipt line.
+// BENCH_TLS=1: the receiver offers STARTTLS and every contender relays over opportunistic TLS.
 // Figures go to bench/results/deliverability-<time>.json. BENCH_PROFILE=<dir> writes CPU
 // profiles of postgate's processes when they stop.
 import { prepare, root } from './lib/prepare.js';
@@ -78,6 +79,12 @@ const SHORT_BODY = 'Hello from the benchmark. This is a short transactional mess
  * (storing, building, signing, queueing, relaying) then counts as it does in use.
  */
 const BODY_BYTES = Number(process.env.BENCH_BODY_BYTES || 0);
+/**
+ * BENCH_TLS=1: the receiver offers STARTTLS, as every large mailbox provider's MX does, and each
+ * contender relays with its shipped opportunistic TLS (postgate and Haraka: enable_tls; Postfix:
+ * smtp_tls_security_level = may). The receiver is then the Node sink, as smtp-sink has no TLS.
+ */
+const TLS = process.env.BENCH_TLS === '1';
 function bodyOf(bytes: number): string {
   const lines = [SHORT_BODY];
   let size = SHORT_BODY.length;
@@ -205,7 +212,7 @@ async function main(): Promise<void> {
   // the receiver was the Node sink in the run that installed it, smtp-sink in every run after; and
   // postgate's feed was once chosen before the install, the Node generator against smtp-source).
   const postfixMissing = wanted('Postfix + OpenDKIM') ? ensurePostfix() : 'not among BENCH_CONTENDERS';
-  const receiver = await startReceiver();
+  const receiver = await startReceiver(TLS ? 'node' : 'smtp-sink', { starttls: TLS });
   log(`receiver: ${receiver.kind} on 127.0.0.1:${receiver.port} (pid ${receiver.pid})`);
   const dns = await startDnsServer([
     { type: 'MX', name: DOMAIN, exchange: `mx.${DOMAIN}`, priority: 10 },
@@ -283,7 +290,13 @@ async function main(): Promise<void> {
     // Postfix + OpenDKIM (installed above).
     if (postfixMissing) log(`Postfix + OpenDKIM skipped: ${postfixMissing}`);
     else {
-      const postfix = await startPostfix({ listenPort: await freePort(), milterPort: await freePort(), relayPort: receiver.port, domain: 'acme.test' });
+      const postfix = await startPostfix({
+        listenPort: await freePort(),
+        milterPort: await freePort(),
+        relayPort: receiver.port,
+        domain: 'acme.test',
+        tls: TLS,
+      });
       closers.unshift(() => postfix.close());
       const feed = smtpFeed(() => postfix.port);
       contenders.push({ name: 'Postfix + OpenDKIM', feed: feed.feed, roots: () => postfix.pids(), nameOf: commOf, send: feed.send });
@@ -458,6 +471,7 @@ function report(contenders: Contender[], results: Map<Contender, Round[]>, recei
     smtpSessions: SMTP_SESSIONS,
     apiConnections: API_CONNECTIONS,
     receiver: receiverKind,
+    tls: TLS,
     contenders: summaries.map((s) => ({
       ...s,
       perSecond: round(s.perSecond),

@@ -53,6 +53,8 @@ export interface PostfixOptions {
   relayPort: number;
   /** The signing domain (the From domain of the load). */
   domain: string;
+  /** Opportunistic TLS to the relay (`smtp_tls_security_level = may`, as Debian's main.cf ships); otherwise none. */
+  tls?: boolean;
 }
 
 export interface PostfixInstance {
@@ -81,6 +83,7 @@ retry     unix - - n - - error
 discard   unix - - n - - discard
 anvil     unix - - n - 1 anvil
 scache    unix - - n - 1 scache
+tlsmgr    unix - - n 1000? 1 tlsmgr
 postlog   unix-dgram n - n - 1 postlogd
 `;
 
@@ -161,7 +164,8 @@ export async function startPostfix(o: PostfixOptions): Promise<PostfixInstance> 
     'mynetworks = 127.0.0.0/8',
     `relayhost = [127.0.0.1]:${o.relayPort}`,
     'smtpd_tls_security_level = none',
-    'smtp_tls_security_level = none',
+    // With TLS, Postfix's defaults otherwise: smtp_tls_connection_reuse stays off, so a TLS session is not reused.
+    `smtp_tls_security_level = ${o.tls ? 'may' : 'none'}`,
     'biff = no',
     `smtpd_milters = inet:127.0.0.1:${o.milterPort}`,
     'non_smtpd_milters = $smtpd_milters',

@@ -12,7 +12,7 @@ import { freePort } from '../../test/helpers/ports.js';
 export const SMTP_SINK = '/usr/sbin/smtp-sink';
 
 export interface Receiver {
-  kind: 'smtp-sink' | 'node sink';
+  kind: 'smtp-sink' | 'node sink' | 'node sink with STARTTLS';
   port: number;
   pid: number;
   /** Messages received so far. */
@@ -25,9 +25,10 @@ export interface Receiver {
 /** Connections the receiver serves at once: above every contender's pool (postgate's gateway 500, Haraka's 1000). */
 const MAX_CONNECTIONS = 2048;
 
-export async function startReceiver(prefer: 'smtp-sink' | 'node' = 'smtp-sink'): Promise<Receiver> {
+/** `starttls`: the receiver offers STARTTLS, as real MXs do (smtp-sink cannot: the Node sink then). */
+export async function startReceiver(prefer: 'smtp-sink' | 'node' = 'smtp-sink', opts: { starttls?: boolean } = {}): Promise<Receiver> {
   const port = await freePort();
-  const useSink = prefer === 'smtp-sink' && fs.existsSync(SMTP_SINK);
+  const useSink = prefer === 'smtp-sink' && !opts.starttls && fs.existsSync(SMTP_SINK);
   let proc: ChildProcess;
   if (useSink) {
     // As root it must drop privileges (-u) once the socket is open.
@@ -36,7 +37,8 @@ export async function startReceiver(prefer: 'smtp-sink' | 'node' = 'smtp-sink'):
       stdio: ['ignore', 'pipe', 'pipe'],
     });
   } else {
-    proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bench/lib/sink-process.ts'), String(port)], {
+    const args = [path.join(root, 'bench/lib/sink-process.ts'), String(port), ...(opts.starttls ? ['--starttls'] : [])];
+    proc = spawn(process.execPath, ['--import', 'tsx', ...args], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -76,7 +78,7 @@ export async function startReceiver(prefer: 'smtp-sink' | 'node' = 'smtp-sink'):
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
-    kind: useSink ? 'smtp-sink' : 'node sink',
+    kind: useSink ? 'smtp-sink' : opts.starttls ? 'node sink with STARTTLS' : 'node sink',
     port,
     pid: proc.pid!,
     count: () => received,
