@@ -36,6 +36,8 @@ export interface OutboundSocket extends NodeJS.EventEmitter {
   write(data: string | Uint8Array, encoding?: unknown, cb?: unknown): boolean;
   end(data?: string): void;
   destroy(): void;
+  /** Under TLS with a certificate that verified (what Haraka's force_tls requires). */
+  isSecure(): boolean | undefined;
 }
 
 type Listener = (...args: unknown[]) => void;
@@ -99,6 +101,16 @@ export function routeOf(mx: Mx): string | undefined {
 
 const nonAscii = (s: string) => /[\u0080-\uffff]/.test(s);
 const needsUtf8 = (hmail: HMailItem) => nonAscii(hmail.todo.mail_from.address ?? '') || hmail.todo.rcpt_to.some((r) => nonAscii(r.address));
+
+/**
+ * Whether a kept connection may carry this queue item: one that needs SMTPUTF8 only where the server
+ * did not offer it, and one that must go under verified TLS (Haraka's force_tls) only over such a connection. Unknown
+ * item: only what suits any.
+ */
+function suits(socket: OutboundSocket, conn: Conn, hmail: (HMailItem & { force_tls?: boolean }) | undefined): boolean {
+  if (conn.utf8 && (!hmail || needsUtf8(hmail))) return false;
+  return !(hmail?.force_tls ?? true) || Boolean(socket.isSecure());
+}
 
 export function installConnectionReuse(clientPool: ClientPool, proto: HMailProto, opts: ReuseOptions): ConnectionReuse {
   const now = opts.now ?? Date.now;
@@ -198,7 +210,7 @@ export function installConnectionReuse(clientPool: ClientPool, proto: HMailProto
     const route = routeOf(mx);
     const hmail = owners.get(mx);
     if (!route) return getClient(mx, cb);
-    const socket = pool.take(route, (s) => alive(s) && !(conns.get(s)!.utf8 && (!hmail || needsUtf8(hmail))));
+    const socket = pool.take(route, (s) => alive(s) && suits(s, conns.get(s)!, hmail));
     if (socket) {
       strip(socket, conns.get(socket)!);
       socket.__fromPool = true;
