@@ -4,11 +4,24 @@ let offsetMs = 0;
 
 export const DAY_MS = 86_400_000;
 
-/** The UTC calendar day of ms, YYYY-MM-DD. */
-export const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
-
 /** UTC midnight at or before ms. */
 export const dayStart = (ms: number): number => ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS);
+
+// The day last asked for: accepting an email asks for its day several times (quota, tallies),
+// and formatting a date is most of what that costs (about 3% of control's CPU on batch sends).
+let lastStart = 1;
+let lastEnd = 0;
+let lastDay = '';
+
+/** The UTC calendar day of ms, YYYY-MM-DD. */
+export const dayOf = (ms: number): string => {
+  if (ms >= lastStart && ms < lastEnd) return lastDay;
+  const day = new Date(ms).toISOString().slice(0, 10);
+  lastStart = dayStart(ms);
+  lastEnd = lastStart + DAY_MS;
+  lastDay = day;
+  return day;
+};
 
 /** The next UTC midnight after ms. */
 export const nextDayStart = (ms: number): number => dayStart(ms) + DAY_MS;

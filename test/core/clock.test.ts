@@ -14,6 +14,13 @@ describe('UTC days', () => {
     expect(dayStart(-1)).toBe(-DAY_MS);
   });
 
+  it('names each day right when asked about the same day again and across midnights, in any order', () => {
+    const mid = Date.UTC(2026, 10, 26);
+    const cases = [mid - 1, mid, mid + 1, mid - 1, mid + DAY_MS - 1, mid + DAY_MS, mid, -1, 0, Date.UTC(1969, 11, 31, 12), mid - DAY_MS];
+    for (const t of cases) expect(dayOf(t)).toBe(new Date(t).toISOString().slice(0, 10));
+    expect(() => dayOf(Number.NaN)).toThrow(RangeError);
+  });
+
   it('moves every reader of the clock when a test moves it', () => {
     const before = clock.now();
     clock.setOffset(DAY_MS);
