@@ -174,7 +174,7 @@ export class MailPipeline {
    * sender domain, suppression. Throws refusals that record nothing; returns the
    * ones the spec calls `failed` (the email is recorded with that status).
    */
-  private async judge(caller: Caller, email: NewEmail, system: boolean): Promise<ApiError | undefined> {
+  private async judge(caller: Caller, email: NewEmail, system: boolean, scopes?: Map<string, string>): Promise<ApiError | undefined> {
     const { project } = caller;
     if (!system) {
       requireSubscription(project);
@@ -184,8 +184,15 @@ export class MailPipeline {
         return new ApiError('DOMAIN_NOT_VERIFIED', `The sender domain ${domain} is not verified; add it with POST /v1/domains and complete the DNS setup`);
       }
     }
+    // A batch asks for all its recipients at once (sendMany); one email for its own.
+    const suppressed =
+      scopes ??
+      (await this.store.suppressions.scopesOf(
+        project.id,
+        email.recipients.map((r) => r.address),
+      ));
     for (const r of email.recipients) {
-      const scope = await this.store.suppressions.scopeOf(project.id, r.address);
+      const scope = suppressed.get(r.address);
       if (scope === 'all' || (scope === 'bulk' && email.bulk)) {
         r.status = 'failed';
         r.reason = scope === 'bulk' ? 'unsubscribed' : 'suppressed';
@@ -302,16 +309,29 @@ export class MailPipeline {
   /** Accepts several emails, each judged on its own; one commit for all. */
   async sendMany(caller: Caller, reqs: unknown[], opts: { ids?: string[] } = {}): Promise<Array<Accepted | ApiError>> {
     const guards = this.guards(caller, false);
+    // An unreachable store fails the whole batch (503): a 202 must mean what it answers was stored.
+    const own = (err: unknown): ApiError => {
+      if (err instanceof ApiError && !(err instanceof StoreUnavailableError)) return err;
+      throw err;
+    };
+    const prepared = reqs.map((r, i): NewEmail | ApiError => {
+      try {
+        return this.prepare(caller, this.validateShape(r), opts.ids?.[i]);
+      } catch (err) {
+        return own(err);
+      }
+    });
+    // The suppressions of every recipient of the batch, in one query.
+    const addresses = new Set(prepared.flatMap((p) => (p instanceof ApiError ? [] : p.recipients.map((r) => r.address))));
+    const scopes = await this.store.suppressions.scopesOf(caller.project.id, [...addresses]);
     const judged = await Promise.all(
-      reqs.map(async (r, i): Promise<{ email: NewEmail; refusal?: ApiError } | ApiError> => {
+      prepared.map(async (email): Promise<{ email: NewEmail; refusal?: ApiError } | ApiError> => {
+        if (email instanceof ApiError) return email;
         try {
-          const email = this.prepare(caller, this.validateShape(r), opts.ids?.[i]);
-          const refusal = await this.judge(caller, email, false);
+          const refusal = await this.judge(caller, email, false, scopes);
           return refusal ? { email: this.failed(email, refusal), refusal } : { email };
         } catch (err) {
-          // An unreachable store fails the whole batch (503): a 202 must mean what it answers was stored.
-          if (err instanceof ApiError && !(err instanceof StoreUnavailableError)) return err;
-          throw err;
+          return own(err);
         }
       }),
     );

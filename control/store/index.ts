@@ -457,8 +457,11 @@ export interface Suppressions {
   list(projectId: string): Promise<SuppressionRow[]>;
   /** False when the address was not suppressed. */
   remove(projectId: string, address: string): Promise<boolean>;
-  /** The scope of an address's suppression ('all' or 'bulk'), if it is suppressed. */
-  scopeOf(projectId: string, address: string): Promise<string | undefined>;
+  /**
+   * The scope of each suppressed address among `addresses` ('all' or 'bulk'); one that is not
+   * suppressed is absent. One query for a whole batch's recipients.
+   */
+  scopesOf(projectId: string, addresses: readonly string[]): Promise<Map<string, string>>;
   /**
    * A one-click unsubscribe: the address leaves the project's bulk mail (scope 'bulk',
    * reason 'unsubscribed') and the email shows an `unsubscribed` event. Repeats change nothing.

@@ -154,7 +154,21 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         { seq: 1, emailId: e.id, type: 'bounced', recipient: '', recipientIndex: 2, at: now, attempt: 1, details: {} },
       ]);
       expect(applied).toMatchObject({ recipient: 'mia@inbox.test', emailStatus: 'sending' });
-      expect((await store.suppressions.scopeOf(projectId, 'mia@inbox.test')) ?? null).toBe('all');
+      expect((await store.suppressions.scopesOf(projectId, ['mia@inbox.test'])).get('mia@inbox.test') ?? null).toBe('all');
+    });
+
+    it('suppression scopes of many addresses in one call: each suppressed one with its scope, the others absent', async () => {
+      const e = email({ to: ['s1@inbox.test'], recipients: [{ address: 's1@inbox.test', kind: 'to' }] });
+      await store.emails.accept(e);
+      await store.deliveryLog.apply('gw-scopes', [{ seq: 1, emailId: e.id, type: 'bounced', recipient: 's1@inbox.test', at: now, attempt: 1, details: {} }]);
+      await store.suppressions.unsubscribe(projectId, e.id, 's2@inbox.test', 'one-click', now);
+      const asked = ['s1@inbox.test', 's2@inbox.test', 'free@inbox.test', 'quote"d@inbox.test', "o'hara@inbox.test"];
+      const scopes = await store.suppressions.scopesOf(projectId, asked);
+      expect(Object.fromEntries(scopes)).toEqual({ 's1@inbox.test': 'all', 's2@inbox.test': 'bulk' });
+      // One address alone, none, and another project's view.
+      expect(Object.fromEntries(await store.suppressions.scopesOf(projectId, ['s2@inbox.test']))).toEqual({ 's2@inbox.test': 'bulk' });
+      expect((await store.suppressions.scopesOf(projectId, [])).size).toBe(0);
+      expect((await store.suppressions.scopesOf('prj_other', asked)).size).toBe(0);
     });
 
     it('gateway events applied twice are counted once, and the cursor survives a reopen', async () => {

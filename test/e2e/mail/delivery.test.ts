@@ -113,6 +113,18 @@ describe('delivery', () => {
     expect(Object.fromEntries(m.recipients.map((x: any) => [x.email, x.status]))).toEqual({ 'gone@inbox.test': 'failed', 'kept@inbox.test': 'sent' });
     expect(sentTo(mixed.body.id)[0]!.rcptTo).toEqual(['kept@inbox.test']);
 
+    // In a batch (its recipients' suppressions are read in one query): each email judged on its own.
+    const batch = await stack.api('POST', '/v1/emails/batch', p.keys.live, [
+      { from: 'hello@acme.test', to: 'kept@inbox.test', subject: 'b0', text: 'x' },
+      { from: 'hello@acme.test', to: 'Gone <gone@INBOX.test>', subject: 'b1', text: 'x' },
+      { from: 'hello@acme.test', to: ['kept2@inbox.test', 'gone@inbox.test'], subject: 'b2', text: 'x' },
+    ]);
+    expect(batch.status).toBe(202);
+    expect(batch.body.data[0]).toMatchObject({ id: expect.any(String), status: 'queued' });
+    expect(batch.body.data[1]).toMatchObject({ code: 'RECIPIENT_IN_SUPPRESSION_LIST', id: expect.any(String) });
+    const b2 = await stack.waitEmail(p.keys.live, batch.body.data[2].id, (e) => e.status === 'sent');
+    expect(Object.fromEntries(b2.recipients.map((x: any) => [x.email, x.status]))).toEqual({ 'kept2@inbox.test': 'sent', 'gone@inbox.test': 'failed' });
+
     // Removing it from the list lets mail through again.
     const del = await stack.api('DELETE', `/v1/suppressions/${encodeURIComponent('gone@inbox.test')}`, p.keys.live);
     expect(del.body).toEqual({ email: 'gone@inbox.test', deleted: true });
