@@ -24,8 +24,25 @@ export function isAddress(s: string): boolean {
   return labels.length >= 2 && labels.every((l) => LABEL.test(l)) && !/^\d+$/.test(labels[labels.length - 1]!);
 }
 
+/**
+ * Mailboxes parsed lately: accepting an email parses each of its addresses more than once
+ * (checking the request, judging it, listing its recipients), and a batch's sender is the same
+ * in every email. The parse is a pure function of the string; the answers are frozen.
+ */
+const parsed = new Map<string, Readonly<Mailbox> | null>();
+const PARSED_KEPT = 1000;
+
 /** Parses one mailbox, or returns undefined when it is not acceptable. */
-export function parseMailbox(input: string): Mailbox | undefined {
+export function parseMailbox(input: string): Readonly<Mailbox> | undefined {
+  const hit = parsed.get(input);
+  if (hit !== undefined) return hit ?? undefined;
+  const m = parse(input);
+  if (parsed.size >= PARSED_KEPT) parsed.clear();
+  parsed.set(input, m ? Object.freeze(m) : null);
+  return m;
+}
+
+function parse(input: string): Mailbox | undefined {
   if (/[\r\n\0]/.test(input)) return undefined;
   const s = input.trim();
   const m = /^(.*?)\s*<([^<>]+)>$/.exec(s);
