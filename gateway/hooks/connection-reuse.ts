@@ -206,16 +206,20 @@ export function installConnectionReuse(clientPool: ClientPool, proto: HMailProto
   }
 
   const getClient = clientPool.get_client;
-  clientPool.get_client = (mx, cb) => {
+  clientPool.get_client = function getPooled(mx, cb) {
     const route = routeOf(mx);
     const hmail = owners.get(mx);
     if (!route) return getClient(mx, cb);
     const socket = pool.take(route, (s) => alive(s) && suits(s, conns.get(s)!, hmail));
     if (socket) {
-      strip(socket, conns.get(socket)!);
-      socket.__fromPool = true;
-      stats.reused++;
-      process.nextTick(cb, null, socket);
+      // Handed over on the next tick, as a new socket would be; the idle listeners watch it until then.
+      process.nextTick(() => {
+        if (!alive(socket)) return getPooled(mx, cb);
+        strip(socket, conns.get(socket)!);
+        socket.__fromPool = true;
+        stats.reused++;
+        cb(null, socket);
+      });
       return;
     }
     getClient(mx, (err, s) => {
