@@ -212,7 +212,7 @@ async function main(): Promise<void> {
   // the receiver was the Node sink in the run that installed it, smtp-sink in every run after; and
   // postgate's feed was once chosen before the install, the Node generator against smtp-source).
   const postfixMissing = wanted('Postfix + OpenDKIM') ? ensurePostfix() : 'not among BENCH_CONTENDERS';
-  const receiver = await startReceiver(TLS ? 'node' : 'smtp-sink', { starttls: TLS });
+  const receiver = await startReceiver('smtp-sink', { starttls: TLS });
   log(`receiver: ${receiver.kind} on 127.0.0.1:${receiver.port} (pid ${receiver.pid})`);
   const dns = await startDnsServer([
     { type: 'MX', name: DOMAIN, exchange: `mx.${DOMAIN}`, priority: 10 },

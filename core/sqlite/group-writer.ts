@@ -75,7 +75,7 @@ export class GroupWriter {
     this.scheduled = false;
     while (this.queue.length) {
       const batch = this.queue.splice(0, this.maxBatch);
-      let results: Result[] | undefined;
+      let results: Result[];
       try {
         // First without savepoints (two statements per write, about a quarter of an email's insert
         // cost); a write that throws rolls the group back whole, and the group runs again with a
@@ -86,12 +86,11 @@ export class GroupWriter {
         for (const p of batch) p.reject(err);
         continue;
       }
-      const settled = results!;
       this.commits++;
       this.writes += batch.length;
       const settle = () => {
         for (const [i, p] of batch.entries()) {
-          const r = settled[i]!;
+          const r = results[i]!;
           if (r.ok) p.resolve(r.value);
           else p.reject(r.value);
         }
@@ -109,6 +108,8 @@ export class GroupWriter {
    * undone alone. Without: undefined when a write threw (the group was rolled back). Throws when
    * the transaction itself failed.
    */
+  private commit(batch: Pending[], savepoints: true): Result[];
+  private commit(batch: Pending[], savepoints: false): Result[] | undefined;
   private commit(batch: Pending[], savepoints: boolean): Result[] | undefined {
     const results: Result[] = [];
     let writeThrew = false;

@@ -20,7 +20,6 @@
 // - A connection is used for at most MAX_MESSAGES messages and MAX_AGE_MS, and kept idle for
 //   delivery.connectionIdleSeconds (0: no reuse).
 import type { HarakaMx, HMailItem } from '../haraka.js';
-import { PROVIDER } from '../outcome.js';
 import { IdlePool } from '../reuse/idle-pool.js';
 
 const MAX_MESSAGES = 1000;
@@ -43,9 +42,9 @@ export interface OutboundSocket extends NodeJS.EventEmitter {
 type Listener = (...args: unknown[]) => void;
 type Callback = (err: string | null, socket: OutboundSocket | null) => void;
 
+/** Haraka's outbound/client_pool: the one call wrapped. */
 export interface ClientPool {
   get_client(mx: HarakaMx, cb: Callback): void;
-  release_client(socket: OutboundSocket, mx: HarakaMx): void;
 }
 
 export interface HMailProto {
@@ -58,7 +57,6 @@ export interface ReuseOptions {
   idleMs: number;
   /** The pacing gate of a queue item's destination and its free connections (Pacer.connectionRoom). */
   room(hmail: HMailItem): { gate: string; free: number };
-  now?: () => number;
 }
 
 export interface ReuseStats {
@@ -113,7 +111,6 @@ function suits(socket: OutboundSocket, conn: Conn, hmail: (HMailItem & { force_t
 }
 
 export function installConnectionReuse(clientPool: ClientPool, proto: HMailProto, opts: ReuseOptions): ConnectionReuse {
-  const now = opts.now ?? Date.now;
   const conns = new WeakMap<OutboundSocket, Conn>();
   const owners = new WeakMap<HarakaMx, HMailItem>();
   const sockets = new WeakMap<HMailItem, OutboundSocket>();
@@ -190,7 +187,7 @@ export function installConnectionReuse(clientPool: ClientPool, proto: HMailProto
   function track(socket: OutboundSocket, route: string): void {
     const base = new Map<string | symbol, Listener[]>();
     for (const name of socket.eventNames()) base.set(name, socket.listeners(name) as Listener[]);
-    const conn: Conn = { route, born: now(), messages: 0, base, utf8: false, clean: false, parking: false, waiting: [] };
+    const conn: Conn = { route, born: Date.now(), messages: 0, base, utf8: false, clean: false, parking: false, waiting: [] };
     conns.set(socket, conn);
     // Until the first session ends: note whether the server offers SMTPUTF8 (stripped when parked).
     socket.on('line', (line: string) => {
@@ -199,7 +196,7 @@ export function installConnectionReuse(clientPool: ClientPool, proto: HMailProto
     const write = socket.write;
     socket.write = function (this: OutboundSocket, data: string | Uint8Array, ...rest: unknown[]) {
       if (data !== 'QUIT\r\n' || conn.parking) return write.call(this, data, ...rest);
-      if (conn.clean && conn.messages < MAX_MESSAGES && now() - conn.born < MAX_AGE_MS && alive(socket) && rset(socket, conn, write)) return true;
+      if (conn.clean && conn.messages < MAX_MESSAGES && Date.now() - conn.born < MAX_AGE_MS && alive(socket) && rset(socket, conn, write)) return true;
       ended(conn);
       return write.call(this, data, ...rest);
     } as OutboundSocket['write'];
@@ -296,6 +293,3 @@ export function installConnectionReuse(clientPool: ClientPool, proto: HMailProto
     },
   };
 }
-
-/** The pacing gate of a queue item, for ReuseOptions.room. */
-export const destinationOf = (hmail: HMailItem) => ({ provider: String(hmail.notes[PROVIDER] ?? 'other'), domain: hmail.todo.domain });

@@ -8,10 +8,10 @@ import { clock } from '../../core/clock.js';
 import type { HarakaOutbound, HMailItem, Next } from '../haraka.js';
 import { cachedLookupMx } from './mx.js';
 import { attemptOf, PROVIDER } from '../outcome.js';
-import { classify, providerOfDomain } from '../../common/providers.js';
+import { classify, OTHER, providerOfDomain } from '../../common/providers.js';
 import { LIMIT_RECHECK_MS, type PaceDecision, type PaceRequest } from '../pacing/pacer.js';
 import { gatewayRuntime } from '../runtime.js';
-import { type ClientPool, destinationOf, type HMailProto, installConnectionReuse } from './connection-reuse.js';
+import { type ClientPool, type HMailProto, installConnectionReuse } from './connection-reuse.js';
 
 export interface PacingHooks {
   sendEmail(next: Next, hmail: HMailItem): void;
@@ -35,10 +35,8 @@ export async function pacingHooks(outbound: HarakaOutbound, reuse?: ReuseTargets
   // Idle connections count against the connection limits decided here, so reuse is set up here.
   const idleSeconds = rt.config.delivery.connectionIdleSeconds;
   if (reuse && idleSeconds > 0) {
-    const room = (hmail: HMailItem) => {
-      const d = destinationOf(hmail);
-      return pacer.connectionRoom(d.provider, d.domain);
-    };
+    // The provider is the one sendEmail below found for the attempt.
+    const room = (hmail: HMailItem) => pacer.connectionRoom(String(hmail.notes[PROVIDER] ?? OTHER), hmail.todo.domain);
     rt.connections = installConnectionReuse(reuse.clientPool, reuse.HMailItem.prototype, { idleMs: idleSeconds * 1000, room });
   }
   // The same lookup (and cache) as get_mx: a domain's MX is asked once for both.

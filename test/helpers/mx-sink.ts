@@ -50,6 +50,9 @@ export interface ReceivedMessage {
   smtputf8: boolean;
 }
 
+/** The id in a received message's Message-ID (`<id@domain>`): the email id of mail our builder made. */
+export const messageIdOf = (m: ReceivedMessage): string | undefined => /^Message-ID:\s*<([^@>]+)@/im.exec(m.raw.toString('latin1'))?.[1];
+
 export interface SinkOptions {
   /** Offer STARTTLS (smtp-server's built-in test certificate). */
   starttls?: boolean;
@@ -90,9 +93,9 @@ export async function startMxSink(opts: SinkOptions = {}): Promise<MxSink> {
   const messages: ReceivedMessage[] = [];
   let waiters: Array<() => void> = [];
   const counts: ConnectionCounts = { opened: 0, open: 0, maxOpen: 0 };
-  /** smtp-server keeps its connections' sockets private; tests hang up on them. */
-  const socketOf = (id: string): Socket | undefined =>
-    [...(server as unknown as { connections: Set<{ id: string; _socket: Socket }> }).connections].find((c) => c.id === id)?._socket;
+  /** smtp-server keeps its connections and their sockets private; tests hang up on them. */
+  const open = () => [...(server as unknown as { connections: Set<{ id: string; _socket: Socket }> }).connections];
+  const socketOf = (id: string): Socket | undefined => open().find((c) => c.id === id)?._socket;
   /** MAIL FROM commands per connection. */
   const transactions = new Map<string, number>();
 
@@ -192,7 +195,7 @@ export async function startMxSink(opts: SinkOptions = {}): Promise<MxSink> {
     },
     connections: () => ({ ...counts }),
     dropConnections() {
-      for (const c of (server as unknown as { connections: Set<{ _socket: Socket }> }).connections) c._socket.destroy();
+      for (const c of open()) c._socket.destroy();
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type Cluster } from '../../helpers/cluster.js';
 import { startDnsServer, type DnsServer } from '../../helpers/dns-server.js';
-import { startMxSink, type MxSink, type ReceivedMessage } from '../../helpers/mx-sink.js';
+import { startMxSink, type MxSink, messageIdOf } from '../../helpers/mx-sink.js';
 import { startOwnRedis, type OwnRedis } from '../../helpers/redis.js';
 import { sleep, type Project, type Stack } from '../../helpers/stack.js';
 
@@ -13,8 +13,6 @@ let redis: OwnRedis;
 let cluster: Cluster;
 let a: Stack;
 let b: Stack;
-
-const messageId = (m: ReceivedMessage) => /^Message-ID:\s*<([^@>]+)@/im.exec(m.raw.toString('utf8'))?.[1];
 
 beforeAll(async () => {
   sink = await startMxSink();
@@ -90,7 +88,7 @@ describe('two nodes while Redis is down', () => {
     expect(shared.ok).toBeLessThanOrEqual(rate * shared.windows + rate / 2);
 
     const until = Date.now() + 30_000;
-    while (Date.now() < until && !ids.every((id) => sink.messages.some((m) => messageId(m) === id))) await sleep(200);
-    expect(ids.filter((id) => sink.messages.filter((m) => messageId(m) === id).length !== 1)).toEqual([]);
+    while (Date.now() < until && !ids.every((id) => sink.messages.some((m) => messageIdOf(m) === id))) await sleep(200);
+    expect(ids.filter((id) => sink.messages.filter((m) => messageIdOf(m) === id).length !== 1)).toEqual([]);
   }, 90_000);
 });

@@ -9,7 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type Cluster } from '../../helpers/cluster.js';
 import { startDnsServer, type DnsServer } from '../../helpers/dns-server.js';
-import { startMxSink, type MxSink, type ReceivedMessage } from '../../helpers/mx-sink.js';
+import { startMxSink, type MxSink, messageIdOf } from '../../helpers/mx-sink.js';
 import { sleep, type Project, type Stack } from '../../helpers/stack.js';
 
 let dns: DnsServer;
@@ -18,7 +18,6 @@ let cluster: Cluster;
 let a: Stack;
 let b: Stack;
 
-const messageId = (m: ReceivedMessage) => /^Message-ID:\s*<([^@>]+)@/im.exec(m.raw.toString('utf8'))?.[1];
 const idOf = (response: string) => /queued as ([0-9a-f-]{36})$/.exec(response)?.[1];
 
 beforeAll(async () => {
@@ -104,13 +103,13 @@ describe('two nodes on PostgreSQL and Redis', () => {
     const until = Date.now() + 60_000;
     const unique = new Set(accepted);
     while (Date.now() < until) {
-      const delivered = new Set(sink.messages.map(messageId));
+      const delivered = new Set(sink.messages.map(messageIdOf));
       if ([...unique].every((id) => delivered.has(id))) break;
       await sleep(200);
     }
     const counts = new Map<string, number>();
     for (const m of sink.messages) {
-      const id = messageId(m);
+      const id = messageIdOf(m);
       if (id && unique.has(id)) counts.set(id, (counts.get(id) ?? 0) + 1);
     }
     expect([...unique].filter((id) => !counts.get(id))).toEqual([]);

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Stack, sleep, type Project } from '../../helpers/stack.js';
 import { startDnsServer, type DnsServer } from '../../helpers/dns-server.js';
-import { startMxSink, type MxSink, type ReceivedMessage } from '../../helpers/mx-sink.js';
+import { startMxSink, type MxSink, messageIdOf } from '../../helpers/mx-sink.js';
 import { publishDomain } from './helpers.js';
 
 let dns: DnsServer;
@@ -14,8 +14,7 @@ let sink: MxSink;
 let stack: Stack;
 let p: Project;
 
-const messageId = (m: ReceivedMessage) => /^Message-ID:\s*<([^@>]+)@/im.exec(m.raw.toString('utf8'))?.[1];
-const received = (id: string) => sink.messages.filter((m) => messageId(m) === id);
+const received = (id: string) => sink.messages.filter((m) => messageIdOf(m) === id);
 
 beforeAll(async () => {
   sink = await startMxSink({ starttls: true });

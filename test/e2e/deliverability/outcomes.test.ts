@@ -7,7 +7,7 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Stack, sleep, type Project } from '../../helpers/stack.js';
 import { startDnsServer, type DnsServer } from '../../helpers/dns-server.js';
-import { replies, startMxSink, tempFailFirst, type MxSink, type ReceivedMessage } from '../../helpers/mx-sink.js';
+import { replies, startMxSink, tempFailFirst, type MxSink, messageIdOf } from '../../helpers/mx-sink.js';
 import { arf, dsn, sendToInbound } from '../../helpers/reports.js';
 import { publishDomain } from './helpers.js';
 
@@ -19,8 +19,7 @@ let inbound: number;
 let hooks: http.Server;
 const webhooks: any[] = [];
 
-const messageId = (m: ReceivedMessage) => /^Message-ID:\s*<([^@>]+)@/im.exec(m.raw.toString('utf8'))?.[1];
-const sentTo = (id: string) => sink.messages.filter((m) => messageId(m) === id);
+const sentTo = (id: string) => sink.messages.filter((m) => messageIdOf(m) === id);
 const seq = (email: any) => email.events.map((e: any) => `${e.type}${e.attempt ? `#${e.attempt}` : ''}`);
 
 beforeAll(async () => {

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Stack, sleep, type Project } from '../../helpers/stack.js';
 import { startDnsServer, type DnsServer } from '../../helpers/dns-server.js';
-import { startMxSink, type MxSink, type ReceivedMessage } from '../../helpers/mx-sink.js';
+import { startMxSink, type MxSink, messageIdOf } from '../../helpers/mx-sink.js';
 
 let dns: DnsServer;
 let sink: MxSink;
@@ -15,8 +15,7 @@ let stack: Stack;
 let p: Project;
 
 const DAY = 86_400_000;
-const messageId = (m: ReceivedMessage) => /^Message-ID:\s*<([^@>]+)@/im.exec(m.raw.toString('utf8'))?.[1];
-const sentTo = (id: string) => sink.messages.filter((m) => messageId(m) === id);
+const sentTo = (id: string) => sink.messages.filter((m) => messageIdOf(m) === id);
 const seq = (email: any) => email.events.map((e: any) => `${e.type}${e.attempt ? `#${e.attempt}` : ''}`);
 const tomorrow = () => new Date(Math.floor(Date.now() / DAY) * DAY + DAY).toISOString();
 

@@ -7,7 +7,7 @@ import { simpleParser } from 'mailparser';
 import libmime from 'libmime';
 import { Stack, type Project } from '../../helpers/stack.js';
 import { startDnsServer, type DnsServer } from '../../helpers/dns-server.js';
-import { startMxSink, type MxSink, type ReceivedMessage } from '../../helpers/mx-sink.js';
+import { startMxSink, type MxSink, messageIdOf } from '../../helpers/mx-sink.js';
 import { authResults, publishDomain } from './helpers.js';
 
 let dns: DnsServer;
@@ -15,8 +15,7 @@ let sink: MxSink;
 let stack: Stack;
 let p: Project;
 
-const messageId = (m: ReceivedMessage) => /^Message-ID:\s*<([^@>]+)@/im.exec(m.raw.toString('utf8'))?.[1];
-const sentTo = (id: string) => sink.messages.filter((m) => messageId(m) === id);
+const sentTo = (id: string) => sink.messages.filter((m) => messageIdOf(m) === id);
 
 beforeAll(async () => {
   sink = await startMxSink();

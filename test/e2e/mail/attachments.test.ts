@@ -21,7 +21,7 @@ import {
   type SendEmailResponse,
 } from '../../../proto/gen/postgate/v1/public_pb.js';
 import { startDnsServer, type DnsServer } from '../../helpers/dns-server.js';
-import { startMxSink, type MxSink, type ReceivedMessage } from '../../helpers/mx-sink.js';
+import { startMxSink, type MxSink, messageIdOf, type ReceivedMessage } from '../../helpers/mx-sink.js';
 import { Stack, sleep, type Project } from '../../helpers/stack.js';
 import { authResults, publishDomain } from '../deliverability/helpers.js';
 
@@ -53,11 +53,10 @@ const send = (fields: Record<string, unknown>) =>
     ...fields,
   });
 
-const messageId = (m: ReceivedMessage) => /^Message-ID:\s*<([^@>]+)@/im.exec(m.raw.toString('latin1'))?.[1];
 async function received(id: string, count = 1, timeoutMs = 30_000): Promise<ReceivedMessage[]> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
-    const got = sink.messages.filter((x) => messageId(x) === id);
+    const got = sink.messages.filter((x) => messageIdOf(x) === id);
     if (got.length >= count) return got;
     await sleep(100);
   }

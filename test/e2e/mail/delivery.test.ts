@@ -5,14 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { simpleParser } from 'mailparser';
 import { Stack, sleep, type Project } from '../../helpers/stack.js';
 import { startDnsServer, type DnsServer } from '../../helpers/dns-server.js';
-import { startMxSink, replies, tempFailFirst, type MxSink, type ReceivedMessage } from '../../helpers/mx-sink.js';
+import { startMxSink, replies, tempFailFirst, type MxSink, messageIdOf } from '../../helpers/mx-sink.js';
 
 let dns: DnsServer;
 let sink: MxSink;
 let stack: Stack;
 let p: Project;
-
-const messageId = (m: ReceivedMessage) => /^Message-ID:\s*<([^@>]+)@/im.exec(m.raw.toString('utf8'))?.[1];
 
 beforeAll(async () => {
   sink = await startMxSink();
@@ -35,7 +33,7 @@ afterAll(async () => {
   await dns?.close();
 });
 
-const sentTo = (id: string) => sink.messages.filter((m) => messageId(m) === id);
+const sentTo = (id: string) => sink.messages.filter((m) => messageIdOf(m) === id);
 
 describe('delivery', () => {
   it('a 250 receiver gets the message as sent; the email moves queued → sending → sent', async () => {
@@ -179,7 +177,7 @@ describe('crashes', () => {
     await sleep(300);
     const killedAt = Date.now();
     const old = stack.kill('gateway');
-    const settled = new Set(sink.messages.filter((m) => m.receivedAt < killedAt - 250).map(messageId));
+    const settled = new Set(sink.messages.filter((m) => m.receivedAt < killedAt - 250).map(messageIdOf));
     expect(settled.size).toBeLessThan(40);
     await stack.waitRestart('gateway', old);
     await allSentOnce(ids);

@@ -6,7 +6,7 @@ import { simpleParser } from 'mailparser';
 import { Resend } from 'resend';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDnsServer, type DnsServer } from '../../helpers/dns-server.js';
-import { startMxSink, type MxSink, type ReceivedMessage } from '../../helpers/mx-sink.js';
+import { startMxSink, type MxSink, messageIdOf } from '../../helpers/mx-sink.js';
 import { Stack, type Project } from '../../helpers/stack.js';
 
 let dns: DnsServer;
@@ -15,11 +15,10 @@ let stack: Stack;
 let p: Project;
 let resend: Resend;
 
-const messageId = (m: ReceivedMessage) => /^Message-ID:\s*<([^@>]+)@/im.exec(m.raw.toString('utf8'))?.[1];
 const received = async (id: string) => {
   const until = Date.now() + 20_000;
   while (Date.now() < until) {
-    const m = sink.messages.find((x) => messageId(x) === id);
+    const m = sink.messages.find((x) => messageIdOf(x) === id);
     if (m) return m;
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -7,10 +7,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Stack, type Project } from '../../helpers/stack.js';
 import { startDnsServer, type DnsServer } from '../../helpers/dns-server.js';
-import { startMxSink, replies, type MxSink, type ReceivedMessage } from '../../helpers/mx-sink.js';
+import { startMxSink, replies, type MxSink, messageIdOf } from '../../helpers/mx-sink.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/cluster.js';
-
-const messageId = (m: ReceivedMessage) => /^Message-ID:\s*<([^@>]+)@/im.exec(m.raw.toString('utf8'))?.[1];
 
 describe('a whole stack on PostgreSQL', () => {
   let db: TestDatabase;
@@ -18,7 +16,7 @@ describe('a whole stack on PostgreSQL', () => {
   let sink: MxSink;
   let stack: Stack;
   let p: Project;
-  const sentTo = (id: string) => sink.messages.filter((m) => messageId(m) === id);
+  const sentTo = (id: string) => sink.messages.filter((m) => messageIdOf(m) === id);
 
   beforeAll(async () => {
     db = await createTestDatabase('pg_test');

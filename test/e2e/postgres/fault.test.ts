@@ -11,11 +11,9 @@ import { grpcClient, unary } from '../../../proto/grpc.js';
 import { PostgateService, SendEmailRequestSchema } from '../../../proto/gen/postgate/v1/public_pb.js';
 import { Stack, sleep, type Project } from '../../helpers/stack.js';
 import { startDnsServer, type DnsServer } from '../../helpers/dns-server.js';
-import { startMxSink, type MxSink, type ReceivedMessage } from '../../helpers/mx-sink.js';
+import { startMxSink, type MxSink, messageIdOf } from '../../helpers/mx-sink.js';
 import { createTestDatabase, type TestDatabase } from '../../helpers/cluster.js';
 import { startTcpProxy, type TcpProxy } from '../../helpers/tcp-proxy.js';
-
-const messageId = (m: ReceivedMessage) => /^Message-ID:\s*<([^@>]+)@/im.exec(m.raw.toString('utf8'))?.[1];
 
 describe('PostgreSQL lost under load', () => {
   let db: TestDatabase;
@@ -142,6 +140,6 @@ describe('PostgreSQL lost under load', () => {
     // Every 202 was stored and is delivered, once.
     const accepted = answers.filter((a) => a.status === 202).map((a) => a.id!);
     for (const id of accepted) await stack.waitEmail(p.keys.live, id, (e) => e.status === 'sent', 30_000);
-    for (const id of accepted) expect(sink.messages.filter((m) => messageId(m) === id)).toHaveLength(1);
+    for (const id of accepted) expect(sink.messages.filter((m) => messageIdOf(m) === id)).toHaveLength(1);
   }, 120_000);
 });
