@@ -21,6 +21,10 @@ function ensureChromium(): void {
 }
 ensureChromium();
 
+function firstLine(message: string): string {
+  return (message.split('\n').find((l) => l.trim()) ?? '').trim().slice(0, 300);
+}
+
 const report = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'postgate-vitest-')), 'report.json');
 const args = ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...process.argv.slice(2)];
 const run = spawnSync('npx', args, { stdio: 'inherit' });
@@ -31,12 +35,26 @@ try {
   const r = JSON.parse(fs.readFileSync(report, 'utf8')) as {
     numPassedTests: number;
     numFailedTests: number;
-    testResults: Array<{ status: string; message?: string }>;
+    testResults: Array<{
+      name: string;
+      status: string;
+      message?: string;
+      assertionResults: Array<{ fullName: string; status: string; failureMessages?: string[] }>;
+    }>;
   };
   passed = r.numPassedTests;
   failed = r.numFailedTests;
   // A file that fails to load has no tests to count; count it as a failure.
   failed += r.testResults.filter((f) => f.status === 'failed' && f.message).length;
+  // The failures again, a line each, just above the count: a CI log that keeps only its tail still
+  // names what failed and why.
+  for (const f of r.testResults) {
+    const file = path.relative(process.cwd(), f.name);
+    if (f.status === 'failed' && f.message) console.log(`FAILED ${file}: ${firstLine(f.message)}`);
+    for (const t of f.assertionResults) {
+      if (t.status === 'failed') console.log(`FAILED ${file} > ${t.fullName}: ${firstLine(t.failureMessages?.[0] ?? '')}`);
+    }
+  }
 } catch {
   failed = Math.max(failed, 1);
 }
