@@ -9,6 +9,7 @@ import * as qp from 'nodemailer/lib/qp';
 import * as base64 from 'nodemailer/lib/base64';
 import { encodeWord } from 'nodemailer/lib/mime-funcs';
 import { domainOf, parseMailbox } from '../common/address.js';
+import { encodeTextQp } from './quoted-printable.js';
 import type { Composition } from '../proto/gen/postgate/gateway/v1/gateway_pb.js';
 
 /** The message as control describes it (proto Composition). */
@@ -47,12 +48,13 @@ function serialize(root: MimeNode): Buffer | undefined {
   const out: string[] = [];
   const write = (n: TreeNode) => {
     // Decided once: nodemailer scans the whole content for it, and buildHeaders asks again.
-    const encoding = n.getTransferEncoding();
+    const encoding = transferEncoding(n);
     n.getTransferEncoding = () => encoding;
     out.push(`${n.buildHeaders()}\r\n\r\n`);
     if (n.content) {
+      const text = /^text\//i.test(n.contentType ?? '');
       if (encoding === 'quoted-printable')
-        out.push(encodeSync(new qp.Encoder({ binary: !/^text\//i.test(n.contentType ?? '') } as qp.EncoderOptions), n.content));
+        out.push(text ? encodeTextQp(n.content) : encodeSync(new qp.Encoder({ binary: true } as qp.EncoderOptions), n.content));
       else if (encoding === 'base64') out.push(encodeSync(new base64.Encoder({}), n.content));
       else out.push(n.content);
     }
@@ -70,8 +72,34 @@ function serialize(root: MimeNode): Buffer | undefined {
   return Buffer.from(text.endsWith('\n') ? text : text.endsWith('\r') ? `${text}\n` : `${text}\r\n`, 'utf8');
 }
 
+/**
+ * nodemailer's getTransferEncoding() without its count of every char in the common case: a text
+ * part that is plain ASCII (setContent checked it) but has lines over 76 characters. Its count of
+ * letters against 8-bit and control chars then only asks whether there is a letter at all
+ * (quoted-printable) or not (base64).
+ */
+function transferEncoding(n: TreeNode): string {
+  const type = String(n.getHeader('Content-Type') ?? '')
+    .toLowerCase()
+    .trim();
+  if (
+    typeof n.content === 'string' &&
+    n._isPlainText &&
+    n._hasLongLines &&
+    !n.textEncoding &&
+    /^text\//.test(type) &&
+    !n.getHeader('Content-Transfer-Encoding')
+  )
+    return /[A-Za-z]/.test(n.content) ? 'quoted-printable' : 'base64';
+  return n.getTransferEncoding();
+}
+
 /** What serialize() reads of a MimeNode (fields nodemailer's typings do not declare). */
 interface TreeNode {
+  _isPlainText?: boolean;
+  _hasLongLines?: boolean;
+  textEncoding?: string;
+  getHeader(key: string): unknown;
   content?: string;
   contentType?: string;
   multipart?: string | false;
