@@ -6,15 +6,27 @@
 import { simpleParser, type AddressObject, type EmailAddress, type ParsedMail } from 'mailparser';
 import { invalid } from '../../core/errors.js';
 import { canonical } from '../../common/address.js';
+import { parseSimpleMessage } from './simple-message.js';
 
 /** Parsing options: no conversions between text and html (the request keeps what was sent). */
-const PARSE = { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, skipTextLinks: true } as const;
+export const PARSE = { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, skipTextLinks: true } as const;
 
-/** A message mailparser cannot read is the sender's fault (550), not a temporary failure. */
-export const parseMessage = (raw: Buffer): Promise<ParsedMail> =>
-  simpleParser(raw, PARSE).catch((err: unknown) => {
+/**
+ * The parsed message: a single text part without mailparser's streams (simple-message.ts), anything
+ * else by mailparser. A message mailparser cannot read is the sender's fault (550), not a temporary failure.
+ */
+export function parseMessage(raw: Buffer): Promise<ParsedMail> {
+  let simple: ParsedMail | undefined;
+  try {
+    simple = parseSimpleMessage(raw, PARSE);
+  } catch {
+    // mailparser decides, and words the refusal.
+  }
+  if (simple) return Promise.resolve(simple);
+  return simpleParser(raw, PARSE).catch((err: unknown) => {
     throw invalid(`the message could not be parsed: ${(err as Error).message}`);
   });
+}
 
 const TAGS = 'x-postgate-tags';
 const BULK = 'x-postgate-bulk';
