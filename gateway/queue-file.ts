@@ -16,16 +16,13 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { Readable } from 'node:stream';
-import type { HarakaAddress, HarakaOutbound, HMailItem } from './haraka.js';
+import type { Readable } from 'node:stream';
+import type { HarakaAddress, HarakaOutbound } from './haraka.js';
 
 // Haraka's own copies of its helpers, so addresses and ids serialize as its own code writes them.
 const harakaRequire = createRequire(createRequire(import.meta.url).resolve('Haraka/package.json'));
 const { Address } = harakaRequire('@haraka/email-address') as { Address: new (addr: string) => HarakaAddress };
 const utils = harakaRequire('haraka-utils') as { uuid(): string; date_to_str(d: Date): string };
-const Notes = harakaRequire('haraka-notes') as new (notes: object) => object;
-/** Haraka's DELAY return code (haraka-constants), what send_email_respond is given for a pacing delay. */
-const DELAY = (harakaRequire('haraka-constants') as { delay: number }).delay;
 
 /** outbound.build_todo's replacer: the message stream is not part of the header. */
 const todoReplacer = (key: string, value: unknown) => (key === 'message_stream' ? undefined : value);
@@ -103,7 +100,7 @@ export async function queueFile(outbound: HarakaOutbound, queueDir: string, msg:
   const received = `Received: (postgate); ${utils.date_to_str(new Date())}\r\n`;
   const body = typeof msg.data === 'string' ? Buffer.from(received + msg.data, 'latin1') : undefined;
   const transaction = { mail_from: mailFrom, notes: msg.notes, uuid, message_stream: undefined };
-  const written: Array<{ fname: string; dest: string; notes: object; bodyAt: number; todoJson: string }> = [];
+  const written: Array<{ fname: string; dest: string; notes: object; bodyAt: number }> = [];
   try {
     let n = 1;
     for (const [domain, rcpts] of byDomain) {
@@ -136,114 +133,13 @@ export async function queueFile(outbound: HarakaOutbound, queueDir: string, msg:
       }
       await fh.close();
       await fsp.rename(tmp, dest);
-      written.push({ fname, dest, notes: todo.notes, bodyAt: head.length, todoJson: json });
+      written.push({ fname, dest, notes: todo.notes, bodyAt: head.length });
     }
   } catch (err) {
     if (typeof msg.data !== 'string') msg.data.destroy();
     await Promise.all(written.map((w) => fsp.rm(w.dest, { force: true })));
     throw err;
   }
-  for (const w of written) {
-    const preload = body && { todoJson: w.todoJson, size: w.bodyAt + body.length, dataStart: w.bodyAt, data: body };
-    outbound.delivery_queue.push(preload ? itemFromMemory(outbound, w.fname, w.dest, w.notes, preload) : new outbound.HMailItem(w.fname, w.dest, w.notes));
-  }
+  for (const w of written) outbound.delivery_queue.push(new outbound.HMailItem(w.fname, w.dest, w.notes));
   return `Message Queued (${uuid})`;
-}
-
-// A queue item made from what was just written. Haraka's HMailItem reads its file back three
-// times before it can send (a stat, the 4-byte length, the todo JSON) and a fourth to send it:
-// each a file opened, read and closed on the thread pool, with a stream around it. The item
-// made here knows its todo and size, and its first send reads the message from memory. The file
-// is on disk (fsynced) all the same: a later attempt, a bounce and a restart read it there. The
-// bytes held this way are bounded (MEMORY_BUDGET) and let go as soon as the item sends, waits
-// (a pacing delay, a temporary failure) or ends; past the budget an item reads its file.
-
-/** The message bytes queue items may hold for their first send, in all. */
-const MEMORY_BUDGET = 16 * 1024 * 1024;
-let memoryHeld = 0;
-
-/** Message bytes held by queue items right now (tests: back to 0 once the mail has gone). */
-export function queuedInMemory(): number {
-  return memoryHeld;
-}
-
-interface Preload {
-  todoJson: string;
-  size: number;
-  dataStart: number;
-  /** The file's bytes after the todo header (shared by the files of one message). */
-  data: Buffer;
-}
-
-/** HMailItem's fields and methods this reads or replaces (Haraka 3.3.4, outbound/hmail.js). */
-interface ItemInternals extends HMailItem {
-  file_size: number;
-  data_start: number;
-  size_file(): void;
-  emit(event: string): boolean;
-}
-
-type ItemClass = new (filename: string, path: string, notes: object) => HMailItem;
-
-/** The preload for the item under construction: HMailItem's constructor calls size_file() before a subclass can set a field. */
-let preloading: Preload | undefined;
-const itemClasses = new WeakMap<object, ItemClass>();
-
-function itemFromMemory(outbound: HarakaOutbound, fname: string, dest: string, notes: object, preload: Preload): HMailItem {
-  if (memoryHeld + preload.data.length > MEMORY_BUDGET) return new outbound.HMailItem(fname, dest, notes);
-  let Item = itemClasses.get(outbound.HMailItem);
-  if (!Item) itemClasses.set(outbound.HMailItem, (Item = memoryItemClass(outbound.HMailItem as unknown as new (...a: unknown[]) => ItemInternals)));
-  preloading = preload;
-  try {
-    return new Item(fname, dest, notes);
-  } finally {
-    preloading = undefined;
-  }
-}
-
-function memoryItemClass(Base: new (...a: unknown[]) => ItemInternals): ItemClass {
-  // The held bytes: no class field (it would be set after the base constructor, which fills it).
-  const held = new WeakMap<object, Buffer>();
-  const release = (item: object) => {
-    const data = held.get(item);
-    if (!data) return undefined;
-    held.delete(item);
-    memoryHeld -= data.length;
-    return data;
-  };
-  class MemoryItem extends Base {
-    override size_file(): void {
-      const p = preloading;
-      preloading = undefined;
-      if (!p) return super.size_file();
-      // What read_todo makes of the file, from the JSON just written.
-      const todo = JSON.parse(p.todoJson) as { mail_from: string; rcpt_to: string[]; notes: object };
-      this.todo = {
-        ...todo,
-        mail_from: new Address(todo.mail_from),
-        rcpt_to: todo.rcpt_to.map((a) => new Address(a)),
-        notes: new Notes(todo.notes),
-      } as unknown as HMailItem['todo'];
-      this.file_size = p.size;
-      this.data_start = p.dataStart;
-      held.set(this, p.data);
-      memoryHeld += p.data.length;
-      // read_todo announces it once its reads are done; the constructor's caller listens after this returns.
-      process.nextTick(() => this.emit('ready'));
-    }
-    override data_stream(): NodeJS.ReadableStream {
-      const data = release(this);
-      return data ? Readable.from([data], { objectMode: false }) : super.data_stream();
-    }
-  }
-  // Every way an item leaves the hands of its first send lets the bytes go.
-  for (const method of ['send_email_respond', 'temp_fail', 'bounce', 'discard', 'delivered'] as const) {
-    const base = (Base.prototype as unknown as Record<string, (...a: unknown[]) => unknown>)[method]!;
-    (MemoryItem.prototype as unknown as Record<string, unknown>)[method] = function (this: object, ...args: unknown[]) {
-      // send_email_respond goes on to send unless it was told to wait (a pacing delay).
-      if (method !== 'send_email_respond' || args[0] === DELAY) release(this);
-      return base.apply(this, args);
-    };
-  }
-  return MemoryItem as unknown as ItemClass;
 }
