@@ -5,8 +5,9 @@
 // mostly in its stream machinery (a splitter, decoders and a node per message, a turn of
 // the event loop per step), about a third of what control spends on such a message. Anything
 // else (multipart, attachments, other charsets, format=flowed, an mbox From line, no blank
-// line) returns undefined and goes to mailparser. Same result: test/control/smtp/simple-message.test.ts
-// maps messages both ways and compares.
+// line) returns undefined and goes to mailparser. Same result for what the SMTP door reads (the
+// bodies, headerLines, subject and addresses): test/control/smtp/simple-message.test.ts maps
+// messages both ways and compares.
 import { createRequire } from 'node:module';
 import type { ParsedMail } from 'mailparser';
 
@@ -40,10 +41,19 @@ interface HeaderProcessor {
 
 /** Headers longer than this go to mailparser (its own limit is 1 MB). */
 const MAX_HEAD = 64 * 1024;
-/** The header fields simpleParser copies onto the parsed mail, and their property names. */
-const MAIL_FIELDS = ['subject', 'references', 'date', 'to', 'from', 'cc', 'bcc', 'message-id', 'in-reply-to', 'reply-to'].map(
-  (key) => [key, key.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase())] as const,
-);
+/**
+ * The header fields the SMTP door reads of the parsed mail (toSendRequest; the rest it reads from
+ * headerLines), and their property names. Only these go through mailparser's header processing,
+ * which renders every address as HTML and text and decodes every field: the parsed mail made here
+ * has no date, messageId, references or other structured fields.
+ */
+const MAIL_FIELDS = new Map([
+  ['subject', 'subject'],
+  ['from', 'from'],
+  ['to', 'to'],
+  ['cc', 'cc'],
+  ['reply-to', 'replyTo'],
+]);
 /** The charsets mailparser reads as UTF-8 without a conversion (after dropping all but letters and digits). */
 const UTF8 = new Set(['ascii', 'usascii', 'utf8']);
 /** Base64 with padding only at its end: decoded alike however the splitter chunks it. */
@@ -90,7 +100,8 @@ export function parseSimpleMessage(raw: Buffer, options: object): ParsedMail | u
       return undefined;
   }
   const content = bytes.toString().replace(/\r?\n/g, '\n');
-  const headers = headerProcessor(options).processHeaders(node.headers.getList());
+  const lines = node.headers.getList() as Array<{ key: string }>;
+  const headers = headerProcessor(options).processHeaders(lines.filter((l) => MAIL_FIELDS.has(l.key)));
   const mail: Record<string, unknown> = { attachments: [], headers, headerLines: node.headers.lines, html: false };
   // mailparser: an empty part is no text; an HTML-only message has text '' (skipHtmlToText).
   if (content && type === 'text/plain') mail.text = content;
