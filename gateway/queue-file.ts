@@ -80,6 +80,47 @@ async function writeAll(fh: fsp.FileHandle, source: Buffer | AsyncIterable<Buffe
 }
 
 /**
+ * A new file of `chunks`, fsynced; removed again if any step fails. With fs's callbacks: a message's
+ * file took five fs/promises calls (open, two writes, sync, close), whose FileHandle and promise
+ * machinery cost the gateway's main thread about 150 µs per message, as much as building it.
+ */
+function writeSynced(file: string, chunks: Buffer[]): Promise<void> {
+  return new Promise((resolve, reject) => {
+    fs.open(file, 'wx', 0o600, (err, fd) => {
+      if (err) return reject(err);
+      const fail = (e: Error) => fs.close(fd, () => fs.rm(file, { force: true }, () => reject(e)));
+      const write = (rest: Buffer[]) =>
+        fs.writev(fd, rest, (err, n) => {
+          if (err) return fail(err);
+          // A short write (a full disk midway) goes on from where it stopped, or fails.
+          const left = rest.reduce((sum, b) => sum + b.length, 0) - n;
+          if (left > 0) return n > 0 ? write(after(rest, n)) : fail(new Error(`short write to ${file}`));
+          fs.fsync(fd, (err) => {
+            if (err) return fail(err);
+            fs.close(fd, (err) => (err ? fail(err) : resolve()));
+          });
+        });
+      write(chunks);
+    });
+  });
+}
+
+/** `chunks` without their first `n` bytes. */
+function after(chunks: Buffer[], n: number): Buffer[] {
+  const out: Buffer[] = [];
+  for (const c of chunks) {
+    if (n >= c.length) n -= c.length;
+    else {
+      out.push(n ? c.subarray(n) : c);
+      n = 0;
+    }
+  }
+  return out;
+}
+
+const rename = (from: string, to: string) => new Promise<void>((resolve, reject) => fs.rename(from, to, (err) => (err ? reject(err) : resolve())));
+
+/**
  * Queues `msg` as send_email would: one file per recipient domain, each fsynced and renamed into
  * `queueDir` before any is handed to the delivery queue. Resolves with send_email's answer text;
  * on failure nothing is left in the queue dir.
@@ -113,11 +154,16 @@ export async function queueFile(outbound: HarakaOutbound, queueDir: string, msg:
       const fname = outbound.qfile.name();
       const tmp = path.join(queueDir, `__tmp__.${fname}`);
       const dest = path.join(queueDir, fname);
+      if (body) {
+        await writeSynced(tmp, [head, body]);
+        await rename(tmp, dest);
+        written.push({ fname, dest, notes: todo.notes, bodyAt: head.length });
+        continue;
+      }
       const fh = await fsp.open(tmp, 'wx', 0o600);
       try {
         await fh.writeFile(head);
-        if (body) await fh.writeFile(body);
-        else if (!written.length) {
+        if (!written.length) {
           await fh.writeFile(Buffer.from(received));
           await writeAll(fh, msg.data as Readable);
         } else {

@@ -58,10 +58,17 @@ describe('queue files written in one piece', () => {
     fs.writeFileSync(file, JSON.stringify(cases.map((c) => ({ ...c, raw: Buffer.from(c.raw).toString('base64') }))));
     const out = path.join(dir, 'out.json');
     await exec(process.execPath, ['--import', 'tsx', path.join(root, 'test/helpers/queue-file-oracle.ts'), dir, file, out], { cwd: root });
-    const results = JSON.parse(fs.readFileSync(out, 'utf8')) as Array<{
-      haraka: Array<{ todo: Record<string, unknown>; data: string }>;
-      ours: Array<{ todo: Record<string, unknown>; data: string }>;
-    }>;
+    const written = JSON.parse(fs.readFileSync(out, 'utf8')) as {
+      cases: Array<{ haraka: Array<{ todo: Record<string, unknown>; data: string }>; ours: Array<{ todo: Record<string, unknown>; data: string }> }>;
+      failure: string;
+      leftInQueue: number;
+      leftInBroken: number;
+    };
+    const results = written.cases;
+    // A queue dir that cannot take the file: an error, and no file left anywhere.
+    expect(written.failure).toMatch(/ENOENT/);
+    expect(written.leftInQueue).toBe(0);
+    expect(written.leftInBroken).toBe(0);
     expect(results).toHaveLength(cases.length);
     for (const [i, r] of results.entries()) {
       const decode = (ws: typeof r.ours) => ws.map((w) => ({ todo: w.todo, data: Buffer.from(w.data, 'base64').toString('utf8') }));

@@ -78,5 +78,17 @@ for (const c of cases) {
   await queueFile(outbound, queueDir, { mailFrom: c.from, rcptTo: c.to, data, notes: notes() });
   out.push({ haraka, ours: added(before) });
 }
-fs.writeFileSync(outFile, JSON.stringify(out));
+// A queue dir that is not there: queueFile fails and leaves nothing behind.
+const broken = path.join(dir, 'broken');
+fs.mkdirSync(broken);
+const failure = await queueFile(outbound, path.join(broken, 'missing'), {
+  mailFrom: 'a@example.com',
+  rcptTo: ['x@one.test', 'y@two.test'],
+  data: dataForm(Buffer.from(`Message-ID: <m@x>\r\nDate: Wed, 25 Nov 2026 10:00:00 +0000\r\n\r\nbody\r\n`)),
+  notes: notes(),
+}).then(
+  () => 'queued',
+  (err: Error) => err.message,
+);
+fs.writeFileSync(outFile, JSON.stringify({ cases: out, failure, leftInQueue: [...files()].length, leftInBroken: fs.readdirSync(broken).length }));
 process.exit(0);
