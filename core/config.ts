@@ -462,7 +462,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const baseUrl = (env.POSTGATE_BASE_URL || `http://localhost:${httpPort}`).replace(/\/+$/, '');
   const baseHost = new URL(baseUrl).hostname;
   let file: Record<string, unknown> = {};
-  if (env.POSTGATE_CONFIG) file = JSON.parse(fs.readFileSync(env.POSTGATE_CONFIG, 'utf8')) as Record<string, unknown>;
+  if (env.POSTGATE_CONFIG) {
+    try {
+      file = JSON.parse(fs.readFileSync(env.POSTGATE_CONFIG, 'utf8')) as Record<string, unknown>;
+    } catch (err) {
+      throw new Error(`POSTGATE_CONFIG: cannot read ${env.POSTGATE_CONFIG} as JSON: ${(err as Error).message}`);
+    }
+    if (typeof file !== 'object' || file === null || Array.isArray(file)) throw new Error(`POSTGATE_CONFIG: ${env.POSTGATE_CONFIG} must hold a JSON object`);
+  }
   const gateways = list(env.POSTGATE_GATEWAYS).map((g) => parseHostPort(g, gatewayPort));
   const role = (env.POSTGATE_ROLE || 'both') as Role;
   if (!ROLES.includes(role)) throw new Error(`POSTGATE_ROLE must be one of ${ROLES.join(', ')} (got ${JSON.stringify(env.POSTGATE_ROLE)})`);

@@ -56,4 +56,16 @@ describe('settings of the config file', () => {
   ])('refuses %j with one line naming the setting', (json, message) => {
     expect(withConfig(json)).toThrow(message);
   });
+
+  it('refuses a file that is not a JSON object, naming it', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pg-config-'));
+    const file = path.join(dir, 'config.json');
+    fs.writeFileSync(file, '{"limits": ');
+    expect(() => loadConfig({ POSTGATE_CONFIG: file, POSTGATE_DATA_DIR: dir })).toThrow(/^POSTGATE_CONFIG: cannot read .*config\.json as JSON: /);
+    fs.writeFileSync(file, '[1]');
+    expect(() => loadConfig({ POSTGATE_CONFIG: file, POSTGATE_DATA_DIR: dir })).toThrow(/^POSTGATE_CONFIG: .*config\.json must hold a JSON object$/);
+    expect(() => loadConfig({ POSTGATE_CONFIG: path.join(dir, 'missing.json'), POSTGATE_DATA_DIR: dir })).toThrow(
+      /^POSTGATE_CONFIG: cannot read .*missing\.json/,
+    );
+  });
 });
