@@ -438,8 +438,9 @@ function storageSettings(over: unknown): StorageSettings {
 
 function defaultPlan(v: unknown): Config['defaultPlan'] {
   if (v === undefined) return 'free';
-  if (v === 'free' || v === 'pro' || v === 'scale') return v;
-  throw new Error(`POSTGATE_CONFIG: defaultPlan must be free, pro or scale, got ${JSON.stringify(v)}`);
+  const plans = Object.keys(defaults.plans);
+  if (typeof v === 'string' && plans.includes(v)) return v as Config['defaultPlan'];
+  throw new Error(`POSTGATE_CONFIG: defaultPlan must be ${plans.slice(0, -1).join(', ')} or ${plans.at(-1)}, got ${JSON.stringify(v)}`);
 }
 
 /** A top-level setting of the config file that is a whole number of at least `min`. */

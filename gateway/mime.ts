@@ -79,18 +79,13 @@ function serialize(root: MimeNode): Buffer | undefined {
  * (quoted-printable) or not (base64).
  */
 function transferEncoding(n: TreeNode): string {
-  const type = String(n.getHeader('Content-Type') ?? '')
-    .toLowerCase()
-    .trim();
-  if (
-    typeof n.content === 'string' &&
-    n._isPlainText &&
-    n._hasLongLines &&
-    !n.textEncoding &&
-    /^text\//.test(type) &&
-    !n.getHeader('Content-Transfer-Encoding')
-  )
-    return /[A-Za-z]/.test(n.content) ? 'quoted-printable' : 'base64';
+  // The cheap checks first: most parts (short lines, non-ASCII) go straight to nodemailer.
+  if (typeof n.content === 'string' && n._isPlainText && n._hasLongLines && !n.textEncoding && !n.getHeader('Content-Transfer-Encoding')) {
+    const type = String(n.getHeader('Content-Type') ?? '')
+      .toLowerCase()
+      .trim();
+    if (/^text\//.test(type)) return /[A-Za-z]/.test(n.content) ? 'quoted-printable' : 'base64';
+  }
   return n.getTransferEncoding();
 }
 

@@ -118,8 +118,6 @@ function after(chunks: Buffer[], n: number): Buffer[] {
   return out;
 }
 
-const rename = (from: string, to: string) => new Promise<void>((resolve, reject) => fs.rename(from, to, (err) => (err ? reject(err) : resolve())));
-
 /**
  * Queues `msg` as send_email would: one file per recipient domain, each fsynced and renamed into
  * `queueDir` before any is handed to the delivery queue. Resolves with send_email's answer text;
@@ -156,7 +154,7 @@ export async function queueFile(outbound: HarakaOutbound, queueDir: string, msg:
       const dest = path.join(queueDir, fname);
       if (body) {
         await writeSynced(tmp, [head, body]);
-        await rename(tmp, dest);
+        await fsp.rename(tmp, dest);
         written.push({ fname, dest, notes: todo.notes, bodyAt: head.length });
         continue;
       }

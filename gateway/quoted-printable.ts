@@ -7,7 +7,6 @@
 // test/gateway/quoted-printable.test.ts compares both on random and typical texts.
 
 const LINE = 76;
-const MARGIN = Math.floor(LINE / 3);
 
 /**
  * Text QP writes as it is (RFC 2045 6.7: TAB, CR, LF, SP to ~ but '='), with no space or tab
@@ -88,7 +87,7 @@ const isBreakChar = (c: number) => c === 0x20 || c === 0x09 || c === 0x2e || c =
 /** nodemailer's qp.wrap(str, 76), step for step (see its source for the rules). */
 export function wrap(str: string, lineLength = LINE): string {
   if (str.length <= lineLength) return str;
-  const margin = lineLength === LINE ? MARGIN : Math.floor(lineLength / 3);
+  const margin = Math.floor(lineLength / 3);
   const len = str.length;
   const out: string[] = [];
   let pos = 0;
