@@ -61,15 +61,35 @@ function relaxedHeader(line) {
  * 420-850 -> about 200 µs. The line-by-line reading it must equal is in the test.
  */
 function relaxedBodyHash(body) {
-  // Only a run of two or more, or one holding a tab, changes: a single space stays as it is.
-  let s = body.replace(/[ \t]*\t[ \t]*| {2,}/g, ' ');
-  // The last line ends where the body does.
-  if (s.length && !s.endsWith('\n')) s += '\n';
-  s = s.replace(/ ?\r?\n/g, CRLF).replace(/(?:\r\n)+$/, '');
+  let s;
+  if (canonicalLines(body)) {
+    // Only the empty lines at the end go.
+    let end = body.length;
+    while (end >= 2 && body.charCodeAt(end - 1) === 10 && body.charCodeAt(end - 2) === 13) end -= 2;
+    s = body.slice(0, end);
+  } else {
+    // Only a run of two or more, or one holding a tab, changes: a single space stays as it is.
+    s = body.replace(/[ \t]*\t[ \t]*| {2,}/g, ' ');
+    // The last line ends where the body does.
+    if (s.length && !s.endsWith('\n')) s += '\n';
+    s = s.replace(/ ?\r?\n/g, CRLF).replace(/(?:\r\n)+$/, '');
+  }
   return crypto
     .createHash('sha256')
     .update(s.length ? s + CRLF : s, 'latin1')
     .digest('base64');
+}
+
+/** A tab, a run of spaces, a space before a line break, or an LF without its CR: what the passes above change. */
+const NOT_CANONICAL = /\t| (?: |\r\n)|(?<!\r)\n/;
+
+/**
+ * True when the passes above would leave `body` as it is but for its empty lines at the end. The
+ * bodies the gateway builds are like this (QP writes a space at a line end as =20), and one search
+ * costs less than the replaces (a 20 kB body: about 100 -> 45 µs with the hash).
+ */
+function canonicalLines(body) {
+  return (!body.length || body.endsWith(CRLF)) && !NOT_CANONICAL.test(body);
 }
 
 /** Tags on lines of at most about 76 characters, folded between them (FWS is allowed there, in h= too). */
@@ -129,4 +149,4 @@ function signRelaxed(raw, { domain, selector, privateKey, headerList, overSign =
   return `${unsigned}${b.replace(/.{72}/g, `$&${CRLF} `).replace(/\r\n $/, '')}${CRLF}`;
 }
 
-module.exports = { signRelaxed, relaxedBodyHash, relaxedHeader };
+module.exports = { signRelaxed, relaxedBodyHash, relaxedHeader, canonicalLines };

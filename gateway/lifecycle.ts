@@ -82,7 +82,7 @@ export async function startGatewayService(opts: GatewayServiceOptions): Promise<
   // A whole message whose headers Haraka would keep is written as its queue file at once (queue-file.ts).
   const queue: QueueFn = async (msg) => {
     const notes = queueNotes(msg);
-    const whole = (data: string | Readable) => queueFile(opts.outbound, paths.queueDir, { mailFrom: msg.mailFrom, rcptTo: msg.rcptTo, data, notes });
+    const whole = (data: string | Buffer | Readable) => queueFile(opts.outbound, paths.queueDir, { mailFrom: msg.mailFrom, rcptTo: msg.rcptTo, data, notes });
     if (msg.stream) return whole(msg.stream);
     const data = dataForm(Buffer.from(msg.raw.buffer, msg.raw.byteOffset, msg.raw.byteLength));
     if (keepsHeaders(data)) return whole(data);

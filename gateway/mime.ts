@@ -68,9 +68,15 @@ function serialize(root: MimeNode): Buffer | undefined {
   };
   write(r);
   const text = out.join('');
-  // nodemailer's LastNewline: the message ends with a line break.
-  return Buffer.from(text.endsWith('\n') ? text : text.endsWith('\r') ? `${text}\n` : `${text}\r\n`, 'utf8');
+  // nodemailer's LastNewline: the message ends with a line break. Then every line break CRLF, as
+  // nodemailer's SMTP transport sends it (its LeWindows) and the queue file must hold it anyway
+  // (queue-file.ts dataForm): done once here, the signer and the queue find nothing to change.
+  const ended = text.endsWith('\n') ? text : text.endsWith('\r') ? `${text}\n` : `${text}\r\n`;
+  return Buffer.from(ended.replace(BARE_LF, '\r\n'), 'utf8');
 }
+
+/** A line feed without its carriage return (a text's own line breaks: QP and 8bit keep them). */
+const BARE_LF = /(?<!\r)\n/g;
 
 /**
  * nodemailer's getTransferEncoding() without its count of every char in the common case: a text

@@ -28,8 +28,8 @@ const utils = harakaRequire('haraka-utils') as { uuid(): string; date_to_str(d: 
 const todoReplacer = (key: string, value: unknown) => (key === 'message_stream' ? undefined : value);
 
 /** Where the header block ends (the blank line), in the DATA form; -1 when there is none. */
-function headerEnd(data: string): number {
-  if (data.startsWith('\r\n')) return 0;
+function headerEnd(data: string | Buffer): number {
+  if (data.indexOf('\r\n') === 0) return 0;
   const i = data.indexOf('\r\n\r\n');
   return i < 0 ? -1 : i + 2;
 }
@@ -39,11 +39,22 @@ function headerEnd(data: string): number {
  * line ending CRLF, a leading dot doubled (RFC 5321 §4.5.2), a line ending after the last line.
  * Latin-1 maps each byte to one char and back, so no byte changes but these.
  */
-export function dataForm(raw: Buffer): string {
-  // Only a bare LF is replaced: a CRLF message (what the builder makes) comes back as the same string.
+export function dataForm(raw: Buffer): string | Buffer {
+  // What the builder makes (CRLF lines, a line break at the end, no line starting with a dot) is
+  // its own DATA form: the bytes go into the file as they are, without a copy as a string and back.
+  if (inDataForm(raw)) return raw;
+  // Only a bare LF is replaced: a CRLF message comes back as the same string.
   let s = raw.toString('latin1').replace(/(?<!\r)\n/g, '\r\n');
   if (!s.endsWith('\r\n')) s += s.endsWith('\r') ? '\n' : '\r\n';
   return s.replace(/(^|\n)\./g, '$1..');
+}
+
+/** True when dataForm has nothing to change: the message ends with CRLF, every LF follows a CR, no line starts with a dot. */
+function inDataForm(raw: Buffer): boolean {
+  const n = raw.length;
+  if (n < 2 || raw[n - 2] !== 0x0d || raw[n - 1] !== 0x0a || raw[0] === 0x2e || raw.includes('\n.')) return false;
+  for (let i = raw.indexOf(0x0a); i >= 0; i = raw.indexOf(0x0a, i + 1)) if (raw[i - 1] !== 0x0d) return false;
+  return true;
 }
 
 // The first value of a header field (names are case-insensitive; a folded line starts with a space, so never matches).
@@ -52,10 +63,10 @@ const DATE = /(?:^|\r\n)Date[ \t]*:([^\r]*)/i;
 const field = (headers: string, re: RegExp): string | undefined => re.exec(headers)?.[1]?.trim();
 
 /** True when send_email would leave the message's own header fields alone (it adds a missing Message-Id or Date). */
-export function keepsHeaders(data: string): boolean {
+export function keepsHeaders(data: string | Buffer): boolean {
   const end = headerEnd(data);
   if (end < 0) return false;
-  const headers = data.slice(0, end);
+  const headers = typeof data === 'string' ? data.slice(0, end) : data.toString('latin1', 0, end);
   const id = field(headers, MESSAGE_ID);
   return id !== undefined && id !== '<>' && field(headers, DATE) !== undefined;
 }
@@ -64,11 +75,11 @@ export interface QueueFileMessage {
   mailFrom: string;
   rcptTo: readonly string[];
   /**
-   * The message in DATA form: a string (dataForm) whose headers send_email would keep
+   * The message in DATA form: a string or bytes (dataForm) whose headers send_email would keep
    * (keepsHeaders), or a stream of it (spool.ts queueStream: a message our builder made, which
    * has its Message-ID and Date), so a large one never sits whole in memory.
    */
-  data: string | Readable;
+  data: string | Buffer | Readable;
   /** The queue item's notes (a haraka-notes object), as send_email's options.notes. */
   notes: object;
 }
@@ -137,7 +148,12 @@ export async function queueFile(outbound: HarakaOutbound, queueDir: string, msg:
   const uuid = utils.uuid();
   // send_trans_email's leading Received line (outbound.ini received_header), then the message.
   const received = `Received: (postgate); ${utils.date_to_str(new Date())}\r\n`;
-  const body = typeof msg.data === 'string' ? Buffer.from(received + msg.data, 'latin1') : undefined;
+  const body =
+    typeof msg.data === 'string'
+      ? [Buffer.from(received + msg.data, 'latin1')]
+      : Buffer.isBuffer(msg.data)
+        ? [Buffer.from(received, 'latin1'), msg.data]
+        : undefined;
   const transaction = { mail_from: mailFrom, notes: msg.notes, uuid, message_stream: undefined };
   const written: Array<{ fname: string; dest: string; notes: object; bodyAt: number }> = [];
   try {
@@ -153,7 +169,7 @@ export async function queueFile(outbound: HarakaOutbound, queueDir: string, msg:
       const tmp = path.join(queueDir, `__tmp__.${fname}`);
       const dest = path.join(queueDir, fname);
       if (body) {
-        await writeSynced(tmp, [head, body]);
+        await writeSynced(tmp, [head, ...body]);
         await fsp.rename(tmp, dest);
         written.push({ fname, dest, notes: todo.notes, bodyAt: head.length });
         continue;
@@ -180,7 +196,7 @@ export async function queueFile(outbound: HarakaOutbound, queueDir: string, msg:
       written.push({ fname, dest, notes: todo.notes, bodyAt: head.length });
     }
   } catch (err) {
-    if (typeof msg.data !== 'string') msg.data.destroy();
+    if (!body) (msg.data as Readable).destroy();
     await Promise.all(written.map((w) => fsp.rm(w.dest, { force: true })));
     throw err;
   }

@@ -3,6 +3,12 @@
 import * as grpc from '@grpc/grpc-js';
 import { fromBinary, toBinary, type DescService, type DescMessage } from '@bufbuild/protobuf';
 
+/** The encoded message as a Buffer over the same memory: toBinary's bytes are its own, and Buffer.from(bytes) would copy them again. */
+function encode(schema: DescMessage, msg: unknown): Buffer {
+  const bytes = toBinary(schema, msg as never);
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
 export function grpcDefinition(svc: DescService): grpc.ServiceDefinition {
   const def: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
   for (const m of svc.methods) {
@@ -12,9 +18,9 @@ export function grpcDefinition(svc: DescService): grpc.ServiceDefinition {
       path: `/${svc.typeName}/${m.name}`,
       requestStream: m.methodKind === 'client_streaming' || m.methodKind === 'bidi_streaming',
       responseStream: m.methodKind === 'server_streaming' || m.methodKind === 'bidi_streaming',
-      requestSerialize: (msg: unknown) => Buffer.from(toBinary(input, msg as never)),
+      requestSerialize: (msg: unknown) => encode(input, msg),
       requestDeserialize: (buf: Buffer) => fromBinary(input, buf),
-      responseSerialize: (msg: unknown) => Buffer.from(toBinary(output, msg as never)),
+      responseSerialize: (msg: unknown) => encode(output, msg),
       responseDeserialize: (buf: Buffer) => fromBinary(output, buf),
     };
   }

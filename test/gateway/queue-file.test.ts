@@ -10,6 +10,9 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dataForm, keepsHeaders } from '../../gateway/queue-file.js';
 
+/** dataForm's answer as bytes (a string holds one byte per char). */
+const bytes = (d: string | Buffer) => (typeof d === 'string' ? Buffer.from(d, 'latin1') : d);
+
 const exec = promisify(execFile);
 const root = path.resolve(import.meta.dirname, '../..');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'postgate-qfile-'));
@@ -86,9 +89,34 @@ describe('queue files written in one piece', () => {
 
   it('keeps bytes that are not UTF-8 exactly (DKIM signed them)', () => {
     const raw = Buffer.concat([Buffer.from(`${HEAD}\r\n`), Buffer.from([0xe9, 0x0a, 0x2e, 0xff, 0x0d, 0x0a])]);
-    expect(Buffer.from(dataForm(raw), 'latin1')).toEqual(
-      Buffer.concat([Buffer.from(`${HEAD}\r\n`), Buffer.from([0xe9, 0x0d, 0x0a, 0x2e, 0x2e, 0xff, 0x0d, 0x0a])]),
-    );
+    expect(bytes(dataForm(raw))).toEqual(Buffer.concat([Buffer.from(`${HEAD}\r\n`), Buffer.from([0xe9, 0x0d, 0x0a, 0x2e, 0x2e, 0xff, 0x0d, 0x0a])]));
+  });
+
+  it('gives a message already in DATA form back as the same bytes, and any other as the line-by-line rules make it', () => {
+    const built = Buffer.from(`${HEAD}\r\nline one\r\n\r\nmid . dot\r\n`);
+    expect(dataForm(built)).toBe(built);
+    // Random messages of CR, LF, CRLF, dots and 8-bit bytes: the same bytes as the string rules give
+    // (the one reading of DATA form: CRLF line ends, a line break at the end, leading dots doubled).
+    const reference = (raw: Buffer) => {
+      let s = raw.toString('latin1').replace(/(?<!\r)\n/g, '\r\n');
+      if (!s.endsWith('\r\n')) s += s.endsWith('\r') ? '\n' : '\r\n';
+      return Buffer.from(s.replace(/(^|\n)\./g, '$1..'), 'latin1');
+    };
+    const pieces = ['a', ' ', '.', '..', '\r', '\n', '\r\n', '\r\n.', '\xff', '\xe9\n'];
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    let same = 0;
+    for (let t = 0; t < 20_000; t++) {
+      let text = '';
+      for (let i = Math.floor(next() * 12); i > 0; i--) text += pieces[Math.floor(next() * pieces.length)];
+      const raw = Buffer.from(text, 'latin1');
+      const out = dataForm(raw);
+      if (out === raw) same++;
+      expect(bytes(out), JSON.stringify(text)).toEqual(reference(raw));
+    }
+    // Both ways were taken.
+    expect(same).toBeGreaterThan(100);
+    expect(same).toBeLessThan(19_000);
   });
 
   it('leaves to send_email the messages it would change: no Message-Id, an empty one, no Date, no header end', () => {
