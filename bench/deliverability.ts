@@ -296,6 +296,7 @@ async function main(): Promise<void> {
         relayPort: receiver.port,
         domain: 'acme.test',
         tls: TLS,
+        ...(process.env.BENCH_POSTFIX_CONNECTIONS ? { connections: Number(process.env.BENCH_POSTFIX_CONNECTIONS) } : {}),
       });
       closers.unshift(() => postfix.close());
       const feed = smtpFeed(() => postfix.port);

@@ -111,6 +111,7 @@ export async function startGatewayService(opts: GatewayServiceOptions): Promise<
         log.info(rt.connections.stats(), 'outbound connections: opened, reused, idle at stop');
         rt.connections.close();
       }
+      if (rt.pipelining) log.info(rt.pipelining, 'outbound sessions: envelopes pipelined, commands that did not match (connection closed)');
       await rt.flushUsage();
       outbox.close();
       log.info('gateway stopped');

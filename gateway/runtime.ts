@@ -10,6 +10,7 @@ import { EventFeed } from './event-feed.js';
 import { gatewayPaths, type GatewayPaths } from './paths.js';
 import { Pacer } from './pacing/pacer.js';
 import type { ConnectionReuse } from './hooks/connection-reuse.js';
+import type { PipeliningStats } from './hooks/pipelining.js';
 import { connectRedis } from '../core/redis.js';
 import { SharedCounters } from '../core/shared-counters.js';
 
@@ -26,6 +27,8 @@ export interface GatewayRuntime extends GatewayContext {
   attempts: Set<string>;
   /** Reused outbound connections (gateway/hooks/connection-reuse.ts), when delivery.connectionIdleSeconds > 0. */
   connections?: ConnectionReuse;
+  /** Outbound sessions that pipelined their envelope (gateway/hooks/pipelining.ts). */
+  pipelining?: PipeliningStats;
   /** Warm-up, rate and connection limits (postgate_pacing); throttles pushed by control. */
   pacer: Pacer;
   /** Writes warm-up counters not yet saved, to the outbox and to Redis, and closes Redis (at shutdown). */

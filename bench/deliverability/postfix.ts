@@ -55,6 +55,8 @@ export interface PostfixOptions {
   domain: string;
   /** Opportunistic TLS to the relay (`smtp_tls_security_level = may`, as Debian's main.cf ships); otherwise none. */
   tls?: boolean;
+  /** Concurrent deliveries to the relay (`default_destination_concurrency_limit`, 20 as shipped), with smtp processes enough for them. */
+  connections?: number;
 }
 
 export interface PostfixInstance {
@@ -167,6 +169,7 @@ export async function startPostfix(o: PostfixOptions): Promise<PostfixInstance> 
     // With TLS, Postfix's defaults otherwise: smtp_tls_connection_reuse stays off, so a TLS session is not reused.
     `smtp_tls_security_level = ${o.tls ? 'may' : 'none'}`,
     'biff = no',
+    ...(o.connections ? [`default_destination_concurrency_limit = ${o.connections}`, `default_process_limit = ${Math.max(100, o.connections + 50)}`] : []),
     `smtpd_milters = inet:127.0.0.1:${o.milterPort}`,
     'non_smtpd_milters = $smtpd_milters',
     // A message the milter could not sign is not sent unsigned.

@@ -12,6 +12,7 @@ import { classify, OTHER, providerOfDomain } from '../../common/providers.js';
 import { LIMIT_RECHECK_MS, type PaceDecision, type PaceRequest } from '../pacing/pacer.js';
 import { gatewayRuntime } from '../runtime.js';
 import { type ClientPool, type HMailProto, installConnectionReuse } from './connection-reuse.js';
+import { installPipelining } from './pipelining.js';
 
 export interface PacingHooks {
   sendEmail(next: Next, hmail: HMailItem): void;
@@ -39,6 +40,8 @@ export async function pacingHooks(outbound: HarakaOutbound, reuse?: ReuseTargets
     const room = (hmail: HMailItem) => pacer.connectionRoom(String(hmail.notes[PROVIDER] ?? OTHER), hmail.todo.domain);
     rt.connections = installConnectionReuse(reuse.clientPool, reuse.HMailItem.prototype, { idleMs: idleSeconds * 1000, room });
   }
+  // After reuse: its write wrapper (QUIT to RSET) must see a command only once pipelining has passed it on.
+  if (reuse) rt.pipelining = installPipelining(reuse.HMailItem.prototype);
   // The same lookup (and cache) as get_mx: a domain's MX is asked once for both.
   const lookup = cachedLookupMx();
   const providers = new Map<string, { provider: string; until: number }>();

@@ -13,6 +13,8 @@ export interface Reply {
 }
 
 export interface Behaviour {
+  /** Answers to MAIL FROM (scripted on '*') for the sink's MAIL commands 1, 2, ...; null or past the end: accept. */
+  mail?: Array<Reply | null>;
   /** Answers to RCPT TO for this recipient's attempts 1, 2, ...; null or past the end: accept. */
   rcpt?: Array<Reply | null>;
   /** Answers to the end of DATA for attempts 1, 2, ...; null or past the end: 250. */
@@ -56,6 +58,8 @@ export const messageIdOf = (m: ReceivedMessage): string | undefined => /^Message
 export interface SinkOptions {
   /** Offer STARTTLS (smtp-server's built-in test certificate). */
   starttls?: boolean;
+  /** Do not offer PIPELINING (RFC 2920) in the EHLO answer. */
+  noPipelining?: boolean;
 }
 
 export interface ConnectionCounts {
@@ -77,6 +81,8 @@ export interface MxSink {
   connections(): ConnectionCounts;
   /** Hangs up on every open connection without a word, as a server whose idle timeout ran out. */
   dropConnections(): void;
+  /** The commands of each read that held a MAIL FROM, as they came off the wire (connections without TLS). */
+  mailPackets(): string[][];
   close(): Promise<void>;
 }
 
@@ -98,6 +104,8 @@ export async function startMxSink(opts: SinkOptions = {}): Promise<MxSink> {
   const socketOf = (id: string): Socket | undefined => open().find((c) => c.id === id)?._socket;
   /** MAIL FROM commands per connection. */
   const transactions = new Map<string, number>();
+  const packets: string[][] = [];
+  let mails = 0;
 
   const behaviourOf = (rcpt: string) => behaviours.get(key(rcpt)) ?? behaviours.get('*') ?? {};
   const bump = (m: Map<string, number>, k: string) => {
@@ -109,6 +117,7 @@ export async function startMxSink(opts: SinkOptions = {}): Promise<MxSink> {
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: opts.starttls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
+    hidePIPELINING: opts.noPipelining === true,
     logger: false,
     onConnect(_session, cb) {
       counts.opened++;
@@ -125,7 +134,8 @@ export async function startMxSink(opts: SinkOptions = {}): Promise<MxSink> {
         socketOf(session.id)?.destroy();
         return;
       }
-      cb();
+      const reply = behaviourOf('*').mail?.[mails++];
+      cb(reply ? smtpError(reply) : undefined);
     },
     onRcptTo(address: SMTPServerAddress, _session: SMTPServerSession, cb: (err?: Error | null) => void) {
       const attempt = bump(rcptAttempts, key(address.address));
@@ -163,6 +173,13 @@ export async function startMxSink(opts: SinkOptions = {}): Promise<MxSink> {
     },
   });
   server.on('error', () => {}); // a sender killed mid-session is expected in tests
+  // What each read of a plain connection carried, for the commands a client sends together.
+  server.server.on('connection', (socket: Socket) => {
+    socket.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('latin1');
+      if (/^MAIL FROM:/im.test(text)) packets.push(text.split('\r\n').filter(Boolean));
+    });
+  });
 
   await new Promise<void>((resolve, reject) => {
     server.server.once('error', reject);
@@ -197,6 +214,7 @@ export async function startMxSink(opts: SinkOptions = {}): Promise<MxSink> {
     dropConnections() {
       for (const c of open()) c._socket.destroy();
     },
+    mailPackets: () => packets.map((p) => [...p]),
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
