@@ -55,7 +55,7 @@ export interface PostfixOptions {
   domain: string;
   /** Opportunistic TLS to the relay (`smtp_tls_security_level = may`, as Debian's main.cf ships); otherwise none. */
   tls?: boolean;
-  /** Concurrent deliveries to the relay (`default_destination_concurrency_limit`, 20 as shipped), with smtp processes enough for them. */
+  /** Concurrent deliveries to the relay (`default_destination_concurrency_limit`, 20 as shipped), with smtp processes enough for them (at least the shipped 100). */
   connections?: number;
 }
 
