@@ -24,8 +24,9 @@
 // For each contender and round: delivered msgs/s (from the start of the load until the receiver
 // has every message), CPU ms per delivered message summed over every process of the contender
 // (user + system from /proc, reaped children included: Postfix's master and each daemon, OpenDKIM;
-// Haraka; postgate's supervisor, control and gateway), and memory at load: PSS summed over the
-// same processes (bench/lib/proc.ts), and each process's own memory plus each mapped file once.
+// Haraka; postgate's supervisor, control and gateway), and memory at load: each process's own memory
+// plus each mapped file once (the headline and its target), and PSS summed over the same processes
+// (bench/lib/proc.ts), which splits shared pages with the benchmark's own Node processes.
 // Rounds alternate (the order rotates each round); the median round is reported. Then where
 // postgate's CPU goes: by process, and by stage (accept, build, sign, deliver).
 //
@@ -363,7 +364,7 @@ async function main(): Promise<void> {
         const x = await runOnce(c, N);
         results.get(c)!.push(x);
         log(
-          `round ${r + 1}: ${c.name} ${round(x.perSecond)} msgs/s, ${round(x.cpuMsPerMessage, 2)} CPU ms/msg, PSS ${round(x.memory.pss / MB)} MB${x.note ? ` (${x.note})` : ''}`,
+          `round ${r + 1}: ${c.name} ${round(x.perSecond)} msgs/s, ${round(x.cpuMsPerMessage, 2)} CPU ms/msg, ${round(x.memory.filesOnce / MB)} MB own + files once (PSS ${round(x.memory.pss / MB)})${x.note ? ` (${x.note})` : ''}`,
         );
       }
     }
@@ -412,16 +413,17 @@ function report(contenders: Contender[], results: Map<Contender, Round[]>, recei
     '',
     `Deliverability: ${N} messages per round (body ${Buffer.byteLength(BODY)} bytes), ${ROUNDS} alternating rounds (median shown), receiver ${receiverKind} (own process), all on loopback; postgate and Postfix deliver over at most ${MX_CONNECTIONS} connections at once`,
     '',
-    '| contender | fed by | msgs/s (rounds) | CPU ms/msg | memory at load: PSS (own + files once) |',
+    '| contender | fed by | msgs/s (rounds) | CPU ms/msg | memory at load: own + files once (PSS) |',
     '|---|---|---|---|---|',
     ...summaries.map(
       (s) =>
-        `| ${s.name} | ${s.feed} | ${round(s.perSecond)} (${s.rounds.join(', ')}) | ${round(s.cpuMsPerMessage, 2)} | ${round(s.pssMb)} MB (${round(s.filesOnceMb)} MB) |`,
+        `| ${s.name} | ${s.feed} | ${round(s.perSecond)} (${s.rounds.join(', ')}) | ${round(s.cpuMsPerMessage, 2)} | ${round(s.filesOnceMb)} MB (${round(s.pssMb)} MB) |`,
     ),
     '',
     'CPU: user + system of every process of the contender, reaped children included, per delivered message.',
-    'Memory: peak while loaded, PSS summed over the processes (shared pages split between the processes that map them);',
-    "in brackets each process's own memory plus each mapped file once.",
+    "Memory: peak while loaded, each process's own memory plus each file the processes map counted once: what the",
+    'stack needs of a machine by itself. In brackets PSS summed over the processes, which splits a shared page between',
+    "every process that maps it, the benchmark's own Node processes too: it flatters a Node stack by up to 20 MB.",
   ];
   const peer = summaries.find((s) => s.name.startsWith('Postfix'));
   const targets: Record<string, unknown> = {};
@@ -431,9 +433,9 @@ function report(contenders: Contender[], results: Map<Contender, Round[]>, recei
       const cpu = s.cpuMsPerMessage / peer.cpuMsPerMessage;
       const rate = s.perSecond / peer.perSecond;
       const ok = (b: boolean) => (b ? 'met' : 'NOT met');
-      targets[s.name] = { cpuRatio: round(cpu, 2), rateRatio: round(rate, 2), memoryMb: round(s.pssMb) };
+      targets[s.name] = { cpuRatio: round(cpu, 2), rateRatio: round(rate, 2), memoryMb: round(s.filesOnceMb) };
       lines.push(
-        `  ${s.name}: CPU ${round(cpu, 2)}× (${ok(cpu <= TARGET.cpuRatio)}), msgs/s ${round(rate, 2)}× (${ok(rate >= TARGET.rateRatio)}), memory ${round(s.pssMb)} MB PSS (${ok(s.pssMb <= TARGET.memoryMb)})`,
+        `  ${s.name}: CPU ${round(cpu, 2)}× (${ok(cpu <= TARGET.cpuRatio)}), msgs/s ${round(rate, 2)}× (${ok(rate >= TARGET.rateRatio)}), memory ${round(s.filesOnceMb)} MB own + files once (${ok(s.filesOnceMb <= TARGET.memoryMb)})`,
       );
     }
   }
