@@ -9,6 +9,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dataForm, keepsHeaders } from '../../gateway/queue-file.js';
+import { lcg, piecesText } from '../helpers/seeded.js';
 
 /** dataForm's answer as bytes (a string holds one byte per char). */
 const bytes = (d: string | Buffer) => (typeof d === 'string' ? Buffer.from(d, 'latin1') : d);
@@ -103,12 +104,10 @@ describe('queue files written in one piece', () => {
       return Buffer.from(s.replace(/(^|\n)\./g, '$1..'), 'latin1');
     };
     const pieces = ['a', ' ', '.', '..', '\r', '\n', '\r\n', '\r\n.', '\xff', '\xe9\n'];
-    let seed = 7;
-    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const next = lcg(7);
     let same = 0;
     for (let t = 0; t < 20_000; t++) {
-      let text = '';
-      for (let i = Math.floor(next() * 12); i > 0; i--) text += pieces[Math.floor(next() * pieces.length)];
+      const text = piecesText(next, pieces, 12);
       const raw = Buffer.from(text, 'latin1');
       const out = dataForm(raw);
       if (out === raw) same++;

@@ -6,20 +6,12 @@ import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import * as qp from 'nodemailer/lib/qp';
 import { encodeTextQp, wrap } from '../../gateway/quoted-printable.js';
+import { seeded } from '../helpers/seeded.js';
 
 async function oracle(text: string): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const c of Readable.from([Buffer.from(text, 'utf8')]).pipe(new qp.Encoder())) chunks.push(Buffer.from(c as Buffer));
   return Buffer.concat(chunks).toString('latin1');
-}
-
-/** A deterministic generator, so a failure can be run again. */
-function random(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s * 1664525 + 1013904223) >>> 0;
-    return s / 2 ** 32;
-  };
 }
 
 const ALPHABET = ['a', 'b', 'Z', ' ', ' ', '\t', '.', ',', '!', '?', '=', '3', 'D', 'f', '\r', '\n', '\r\n', 'é', '€', '😀', 'ü', '\u0001', '-', 'x'];
@@ -49,7 +41,7 @@ describe('quoted-printable for text parts', () => {
   }
 
   it('writes what nodemailer writes for 2,000 random texts', async () => {
-    const next = random(20261126);
+    const next = seeded(20261126);
     for (let n = 0; n < 2000; n++) {
       const length = Math.floor(next() * (n % 10 === 0 ? 2000 : 300));
       let text = '';
@@ -61,7 +53,7 @@ describe('quoted-printable for text parts', () => {
   });
 
   it('wraps as nodemailer wraps, at other line lengths too', () => {
-    const next = random(7);
+    const next = seeded(7);
     for (let n = 0; n < 2000; n++) {
       let text = '';
       const length = Math.floor(next() * 400);

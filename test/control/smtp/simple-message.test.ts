@@ -6,6 +6,7 @@ import { simpleParser, type ParsedMail } from 'mailparser';
 import { describe, expect, it } from 'vitest';
 import { PARSE, idempotencyKeyOf, toSendRequest } from '../../../control/smtp/message.js';
 import { parseSimpleMessage } from '../../../control/smtp/simple-message.js';
+import { seeded } from '../../helpers/seeded.js';
 
 /** What the SMTP door reads of a parsed message, and what it makes of it. */
 function outcome(mail: ParsedMail, envelope: string[]) {
@@ -111,11 +112,7 @@ describe('single-part messages read without mailparser', () => {
   });
 
   it('maps 500 random single-part messages as mailparser does', async () => {
-    let seed = 20261126;
-    const next = () => {
-      seed = (seed * 1664525 + 1013904223) >>> 0;
-      return seed / 2 ** 32;
-    };
+    const next = seeded(20261126);
     const pick = <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)]!;
     const chars = ['a', 'Z', ' ', '\t', '.', '=', '\r\n', '\n', 'é', '€', '😀', '<', '>', '"', ',', ';', ':', '@'];
     let taken = 0;
