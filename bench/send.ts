@@ -24,7 +24,7 @@ await prepare();
 
 const fs = await import('node:fs');
 const path = await import('node:path');
-const { execFile } = await import('node:child_process');
+const { execFile, spawn } = await import('node:child_process');
 const { promisify } = await import('node:util');
 const { startHello, stopChild } = await import('./lib/baseline.js');
 const { Stack, sleep } = await import('../test/helpers/stack.js');
@@ -106,6 +106,8 @@ async function main(): Promise<void> {
       POSTGATE_DNS_SERVERS: dns.address,
       POSTGATE_DELIVERY_PORT: String(receiver.port),
       POSTGATE_LOG_LEVEL: 'warn',
+      // BENCH_NODE_ARGS: Node flags for control and the gateway (e.g. --perf-basic-prof for BENCH_PERF), via the supervisor.
+      ...(process.env.BENCH_NODE_ARGS ? { POSTGATE_NODE_ARGS: process.env.BENCH_NODE_ARGS } : {}),
       // BENCH_PROFILE=<dir>: CPU profiles of the stack's processes, written when they stop (bench/lib/profile-top.ts reads them).
       ...(process.env.BENCH_PROFILE ? { NODE_OPTIONS: `--require ${path.join(root, 'bench/lib/profile-preload.cjs')}` } : {}),
     },
@@ -201,8 +203,20 @@ async function main(): Promise<void> {
       await settle();
       const d0 = receiver.count();
       // BENCH_PROFILE with BENCH_PROFILE_SIGNAL: a CPU profile of control and the gateway over this measurement only.
+      // BENCH_PERF=<dir>: `perf record -g` of control over this measurement (with BENCH_NODE_ARGS=--perf-basic-prof
+      // perf names the JavaScript functions), written to <dir>/<measurement>.perf.data.
+      let perf: import('node:child_process').ChildProcess | undefined;
       const profile = () => {
         if (process.env.BENCH_PROFILE_SIGNAL) for (const pid of Object.values(pids())) process.kill(pid, 'SIGUSR2');
+        if (!process.env.BENCH_PERF) return;
+        if (perf) {
+          perf.kill('SIGINT');
+          perf = undefined;
+        } else {
+          const out = path.join(process.env.BENCH_PERF, `${name.replace(/[^a-z0-9]+/gi, '-')}.perf.data`);
+          perf = spawn('perf', ['record', '-q', '-g', '-F', '999', '-p', String(pids().control), '-o', out], { stdio: 'ignore' });
+          perf.on('error', (err) => log(`BENCH_PERF: perf did not start (${err.message}; apt-get install linux-perf)`));
+        }
       };
       profile();
       const s0 = await storeStats();
@@ -287,12 +301,13 @@ async function main(): Promise<void> {
     await stack.stop();
     await receiver.close();
     await dns.close();
-    if (keepLog) {
+    // BENCH_KEEP_LOG=1 keeps it in any case (e.g. with BENCH_NODE_ARGS=--trace-deopt).
+    if (keepLog || process.env.BENCH_KEEP_LOG) {
       const dir = path.join(root, 'bench/results');
       fs.mkdirSync(dir, { recursive: true });
       const file = path.join(dir, `stack-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
       fs.copyFileSync(stack.logFile, file);
-      log(`some mail was not delivered in time; the stack's log is in ${path.relative(root, file)}`);
+      log(`${keepLog ? 'some mail was not delivered in time; ' : ''}the stack's log is in ${path.relative(root, file)}`);
     }
     fs.rmSync(stack.dataDir, { recursive: true, force: true });
   }

@@ -1,7 +1,9 @@
 // GET /api/v1/auth/session (the check an app makes on every protected request) against a
 // hello-world measured in the same run: requests/s, p50 and p99 at 50 connections, the
-// server's CPU µs per request, and the ratios. Target: ≥0.8× the hello-world's requests/s
-// with the full API-key and session checks, p99 ≤1.5× the hello-world's.
+// server's CPU µs per request, and the ratios. Target: ≥0.9× the hello-world's requests/s
+// with the full API-key and session checks, p99 ≤1.5× the hello-world's. A second bare route
+// answering the session's very bytes (285 against 17) tells the check's own cost apart from
+// the cost of sending a larger answer.
 //
 //   npm run bench:session      (or node --import tsx bench/session.ts; BENCH_SECONDS, default 10)
 //
@@ -98,19 +100,28 @@ async function main(): Promise<void> {
   const hello = await startHello();
   const stack = await Stack.start({ env: { POSTGATE_LOG_LEVEL: 'warn' } });
   let figures: Figures[];
+  let same: Awaited<ReturnType<typeof startHello>> | undefined;
   try {
     const postgate = () => [stack.proc!.pid!];
+    const headers = await signedIn(stack);
+    // A second anchor: the bare route answering the very bytes of the session answer (285 bytes against
+    // 17), so what the check itself costs is told apart from what the larger answer costs to send.
+    const answer = await fetch(`${stack.url}/api/v1/auth/session`, { headers });
+    if (answer.status !== 200) throw new Error(`session check answered ${answer.status}`);
+    same = await startHello(await answer.text());
     figures = await compare([
       { name: 'hello-world', url: `${hello.url}/`, pids: () => [hello.proc.pid!] },
+      { name: 'hello-world, same answer', url: `${same.url}/`, pids: () => [same!.proc.pid!] },
       // Postgate's own trivial route (no key, no session): what the app costs before the auth API does anything.
       { name: 'postgate GET /healthz', url: `${stack.url}/healthz`, pids: postgate },
-      { name: 'GET /api/v1/auth/session', url: `${stack.url}/api/v1/auth/session`, headers: await signedIn(stack), pids: postgate },
+      { name: 'GET /api/v1/auth/session', url: `${stack.url}/api/v1/auth/session`, headers, pids: postgate },
     ]);
   } finally {
     await stack.stop();
     await stopChild(hello.proc);
+    if (same) await stopChild(same.proc);
   }
-  const [h, z, s] = figures as [Figures, Figures, Figures];
+  const [h, hs, z, s] = figures as [Figures, Figures, Figures, Figures];
   const r2 = (n: number) => Math.round(n * 100) / 100;
   const ratio = {
     throughput: r2(s.rps / h.rps),
@@ -119,12 +130,15 @@ async function main(): Promise<void> {
     sessionVsHealthz: r2(s.rps / z.rps),
     cpuPerRequest: r2(s.cpuUs / h.cpuUs),
     healthzCpuPerRequest: r2(z.cpuUs / h.cpuUs),
+    sameAnswerThroughput: r2(s.rps / hs.rps),
+    sameAnswerCpuPerRequest: r2(s.cpuUs / hs.cpuUs),
   };
   console.log(`\n${CONNECTIONS} connections, ${SECONDS} s each in ${ROUNDS} alternating rounds; load: ${describeGenerator(gen)}\n`);
   const cols = ['req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', '× hello req/s', '× hello CPU/req'];
   console.log('what'.padEnd(28) + cols.map((c) => c.padStart(Math.max(c.length + 2, 11))).join(''));
   const rows = [
     ['hello-world', h],
+    ['hello-world, same answer', hs],
     ['postgate GET /healthz', z],
     ['GET /api/v1/auth/session', s],
   ] as const;
@@ -134,6 +148,9 @@ async function main(): Promise<void> {
   }
   console.log(
     `\nsession / hello-world: ${ratio.throughput}× throughput (target ≥ 0.9), ${ratio.p99}× p99 (target ≤ 1.5), ${ratio.cpuPerRequest}× CPU per request`,
+  );
+  console.log(
+    `session / hello-world answering the same bytes: ${ratio.sameAnswerThroughput}× throughput, ${ratio.sameAnswerCpuPerRequest}× CPU per request (what the check itself costs)`,
   );
   console.log(
     `postgate's /healthz / hello-world: ${ratio.healthzThroughput}× throughput, ${ratio.healthzCpuPerRequest}× CPU per request; session / /healthz: ${ratio.sessionVsHealthz}×`,

@@ -7,8 +7,10 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-export async function startHello(): Promise<{ proc: ChildProcess; url: string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bench/lib/hello.ts')], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+/** `body`: what the route answers (JSON text) instead of {"hello":"world"}. */
+export async function startHello(body?: string): Promise<{ proc: ChildProcess; url: string }> {
+  const env = body === undefined ? process.env : { ...process.env, HELLO_BODY: body };
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bench/lib/hello.ts')], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<string>((resolve, reject) => {
     proc.once('exit', (code) => reject(new Error(`hello-world exited (${code})`)));
     readline.createInterface({ input: proc.stdout! }).on('line', (l) => {
