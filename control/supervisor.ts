@@ -56,20 +56,30 @@ const EX_CONFIG = 78;
 // bench/deliverability.ts: gateway peak 245 → 160 MB, no loss of throughput). One V8 helper
 // thread (default 4) is enough for heaps this small and spares the others' memory and CPU: peak
 // 271 → 262 MB, batch sends 0.71 → 0.78x hello-world. Under load the young generation fills to
-// its limit in both processes; at half V8's default (2×8 MB instead of 2×16) the stack's peak
-// is about 15 MB lower with no measurable cost per message or request (bench:deliverability,
-// bench:send POST and batch, measured in alternating runs). Tried and left out: 2×4 MB (5–10%
-// more CPU per message) and MALLOC_ARENA_MAX=2 (~8 MB, but SMTP submission halved).
-const V8_FLAGS = ['--heap-growing-percent=10', '--v8-pool-size=1', '--max-semi-space-size=8'];
+// its limit in both processes; at a quarter of V8's default (2×4 MB instead of 2×16) the stack's
+// peak is 12–17 MB lower. With the malloc settings below it costs nothing measurable per
+// delivered message (bench:deliverability, alternating runs: SMTP 5.6/5.35 → 4.86/4.61 ms,
+// API 3.62/3.44 → 3.58/4.11 ms); batch sends spend 10–20% more of control's CPU per email
+// (bench:send), still ≥ 0.75x the hello-world. Tried and left out: MALLOC_ARENA_MAX=2 (~8 MB,
+// but SMTP submission halved), --optimize-for-size (1.6x the CPU per message).
+const V8_FLAGS = ['--heap-growing-percent=10', '--v8-pool-size=1', '--max-semi-space-size=4'];
 
 /**
  * glibc's allocator raises its mmap threshold each time a large block is freed, and with it how
- * much free memory it keeps at the top of its heap (twice the threshold, up to 64 MB). A fixed
- * threshold keeps that at 128 kB: control's malloc heap under SMTP load 22 → 14 MB, the stack's
- * peak 194 → 182 MB, CPU per message unchanged (bench:deliverability). An operator's own
- * setting wins.
+ * much free memory it keeps at the top of its heap (twice the threshold, up to 64 MB). Fixed
+ * settings bound that: blocks of 1 MB and more are mapped from the kernel, and at most 2 MB
+ * stays free at the top of the heap. The threshold was 128 kB before; then every block of a
+ * batch's body, a gRPC Enqueue (protobuf-es doubles one buffer as it encodes) or a built message
+ * was fresh pages from the kernel, which on a virtual machine cost more than the work on them:
+ * an Enqueue of 50 emails of 20 kB took 501 µs of CPU per email to encode, 58 now
+ * (bench/proto-encode.ts). Measured in alternating runs of bench:deliverability (receipts):
+ * SMTP 209/184 → 278/308 msgs/s and 6.55/7.1 → 5.1/4.66 CPU ms per message, API 302/233 →
+ * 464/409 msgs/s and 4.17/5.46 → 2.96/3.51 ms, for about 10 MB more at peak (which the smaller
+ * young generation above gives back). A 1 MB threshold with glibc's 128 kB trim threshold gave
+ * the heap back and took it again at every turn: SMTP submission then cost more than before. An
+ * operator's own settings win.
  */
-const MALLOC_ENV = { MALLOC_MMAP_THRESHOLD_: '131072' };
+const MALLOC_ENV = { MALLOC_MMAP_THRESHOLD_: '1048576', MALLOC_TRIM_THRESHOLD_: '2097152' };
 
 // POSTGATE_ROLE picks the children: both (one machine), or control or gateway alone (several nodes).
 const children: Child[] = [
