@@ -20,7 +20,10 @@ if (!process.env.BENCH_MALLOC) {
   for (const [name, env] of Object.entries(SETTINGS)) {
     console.log(`malloc: ${name}`);
     const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('MALLOC_')));
-    const r = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url)], { stdio: 'inherit', env: { ...clean, ...env, BENCH_MALLOC: name } });
+    const r = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url)], {
+      stdio: 'inherit',
+      env: { ...clean, ...env, BENCH_MALLOC: name },
+    });
     if (r.status !== 0) process.exit(r.status ?? 1);
   }
   process.exit(0);
