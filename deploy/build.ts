@@ -21,6 +21,7 @@ const SKIP = [path.join('auth', 'sdk', 'dist'), path.join('auth', 'sdk', 'node_m
 const COPY = [
   path.join('gateway', 'dkim-sign.cjs'),
   path.join('gateway', 'dkim-relaxed.cjs'),
+  path.join('control', 'smtp', 'self-signed.cjs'),
   path.join('auth', 'hosted', 'widget.css'),
   path.join('auth', 'hosted', 'browser'),
 ];

@@ -3,7 +3,7 @@
 // headers; bcc are the envelope recipients that To and Cc do not name; tags
 // and bulk come from X-Postgate-* headers, which are not passed on; the other
 // MIME parts are its attachments (name, type, inline Content-ID kept).
-import { simpleParser, type AddressObject, type EmailAddress, type ParsedMail } from 'mailparser';
+import type { AddressObject, EmailAddress, ParsedMail } from 'mailparser';
 import { invalid } from '../../core/errors.js';
 import { canonical } from '../../common/address.js';
 import { parseSimpleMessage } from './simple-message.js';
@@ -23,9 +23,11 @@ export function parseMessage(raw: Buffer): Promise<ParsedMail> {
     // mailparser decides, and words the refusal.
   }
   if (simple) return Promise.resolve(simple);
-  return simpleParser(raw, PARSE).catch((err: unknown) => {
-    throw invalid(`the message could not be parsed: ${(err as Error).message}`);
-  });
+  return import('mailparser')
+    .then(({ simpleParser }) => simpleParser(raw, PARSE))
+    .catch((err: unknown) => {
+      throw invalid(`the message could not be parsed: ${(err as Error).message}`);
+    });
 }
 
 const TAGS = 'x-postgate-tags';

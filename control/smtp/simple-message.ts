@@ -10,11 +10,20 @@
 // messages both ways and compares.
 import { createRequire } from 'node:module';
 import type { ParsedMail } from 'mailparser';
+import { deferModule } from '../../core/lazy-module.js';
 
 // mailparser's own parts, each resolved from where mailparser itself loads it (so at the versions it
 // runs with): its header processing, mailsplit's node, whose header parsing decides the content
 // type, charset and encoding, and the libmime and libqp those use.
-const fromMailparser = createRequire(createRequire(import.meta.url).resolve('mailparser'));
+const mailparserMain = createRequire(import.meta.url).resolve('mailparser');
+const fromMailparser = createRequire(mailparserMain);
+// What mailparser loads for conversions the SMTP door turns off (PARSE: HTML to text, entities)
+// and for Japanese charsets, loaded only when first used: about 2.7 MB of control's heap.
+const mailParserFile = fromMailparser.resolve('./lib/mail-parser.js');
+deferModule(mailParserFile, 'html-to-text', ['htmlToText']);
+deferModule(mailParserFile, 'he');
+deferModule(mailParserFile, 'encoding-japanese');
+deferModule(fromMailparser.resolve('libmime'), 'encoding-japanese');
 const fromMailsplit = createRequire(fromMailparser.resolve('@zone-eu/mailsplit'));
 const { MimeNode } = fromMailparser('@zone-eu/mailsplit') as { MimeNode: new (parent: false, config: object) => SplitNode };
 const MailParser = fromMailparser('./lib/mail-parser.js') as { prototype: object };

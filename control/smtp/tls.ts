@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import type { Config } from '../../core/config.js';
 
 export interface TlsPair {
@@ -34,9 +35,7 @@ export async function loadTls(config: Config): Promise<TlsPair> {
   ];
   const notBeforeDate = new Date(Date.now() - 60_000);
   const notAfterDate = new Date(Date.now() + 10 * 365 * 24 * 3600_000);
-  // Loaded only here: selfsigned brings a whole X.509/ASN.1 stack that a running control never needs again.
-  const { generate } = await import('selfsigned');
-  const pair = await generate([{ name: 'commonName', value: names[0]! }], {
+  const pair = await generateSelfSigned([{ name: 'commonName', value: names[0]! }], {
     keySize: 2048,
     algorithm: 'sha256',
     notBeforeDate,
@@ -49,12 +48,26 @@ export async function loadTls(config: Config): Promise<TlsPair> {
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   // Written under temporary names and renamed, key first: a crash never leaves half a pair that is read later.
   for (const [file, body] of [
-    [keyFile, pair.private],
+    [keyFile, pair.key],
     [certFile, pair.cert],
   ] as const) {
     const tmp = `${file}.${process.pid}.tmp`;
     fs.writeFileSync(tmp, body, { mode: 0o600 });
     fs.renameSync(tmp, file);
   }
-  return { cert: pair.cert, key: pair.private, selfSigned: true };
+  return { cert: pair.cert, key: pair.key, selfSigned: true };
+}
+
+/** selfsigned's generate, run on a worker thread (self-signed.cjs says why). */
+function generateSelfSigned(attributes: object[], options: object): Promise<{ key: string; cert: string }> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(new URL('./self-signed.cjs', import.meta.url), { workerData: { attributes, options }, execArgv: [] });
+    worker.once('message', (m: { key: string; cert: string } | { error: string }) => {
+      if ('error' in m) reject(new Error(`generating the self-signed STARTTLS certificate failed: ${m.error}`));
+      else resolve(m);
+      void worker.terminate();
+    });
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`the certificate worker exited (${code}) without an answer`)));
+  });
 }

@@ -33,4 +33,26 @@ describe('deferModule', () => {
     expect(g.__heavyLoads).toBe(1);
     fs.rmSync(dir, { recursive: true, force: true });
   });
+
+  it('holds the named functions of a module taken apart as it loads, and loads it on the first call', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pg-lazy-'));
+    fs.mkdirSync(path.join(dir, 'node_modules/convert'), { recursive: true });
+    fs.writeFileSync(
+      path.join(dir, 'node_modules/convert/index.js'),
+      'globalThis.__convertLoads = (globalThis.__convertLoads || 0) + 1; module.exports = { upper: (s) => s.toUpperCase(), other: 1 };',
+    );
+    const parent = path.join(dir, 'parent.js');
+    // The way mailparser takes html-to-text: one function, out of the module, as it loads.
+    fs.writeFileSync(parent, "const { upper } = require('convert'); module.exports = (s) => upper(s);");
+    const g = globalThis as { __convertLoads?: number };
+
+    deferModule(parent, 'convert', ['upper']);
+    const upper = createRequire(import.meta.url)(parent) as (s: string) => string;
+    expect(g.__convertLoads).toBeUndefined();
+    expect(upper('abc')).toBe('ABC');
+    expect(g.__convertLoads).toBe(1);
+    expect(upper('x')).toBe('X');
+    expect(g.__convertLoads).toBe(1);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
 });
