@@ -38,6 +38,12 @@ const harakaDir = writeHarakaDir(config, paths, path.join(repoRoot, 'plugins'), 
 
 // Haraka reads its config dir from HARAKA when its modules load, so set it first.
 process.env.HARAKA = harakaDir;
+// Loaded by Haraka's modules as they load, used only for what we never give them: a YAML config
+// file (its config dir is written as plain files) and mail in Japanese charsets, which the gateway
+// never decodes (it relays what control composed). About 2 MB of heap together.
+const fromHaraka = createRequire(require.resolve('Haraka/outbound/tls.js'));
+deferModule(fromHaraka.resolve('haraka-config/lib/readers/structured.js'), 'yaml');
+deferModule(createRequire(fromHaraka.resolve('haraka-email-message')).resolve('libmime'), 'encoding-japanese');
 routeConsole(log);
 routeHarakaLogs(require('Haraka/logger') as HarakaLogger, log, { listenerTls: !!(config.tlsCert && config.tlsKey) });
 log.info({ harakaDir, queueDir: paths.queueDir, deliveryPort: config.deliveryPort }, 'starting Haraka');
