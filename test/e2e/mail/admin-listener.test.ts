@@ -35,6 +35,22 @@ describe('admin listener', () => {
     expect((await stack.adminApi('GET', '/metrics', undefined)).status).toBe(200);
   });
 
+  it("/metrics tells where control's memory is: resident, the JavaScript heap (used of committed), outside the heap", async () => {
+    const text = (await stack.adminApi('GET', '/metrics', undefined)).body as string;
+    const gauge = (name: string) => {
+      expect(text).toContain(`# TYPE ${name} gauge`);
+      return Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1]);
+    };
+    const rss = gauge('postgate_process_rss_bytes');
+    const used = gauge('postgate_process_heap_used_bytes');
+    const total = gauge('postgate_process_heap_total_bytes');
+    const external = gauge('postgate_process_external_bytes');
+    expect(used).toBeGreaterThan(1 << 20);
+    expect(used).toBeLessThanOrEqual(total);
+    expect(total).toBeLessThan(rss);
+    expect(external).toBeGreaterThan(0);
+  });
+
   it('the CLI and the admin API work on the admin listener, bound to loopback by default', async () => {
     const out = JSON.parse(await stack.cli('project', 'create', '--name', 'Admin', '--slug', 'adm', '--json'));
     expect(out.slug).toBe('adm');
