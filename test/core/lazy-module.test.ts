@@ -4,19 +4,32 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { deferModule } from '../../core/lazy-module.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** A package `name` with `source` as its index.js, and a parent.js beside it with `parentSource`; returns parent.js's path. */
+function fixture(name: string, source: string, parentSource: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pg-lazy-'));
+  dirs.push(dir);
+  fs.mkdirSync(path.join(dir, 'node_modules', name), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'node_modules', name, 'index.js'), source);
+  const parent = path.join(dir, 'parent.js');
+  fs.writeFileSync(parent, parentSource);
+  return parent;
+}
 
 describe('deferModule', () => {
   it('loads the module only when it is first used, then forwards to it', () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pg-lazy-'));
-    fs.mkdirSync(path.join(dir, 'node_modules/heavy'), { recursive: true });
-    fs.writeFileSync(
-      path.join(dir, 'node_modules/heavy/index.js'),
+    const parent = fixture(
+      'heavy',
       'globalThis.__heavyLoads = (globalThis.__heavyLoads || 0) + 1; module.exports = { value: 42, twice(x) { return 2 * x; } };',
+      "module.exports = require('heavy');",
     );
-    const parent = path.join(dir, 'parent.js');
-    fs.writeFileSync(parent, "module.exports = require('heavy');");
     const g = globalThis as { __heavyLoads?: number };
 
     deferModule(parent, 'heavy');
@@ -31,19 +44,15 @@ describe('deferModule', () => {
     // Later requires get the real module, loaded once.
     expect(createRequire(parent)('heavy')).toEqual({ value: 42, twice: expect.any(Function) });
     expect(g.__heavyLoads).toBe(1);
-    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('holds the named functions of a module taken apart as it loads, and loads it on the first call', () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pg-lazy-'));
-    fs.mkdirSync(path.join(dir, 'node_modules/convert'), { recursive: true });
-    fs.writeFileSync(
-      path.join(dir, 'node_modules/convert/index.js'),
-      'globalThis.__convertLoads = (globalThis.__convertLoads || 0) + 1; module.exports = { upper: (s) => s.toUpperCase(), other: 1 };',
-    );
-    const parent = path.join(dir, 'parent.js');
     // The way mailparser takes html-to-text: one function, out of the module, as it loads.
-    fs.writeFileSync(parent, "const { upper } = require('convert'); module.exports = (s) => upper(s);");
+    const parent = fixture(
+      'convert',
+      'globalThis.__convertLoads = (globalThis.__convertLoads || 0) + 1; module.exports = { upper: (s) => s.toUpperCase(), other: 1 };',
+      "const { upper } = require('convert'); module.exports = (s) => upper(s);",
+    );
     const g = globalThis as { __convertLoads?: number };
 
     deferModule(parent, 'convert', ['upper']);
@@ -53,6 +62,5 @@ describe('deferModule', () => {
     expect(g.__convertLoads).toBe(1);
     expect(upper('x')).toBe('X');
     expect(g.__convertLoads).toBe(1);
-    fs.rmSync(dir, { recursive: true, force: true });
   });
 });
