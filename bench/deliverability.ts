@@ -35,7 +35,8 @@
 // BENCH_TLS=1: the receiver offers STARTTLS and every contender relays over opportunistic TLS.
 // BENCH_MX_CONNECTIONS (20): postgate's and Postfix's limit of concurrent deliveries to the receiver.
 // Figures go to bench/results/deliverability-<time>.json. BENCH_PROFILE=<dir> writes CPU
-// profiles of postgate's processes when they stop.
+// profiles of postgate's processes when they stop; BENCH_PERF=<dir> records every contender's
+// processes with `perf record -g` over each measured round (bench/lib/perf.ts).
 import { prepare, root } from './lib/prepare.js';
 
 await prepare();
@@ -52,7 +53,8 @@ const { publishDomain } = await import('../test/e2e/deliverability/helpers.js');
 const { startVanillaHaraka } = await import('./deliverability/lib.js');
 const { ensurePostfix, startPostfix, SMTP_SOURCE } = await import('./deliverability/postfix.js');
 const { startReceiver } = await import('./lib/receiver.js');
-const { trackCpu, commOf, sampleMemory } = await import('./lib/proc.js');
+const { trackCpu, commOf, sampleMemory, tree } = await import('./lib/proc.js');
+const { recordPerf } = await import('./lib/perf.js');
 const { writeResult } = await import('./lib/results.js');
 const { stageCosts } = await import('./deliverability/stages.js');
 type TreeMemory = import('./lib/proc.js').TreeMemory;
@@ -319,8 +321,16 @@ async function main(): Promise<void> {
     }
     for (let i = contenders.length - 1; i >= 0; i--) if (!wanted(contenders[i]!.name)) contenders.splice(i, 1);
 
-    const runOnce = async (c: Contender, n: number): Promise<Round> => {
+    let measured = 0;
+    const runOnce = async (c: Contender, n: number, warmup = false): Promise<Round> => {
       const before = receiver.count();
+      // BENCH_PERF=<dir>: `perf record -g` of every process of the contender over each measured round (bench/lib/perf.ts).
+      const stopPerf = warmup
+        ? async () => {}
+        : recordPerf(
+            `${c.name} ${++measured}`,
+            c.roots().flatMap((r) => tree(r)),
+          );
       const cpu = trackCpu(() => c.roots(), c.nameOf);
       const mem = sampleMemory(() => c.roots(), 1000, c.nameOf);
       let fed: Fed;
@@ -332,9 +342,11 @@ async function main(): Promise<void> {
       } catch (err) {
         mem.stop();
         cpu.stop();
+        await stopPerf();
         throw new Error(`${c.name}: ${(err as Error).message}`);
       }
       await sleep(SETTLE_MS);
+      await stopPerf();
       const { total, byName } = cpu.stop();
       const memory = mem.stop();
       const delivered = receiver.count() - before;
@@ -355,7 +367,7 @@ async function main(): Promise<void> {
     // Warm every contender up (JIT, connections, first-day pacing state, Postfix's daemons), then alternate.
     for (const c of contenders) {
       log(`warming up ${c.name}: ${c.feed}`);
-      await runOnce(c, WARMUP);
+      await runOnce(c, WARMUP, true);
     }
     const results = new Map<Contender, Round[]>(contenders.map((c) => [c, []]));
     for (let r = 0; r < ROUNDS; r++) {

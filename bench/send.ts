@@ -24,7 +24,7 @@ await prepare();
 
 const fs = await import('node:fs');
 const path = await import('node:path');
-const { execFile, spawn } = await import('node:child_process');
+const { execFile } = await import('node:child_process');
 const { promisify } = await import('node:util');
 const { startHello, stopChild } = await import('./lib/baseline.js');
 const { Stack, sleep } = await import('../test/helpers/stack.js');
@@ -34,6 +34,7 @@ const { httpGenerator, httpLoad, describeGenerator } = await import('./lib/http-
 const { cpuMs, pssOf, sampleMemory, tree } = await import('./lib/proc.js');
 const { memoryOf } = await import('./lib/rss.js');
 const { writeResult } = await import('./lib/results.js');
+const { recordPerf } = await import('./lib/perf.js');
 type HttpRun = import('./lib/http-load.js').HttpRun;
 
 const exec = promisify(execFile);
@@ -203,27 +204,18 @@ async function main(): Promise<void> {
       await settle();
       const d0 = receiver.count();
       // BENCH_PROFILE with BENCH_PROFILE_SIGNAL: a CPU profile of control and the gateway over this measurement only.
-      // BENCH_PERF=<dir>: `perf record -g` of control over this measurement (with BENCH_NODE_ARGS=--perf-basic-prof
-      // perf names the JavaScript functions), written to <dir>/<measurement>.perf.data.
-      let perf: import('node:child_process').ChildProcess | undefined;
-      const profile = () => {
+      // BENCH_PERF=<dir>: `perf record -g` of control over this measurement (bench/lib/perf.ts).
+      const signalProfile = () => {
         if (process.env.BENCH_PROFILE_SIGNAL) for (const pid of Object.values(pids())) process.kill(pid, 'SIGUSR2');
-        if (!process.env.BENCH_PERF) return;
-        if (perf) {
-          perf.kill('SIGINT');
-          perf = undefined;
-        } else {
-          const out = path.join(process.env.BENCH_PERF, `${name.replace(/[^a-z0-9]+/gi, '-')}.perf.data`);
-          perf = spawn('perf', ['record', '-q', '-g', '-F', '999', '-p', String(pids().control), '-o', out], { stdio: 'ignore' });
-          perf.on('error', (err) => log(`BENCH_PERF: perf did not start (${err.message}; apt-get install linux-perf)`));
-        }
       };
-      profile();
+      signalProfile();
+      const stopPerf = recordPerf(name, [pids().control]);
       const s0 = await storeStats();
       const c0 = cpu();
       const { units, ...r } = await run();
       const c1 = cpu();
-      profile();
+      signalProfile();
+      await stopPerf();
       const s1 = await storeStats();
       // How many writes each group commit carried (control's /metrics): small groups cost a commit each.
       const perCommit = (s1.writes - s0.writes) / Math.max(1, s1.commits - s0.commits);
