@@ -51,18 +51,26 @@ interface Child {
  */
 const EX_CONFIG = 78;
 
-// V8 flags of both children. V8 lets garbage pile up to several times the live heap before a
-// full collection; a small growth step keeps each process near its live size (measured in
-// bench/deliverability.ts: gateway peak 245 → 160 MB, no loss of throughput). One V8 helper
-// thread (default 4) is enough for heaps this small and spares the others' memory and CPU: peak
-// 271 → 262 MB, batch sends 0.71 → 0.78x hello-world. Under load the young generation fills to
-// its limit in both processes; at a quarter of V8's default (2×4 MB instead of 2×16) the stack's
-// peak is 12–17 MB lower. With the malloc settings below it costs nothing measurable per
-// delivered message (bench:deliverability, alternating runs: SMTP 5.6/5.35 → 4.86/4.61 ms,
-// API 3.62/3.44 → 3.58/4.11 ms); batch sends spend 10–20% more of control's CPU per email
-// (bench:send), still ≥ 0.75x the hello-world. Tried and left out: MALLOC_ARENA_MAX=2 (~8 MB,
-// but SMTP submission halved), --optimize-for-size (1.6x the CPU per message).
-const V8_FLAGS = ['--heap-growing-percent=10', '--v8-pool-size=1', '--max-semi-space-size=4'];
+// V8 flags of both children. V8 lets garbage pile up to several times the live heap before a full
+// collection; a small growth step keeps each process near its live size (measured in
+// bench/deliverability.ts: gateway peak 245 → 160 MB, no loss of throughput). The step is 30%: at
+// 10% control ran a full collection every ~150 ms under 20 kB batches, and V8's helper thread
+// (concurrent marking and sweeping) took about a quarter of each process's CPU (perf, BENCH_PERF).
+// In alternating runs at 20 kB, 10% → 30%: SMTP-fed 10.44/10.55 → 9.01/9.94 CPU ms per delivered
+// message, API 8.98/9.12 → 8.79/8.06, peak memory within ±5 MB; with receipts neither CPU nor
+// memory moved beyond the runs' spread; bench:send, control's µs per request: POST 325/335 →
+// 304/304, batches 67/62 → 69/67 per email, SMTP 534/516 → 524/540. 50% gave a little more at 20 kB
+// and cost 5–20 MB at peak (receipts over the API then reached 196–203 MB).
+//
+// One V8 helper thread (default 4) is enough for heaps this small and spares the others' memory and
+// CPU: peak 271 → 262 MB, batch sends 0.71 → 0.78x hello-world. Under load the young generation
+// fills to its limit in both processes; at a quarter of V8's default (2×4 MB instead of 2×16) the
+// stack's peak is 12–17 MB lower. With the malloc settings below it costs nothing measurable per
+// delivered message (bench:deliverability, alternating runs: SMTP 5.6/5.35 → 4.86/4.61 ms, API
+// 3.62/3.44 → 3.58/4.11 ms); batch sends spend 10–20% more of control's CPU per email (bench:send),
+// still ≥ 0.75x the hello-world. Tried and left out: MALLOC_ARENA_MAX=2 (~8 MB, but SMTP submission
+// halved), --optimize-for-size (1.6x the CPU per message).
+const V8_FLAGS = ['--heap-growing-percent=30', '--v8-pool-size=1', '--max-semi-space-size=4'];
 
 /**
  * glibc's allocator raises its mmap threshold each time a large block is freed, and with it how
