@@ -57,10 +57,12 @@ const EX_CONFIG = 78;
 // 10% control ran a full collection every ~150 ms under 20 kB batches, and V8's helper thread
 // (concurrent marking and sweeping) took about a quarter of each process's CPU (perf, BENCH_PERF).
 // In alternating runs at 20 kB, 10% → 30%: SMTP-fed 10.44/10.55 → 9.01/9.94 CPU ms per delivered
-// message, API 8.98/9.12 → 8.79/8.06, peak memory within ±5 MB; with receipts neither CPU nor
-// memory moved beyond the runs' spread; bench:send, control's µs per request: POST 325/335 →
-// 304/304, batches 67/62 → 69/67 per email, SMTP 534/516 → 524/540. 50% gave a little more at 20 kB
-// and cost 5–20 MB at peak (receipts over the API then reached 196–203 MB).
+// message, API 8.98/9.12 → 8.79/8.06, peak memory within ±5 MB. With receipts it is a wash (3-round
+// runs, one in each order: SMTP-fed 6.19/5.94 → 6.64/5.99 ms, API 5.38/5.07 → 6.21/5.24 ms, peak
+// 201–205 MB both); bench:send, control's µs per request: POST 325/335 → 304/304, batches 67/62 →
+// 69/67 per email, SMTP 534/516 → 524/540. 50% gave a little more at 20 kB and cost 5–20 MB at peak
+// (receipts over the API then reached 196–203 MB in one round). --single-threaded-gc changed
+// nothing at 20 kB but the memory (up to +25 MB).
 //
 // One V8 helper thread (default 4) is enough for heaps this small and spares the others' memory and
 // CPU: peak 271 → 262 MB, batch sends 0.71 → 0.78x hello-world. Under load the young generation
