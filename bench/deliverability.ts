@@ -325,12 +325,7 @@ async function main(): Promise<void> {
     const runOnce = async (c: Contender, n: number, warmup = false): Promise<Round> => {
       const before = receiver.count();
       // BENCH_PERF=<dir>: `perf record -g` of every process of the contender over each measured round (bench/lib/perf.ts).
-      const stopPerf = warmup
-        ? async () => {}
-        : recordPerf(
-            `${c.name} ${++measured}`,
-            c.roots().flatMap((r) => tree(r)),
-          );
+      const stopPerf = warmup ? async () => {} : recordPerf(`${c.name} ${++measured}`, c.roots().flatMap(tree));
       const cpu = trackCpu(() => c.roots(), c.nameOf);
       const mem = sampleMemory(() => c.roots(), 1000, c.nameOf);
       let fed: Fed;

@@ -62,11 +62,15 @@ const webhooks = new WebhookSender(store, sealer(secret, 'webhooks'), config.web
 
 metrics.gauge('postgate_store_commits', () => store.stats().commits, 'Grouped SQLite commits since start');
 metrics.gauge('postgate_store_writes', () => store.stats().writes, 'Writes committed since start');
-metrics.gauge('postgate_process_rss_bytes', () => process.memoryUsage().rss, 'Resident memory of control');
-// Where control's memory is: the JavaScript heap (used of committed) and what lives outside it (Buffers).
-metrics.gauge('postgate_process_heap_used_bytes', () => process.memoryUsage().heapUsed, 'JavaScript heap in use (live and not yet collected)');
-metrics.gauge('postgate_process_heap_total_bytes', () => process.memoryUsage().heapTotal, 'JavaScript heap committed');
-metrics.gauge('postgate_process_external_bytes', () => process.memoryUsage().external, 'Memory of Buffers and other objects held outside the heap');
+// Where control's memory is: resident, the JavaScript heap (used of committed), what lives outside it (Buffers).
+for (const [name, field, help] of [
+  ['rss', 'rss', 'Resident memory of control'],
+  ['heap_used', 'heapUsed', 'JavaScript heap in use (live and not yet collected)'],
+  ['heap_total', 'heapTotal', 'JavaScript heap committed'],
+  ['external', 'external', 'Memory of Buffers and other objects held outside the heap'],
+] as const) {
+  metrics.gauge(`postgate_process_${name}_bytes`, () => process.memoryUsage()[field], help);
+}
 
 // One set of fixed-window counters for every limit of the process (API rate, sign-in codes, SMTP, admin guard).
 const counters = redis ? sharedCounters(new SharedCounters(redis, { role: 'control', nodes: config.redisNodes, log })) : memoryCounters();

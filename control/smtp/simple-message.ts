@@ -15,8 +15,7 @@ import { deferModule } from '../../core/lazy-module.js';
 // mailparser's own parts, each resolved from where mailparser itself loads it (so at the versions it
 // runs with): its header processing, mailsplit's node, whose header parsing decides the content
 // type, charset and encoding, and the libmime and libqp those use.
-const mailparserMain = createRequire(import.meta.url).resolve('mailparser');
-const fromMailparser = createRequire(mailparserMain);
+const fromMailparser = createRequire(createRequire(import.meta.url).resolve('mailparser'));
 // What mailparser loads for conversions the SMTP door turns off (PARSE: HTML to text, entities)
 // and for Japanese charsets, loaded only when first used: about 2.7 MB of control's heap.
 const mailParserFile = fromMailparser.resolve('./lib/mail-parser.js');
