@@ -118,6 +118,12 @@ export interface HttpSettings {
    * with Retry-After before its body is read, so slow uploads cannot pile up memory.
    */
   inFlightBodyBytes: number;
+  /**
+   * Of those, the bodies over 64 kB read and worked on at once; the next such requests wait their
+   * turn with their bodies unread (at most 1 s each, then they are read anyway), so a burst of large
+   * batches does not hold all of its bodies in memory at once. Smaller bodies never wait.
+   */
+  activeBodyBytes: number;
 }
 
 export interface AuthSettings {
@@ -236,7 +242,14 @@ const defaults = {
   },
   webhooks: { retryDelays: [5, 300, 1800, 7200, 18000, 36000], maxAgeSeconds: 86400, timeoutMs: 10_000, allowCidrs: [] as string[] },
   auth: { codeSendsPerProjectHour: 1000, auditRetentionDays: 90 },
-  http: { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 72_000, bodyLimitBytes: 256 * 1024, inFlightBodyBytes: 128 * 1024 * 1024 },
+  http: {
+    requestTimeoutMs: 30_000,
+    headersTimeoutMs: 10_000,
+    keepAliveTimeoutMs: 72_000,
+    bodyLimitBytes: 256 * 1024,
+    inFlightBodyBytes: 128 * 1024 * 1024,
+    activeBodyBytes: 4 * 1024 * 1024,
+  },
   pacing: {
     providers: {
       google: warmup(500, 600, 10),

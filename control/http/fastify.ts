@@ -104,7 +104,7 @@ export function newFastify({ config, log, metrics, serverFactory, budgetBodies =
     done(null, payload);
   });
   if (budgetBodies) {
-    const budget = bodyBudget(config.http.inFlightBodyBytes, config.http.bodyLimitBytes);
+    const budget = bodyBudget(config.http.inFlightBodyBytes, config.http.activeBodyBytes, config.http.bodyLimitBytes);
     app.addHook('onRequest', budget.hook);
     metrics.gauge(
       'postgate_http_body_bytes_in_flight',
@@ -112,6 +112,12 @@ export function newFastify({ config, log, metrics, serverFactory, budgetBodies =
       'Request body bytes reserved by requests under way (http.inFlightBodyBytes caps it)',
     );
     metrics.gauge('postgate_http_body_budget_refused', () => budget.refused, 'Requests answered 503 because the in-flight body budget was full');
+    metrics.gauge(
+      'postgate_http_body_bytes_active',
+      () => budget.active,
+      'Request body bytes being read or worked on (http.activeBodyBytes; the next requests wait their turn)',
+    );
+    metrics.gauge('postgate_http_body_waits', () => budget.waited, 'Requests that waited for their turn to have their body read (http.activeBodyBytes)');
   }
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));

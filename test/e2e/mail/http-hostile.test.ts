@@ -111,4 +111,39 @@ describe('hostile HTTP', () => {
     const ok = await stack.api('POST', '/v1/emails', p.keys.live, { from: 'a@unverified.test', to: 'b@example.com', subject: 's', text: 't' });
     expect(ok.status).not.toBe(503);
   });
+
+  it('reads large bodies a window at a time: the next waits its turn (1 s at most behind a stalled upload), small bodies never wait', async () => {
+    const metric = async (name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(await (await fetch(`${stack.url}/metrics`)).text())?.[1]);
+    const send = (text: string) => {
+      const body = JSON.stringify({ from: 'a@unverified.test', to: 'b@example.com', subject: 's', text });
+      return `POST /v1/emails HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${p.keys.live}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+    };
+    const waitsBefore = await metric('postgate_http_body_waits');
+    // A 5 MB upload that stalls after its first megabyte holds the whole 4 MB window (http.activeBodyBytes).
+    const stalled = raw(
+      `POST /v1/emails HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${p.keys.live}\r\nContent-Type: application/json\r\nContent-Length: ${5 * 1024 * 1024}\r\n\r\n{"x":"${'a'.repeat(1024 * 1024)}`,
+      6000,
+    );
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await metric('postgate_http_body_bytes_active')).toBe(5 * 1024 * 1024);
+    // A small send (under 64 kB) is read at once; a 100 kB one waits, then is read after at most a second.
+    const [small, large] = await Promise.all([raw(send('hello')), raw(send('b'.repeat(100_000)))]);
+    expect(small.ms).toBeLessThan(700);
+    expect(large.ms).toBeGreaterThanOrEqual(900);
+    expect(large.ms).toBeLessThan(1400);
+    // Both are answered as they would be without the wait (the sender's domain is not verified).
+    const expected = parse(small.text).status;
+    expect(expected).toBeGreaterThanOrEqual(400);
+    expect(expected).toBeLessThan(500);
+    expect(parse(large.text).status).toBe(expected);
+    expect(await metric('postgate_http_body_waits')).toBe(waitsBefore + 1);
+    expect(parse((await stalled).text).status).toBe(408);
+
+    // A burst of six complete 1 MB sends: four are read at once, the others as the first are answered; all answered alike.
+    const burst = await Promise.all(Array.from({ length: 6 }, () => raw(send('c'.repeat(1024 * 1024 - 200)))));
+    for (const r of burst) expect(parse(r.text).status).toBe(expected);
+    expect(await metric('postgate_http_body_waits')).toBeGreaterThanOrEqual(waitsBefore + 1 + 2);
+    expect(await metric('postgate_http_body_bytes_active')).toBe(0);
+    expect(await metric('postgate_http_body_bytes_in_flight')).toBe(0);
+  });
 });
