@@ -64,6 +64,19 @@ const EX_CONFIG = 78;
 // (receipts over the API then reached 196–203 MB in one round). --single-threaded-gc changed
 // nothing at 20 kB but the memory (up to +25 MB).
 //
+// Each full collection also costs compiler time: V8 holds a function's optimized code weakly, so the
+// code of closures made per call (nodemailer's replace callbacks, fs's completion wrappers, Haraka's
+// per-connection handlers) is dropped whenever no such closure is alive at a full collection, and
+// optimized again once hot. With a full collection every ~220 ms in the gateway, its compiler thread
+// took 14% of the stack's CPU in a first round of 3,000 messages and ~7% in every round after (perf;
+// --trace-opt: ~400 optimizations per round, 1.5 s of compiling, almost no deoptimizations). A larger
+// step buys that and the collections back with memory, alternating runs of bench:deliverability
+// (20 kB, API): 100% took the stack 4.46/4.42 → 3.28/3.53 CPU ms per delivered message and 358/353
+// → 436/414 msgs/s, for 211/229 → 248/238 MB at peak; 60% 4.87/5.08 → 4.59/3.93 ms for 212/217 →
+// 219/239 MB; receipts at 100%: SMTP-fed 4.95/4.5 → 4.29/4.08 ms, API 4.2/3.95 → 3.04/3.74 ms, for
+// 30-40 MB more. The step stays at 30% for the memory target (200 MB for the whole stack);
+// POSTGATE_NODE_ARGS=--heap-growing-percent=100 is the choice where CPU is short and memory is not.
+//
 // One V8 helper thread (default 4) is enough for heaps this small and spares the others' memory and
 // CPU: peak 271 → 262 MB, batch sends 0.71 → 0.78x hello-world. Under load the young generation
 // fills to its limit in both processes; at a quarter of V8's default (2×4 MB instead of 2×16) the
