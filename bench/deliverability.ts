@@ -327,7 +327,8 @@ async function main(): Promise<void> {
       // BENCH_PERF=<dir>: `perf record -g` of every process of the contender over each measured round (bench/lib/perf.ts).
       const stopPerf = warmup ? async () => {} : recordPerf(`${c.name} ${++measured}`, c.roots().flatMap(tree));
       const cpu = trackCpu(() => c.roots(), c.nameOf);
-      const mem = sampleMemory(() => c.roots(), 1000, c.nameOf);
+      // BENCH_MEMORY_MS: how often own memory is sampled (200 ms; smaps-based figures once a second).
+      const mem = sampleMemory(() => c.roots(), Number(process.env.BENCH_MEMORY_MS || 200), c.nameOf);
       let fed: Fed;
       let done: number;
       let note: string | undefined;

@@ -12,7 +12,7 @@
 // same files (other node processes on the machine), so on a busy machine it reads a little low;
 // bench/lib/rss.ts gives the other figure (each process's own memory, each file once).
 import fs from 'node:fs';
-import { memoryOf, tree } from './rss.js';
+import { memoryOf, tree, uniqueFilePages } from './rss.js';
 
 export { tree };
 
@@ -115,22 +115,34 @@ export interface TreeMemory {
   byName: Record<string, number>;
 }
 
-/** Samples the memory of the trees under the roots every `everyMs` until stopped; the peaks. */
-export function sampleMemory(roots: () => number[], everyMs = 1000, nameOf?: (pid: number) => string): { stop(): TreeMemory } {
+/**
+ * Samples the memory of the trees under the roots until stopped; the peaks. Every `everyMs` each
+ * process's own memory and resident file pages (/proc/<pid>/status, cheap); every `detailMs` what
+ * needs smaps (each file's pages once, PSS), which walks the page tables under the process's
+ * memory map lock. A Node process's peak (a burst of garbage before a full collection) lasts
+ * well under a second: sampled once a second, a round's peak was missed more often than not.
+ */
+export function sampleMemory(roots: () => number[], everyMs = 200, nameOf?: (pid: number) => string, detailMs = 1000): { stop(): TreeMemory } {
   const peak: TreeMemory = { pss: 0, filesOnce: 0, rssSum: 0, processes: 0, byName: {} };
+  let filePages = 0;
+  let detailAt = 0;
   const measure = () => {
     const pids = [...new Set(roots().flatMap((r) => tree(r)))];
-    let pss = 0;
-    const byName: Record<string, number> = {};
-    for (const pid of pids) {
-      const own = pssOf(pid);
-      pss += own;
-      // A process that exited between listing and reading has nothing to show.
-      if (nameOf && own) byName[nameOf(pid)] = (byName[nameOf(pid)] ?? 0) + own;
+    if (performance.now() - detailAt >= detailMs) {
+      detailAt = performance.now();
+      filePages = uniqueFilePages(pids);
+      let pss = 0;
+      const byName: Record<string, number> = {};
+      for (const pid of pids) {
+        const own = pssOf(pid);
+        pss += own;
+        // A process that exited between listing and reading has nothing to show.
+        if (nameOf && own) byName[nameOf(pid)] = (byName[nameOf(pid)] ?? 0) + own;
+      }
+      for (const [k, v] of Object.entries(byName)) peak.byName[k] = Math.max(peak.byName[k] ?? 0, v);
+      peak.pss = Math.max(peak.pss, pss);
     }
-    for (const [k, v] of Object.entries(byName)) peak.byName[k] = Math.max(peak.byName[k] ?? 0, v);
-    const m = memoryOf(pids);
-    peak.pss = Math.max(peak.pss, pss);
+    const m = memoryOf(pids, filePages);
     peak.filesOnce = Math.max(peak.filesOnce, m.stack);
     peak.rssSum = Math.max(peak.rssSum, m.rssSum);
     peak.processes = pids.length;
@@ -140,6 +152,7 @@ export function sampleMemory(roots: () => number[], everyMs = 1000, nameOf?: (pi
   return {
     stop() {
       clearInterval(timer);
+      detailAt = 0;
       measure();
       return { ...peak, byName: { ...peak.byName } };
     },

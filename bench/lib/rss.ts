@@ -54,7 +54,7 @@ function residentOf(pid: number): { own: number; file: number } {
  * the process's memory map lock, so it is read seldom: file pages barely change once a
  * process has started.
  */
-function uniqueFilePages(pids: number[]): number {
+export function uniqueFilePages(pids: number[]): number {
   const files = new Map<string, number>();
   for (const pid of pids) {
     let text: string;
