@@ -51,31 +51,29 @@ interface Child {
  */
 const EX_CONFIG = 78;
 
-// V8 flags of both children. V8 lets garbage pile up to several times the live heap before a full
-// collection; a small growth step keeps each process near its live size (measured in
-// bench/deliverability.ts: gateway peak 245 → 160 MB, no loss of throughput). The step is 30%: at
-// 10% control ran a full collection every ~150 ms under 20 kB batches, and V8's helper thread
-// (concurrent marking and sweeping) took about a quarter of each process's CPU (perf, BENCH_PERF).
-// In alternating runs at 20 kB, 10% → 30%: SMTP-fed 10.44/10.55 → 9.01/9.94 CPU ms per delivered
-// message, API 8.98/9.12 → 8.79/8.06, peak memory within ±5 MB. With receipts it is a wash (3-round
-// runs, one in each order: SMTP-fed 6.19/5.94 → 6.64/5.99 ms, API 5.38/5.07 → 6.21/5.24 ms, peak
-// 201–205 MB both); bench:send, control's µs per request: POST 325/335 → 304/304, batches 67/62 →
-// 69/67 per email, SMTP 534/516 → 524/540. 50% gave a little more at 20 kB and cost 5–20 MB at peak
-// (receipts over the API then reached 196–203 MB in one round). --single-threaded-gc changed
-// nothing at 20 kB but the memory (up to +25 MB).
-//
-// Each full collection also costs compiler time: V8 holds a function's optimized code weakly, so the
-// code of closures made per call (nodemailer's replace callbacks, fs's completion wrappers, Haraka's
-// per-connection handlers) is dropped whenever no such closure is alive at a full collection, and
-// optimized again once hot. With a full collection every ~220 ms in the gateway, its compiler thread
-// took 14% of the stack's CPU in a first round of 3,000 messages and ~7% in every round after (perf;
-// --trace-opt: ~400 optimizations per round, 1.5 s of compiling, almost no deoptimizations). A larger
-// step buys that and the collections back with memory, alternating runs of bench:deliverability
-// (20 kB, API): 100% took the stack 4.46/4.42 → 3.28/3.53 CPU ms per delivered message and 358/353
-// → 436/414 msgs/s, for 211/229 → 248/238 MB at peak; 60% 4.87/5.08 → 4.59/3.93 ms for 212/217 →
-// 219/239 MB; receipts at 100%: SMTP-fed 4.95/4.5 → 4.29/4.08 ms, API 4.2/3.95 → 3.04/3.74 ms, for
-// 30-40 MB more. The step stays at 30% for the memory target (200 MB for the whole stack);
-// POSTGATE_NODE_ARGS=--heap-growing-percent=100 is the choice where CPU is short and memory is not.
+// V8 flags of both children. Left alone, V8 lets garbage pile up to several times the live heap
+// before a full collection (gateway peak 245 MB); a fixed growth step bounds that. The step is
+// 100%: the old generation may grow to twice what the last full collection left. It was 10%, then
+// 30%, and both made full collections frequent (every ~150 ms in control under 20 kB batches, ~220
+// ms in the gateway), which costs twice:
+// - the collections themselves: V8's helper thread (concurrent marking, sweeping) took about a
+//   quarter of each process's CPU at 10% (perf, BENCH_PERF);
+// - the compiler: V8 holds a function's optimized code weakly, so the code of closures made per
+//   call (nodemailer's replace callbacks, fs's completion wrappers, Haraka's per-connection
+//   handlers) is dropped whenever no such closure is alive at a full collection, and optimized
+//   again once hot. At 30% the gateway's compiler thread took 14% of the stack's CPU in a first
+//   round of 3,000 messages and ~7% in every round after (--trace-opt: ~400 optimizations a round,
+//   1.5 s of compiling, almost no deoptimizations).
+// Alternating runs of bench:deliverability, 30% → 100%, CPU ms per delivered message, msgs/s and
+// the stack's peak: 20 kB via SMTP 5.32/5.20 → 4.30/4.32 ms, 288/289 → 334/332 msgs/s, 209/212 →
+// 246/242 MB; 20 kB via the API 4.46/4.42 → 3.28/3.53 ms, 358/353 → 436/414 msgs/s, 211/229 →
+// 248/238 MB; receipts via SMTP 4.95/4.5 → 4.29/4.08 ms, via the API 4.2/3.95 → 3.04/3.74 ms, 30-40
+// MB more. 60% sat between (20 kB API 4.87/5.08 → 4.59/3.93 ms, 212/217 → 219/239 MB). Postfix +
+// OpenDKIM spent 4.4-5.7 ms per 20 kB message those hours: at 30% postgate spent as much CPU, at
+// 100% about 0.75 of it; the memory target (200 MB for the stack) was missed at both. Where memory
+// is shorter than CPU, POSTGATE_NODE_ARGS=--heap-growing-percent=30 takes the old trade.
+// Earlier, 10% → 30% at 20 kB: SMTP-fed 10.44/10.55 → 9.01/9.94 ms, API 8.98/9.12 → 8.79/8.06.
+// --single-threaded-gc changed nothing at 20 kB but the memory (up to +25 MB).
 //
 // One V8 helper thread (default 4) is enough for heaps this small and spares the others' memory and
 // CPU: peak 271 → 262 MB, batch sends 0.71 → 0.78x hello-world. Under load the young generation
@@ -85,7 +83,7 @@ const EX_CONFIG = 78;
 // 3.62/3.44 → 3.58/4.11 ms); batch sends spend 10–20% more of control's CPU per email (bench:send),
 // still ≥ 0.75x the hello-world. Tried and left out: MALLOC_ARENA_MAX=2 (~8 MB, but SMTP submission
 // halved), --optimize-for-size (1.6x the CPU per message).
-const V8_FLAGS = ['--heap-growing-percent=30', '--v8-pool-size=1', '--max-semi-space-size=4'];
+const V8_FLAGS = ['--heap-growing-percent=100', '--v8-pool-size=1', '--max-semi-space-size=4'];
 
 /**
  * glibc's allocator raises its mmap threshold each time a large block is freed, and with it how
