@@ -77,34 +77,39 @@ export function bodyBudget(limitBytes: number, activeBytes: number, defaultBodyL
       }
       let started = false;
       let timer: NodeJS.Timeout | undefined;
-      const start = () => {
-        started = true;
-        clearTimeout(timer);
-        active += reserve;
+      const waiter: Waiter = {
+        bytes: reserve,
+        start: () => {
+          started = true;
+          clearTimeout(timer);
+          active += reserve;
+        },
+      };
+      const leaveQueue = () => {
+        const i = queue.indexOf(waiter);
+        if (i >= 0) queue.splice(i, 1);
       };
       reply.raw.once('close', () => {
         inFlight -= reserve;
-        if (started) {
-          active -= reserve;
-          admit();
-        } else {
+        if (started) active -= reserve;
+        else {
           clearTimeout(timer);
-          const i = queue.indexOf(waiter);
-          if (i >= 0) queue.splice(i, 1);
+          leaveQueue();
         }
+        admit();
       });
-      const waiter: Waiter = { bytes: reserve, start };
-      if (!queue.length && (active === 0 || active + reserve <= activeBytes)) return start();
+      if (!queue.length && (active === 0 || active + reserve <= activeBytes)) return waiter.start();
       waited++;
+      // A request whose socket closes while it waits is only taken out of the queue: nothing reads it.
       await new Promise<void>((resolve) => {
+        const start = waiter.start;
         waiter.start = () => {
           start();
           resolve();
         };
         queue.push(waiter);
         timer = setTimeout(() => {
-          const i = queue.indexOf(waiter);
-          if (i >= 0) queue.splice(i, 1);
+          leaveQueue();
           waiter.start();
         }, MAX_WAIT_MS);
       });
