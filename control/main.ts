@@ -9,7 +9,7 @@ import { SharedCounters } from '../core/shared-counters.js';
 import { openStore } from './store/index.js';
 import { KeyAuthenticator } from './api-keys/authenticate.js';
 import { GatewayClients } from './delivery/gateways.js';
-import { Dispatcher, type DispatchDeliverability } from './delivery/dispatcher.js';
+import { Dispatcher, eventLoopLoad, type DispatchDeliverability } from './delivery/dispatcher.js';
 import { Scheduler } from './mail/scheduler.js';
 import { ensureSystemSender } from './domains/system.js';
 import { GatewayEventStream } from './delivery/gateway-events.js';
@@ -49,7 +49,10 @@ const gateways = new GatewayClients(config.gateways);
 const secret = masterSecret(config);
 const tokens = new MailTokens(secret);
 const deliverability: DispatchDeliverability = { tokens, dkimSealer: sealer(secret, 'dkim'), baseUrl: config.baseUrl };
-const dispatcher = new Dispatcher(store, gateways, log, metrics, deliverability, config.delivery.busyDispatchRate);
+// How busy control's event loop is: the dispatcher holds back for a burst only while it is, and operators see it.
+const loopLoad = eventLoopLoad();
+metrics.gauge('postgate_event_loop_utilization', loopLoad, "Share of the last quarter second or more that control's event loop was busy (0-1)");
+const dispatcher = new Dispatcher(store, gateways, log, metrics, deliverability, config.delivery.busyDispatchRate, loopLoad);
 const pacing = new PacingService(store, gateways, config, log, dispatcher);
 // Each (re)connection of a gateway's event stream may be a restarted gateway: give it the throttles.
 const events = new GatewayEventStream(store, gateways, log, metrics, { tokens, onConnect: (gw) => void pacing.push(gw) });

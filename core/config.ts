@@ -45,8 +45,9 @@ export interface DeliverySettings {
   rejectRetryDelays: number[];
   /**
    * Emails per second control hands the gateways while mail keeps arriving (an accept
-   * in the last 100 ms): accepting keeps the CPU, delivery catches up at full speed once
-   * arrivals pause. The platform's own mail (sign-in codes) is never held back.
+   * in the last 100 ms) and its event loop is saturated: accepting a burst keeps the CPU,
+   * delivery catches up at full speed once arrivals pause or the loop has room (steady
+   * traffic is handed over as it comes). The platform's own mail is never held back.
    */
   busyDispatchRate: number;
 }
