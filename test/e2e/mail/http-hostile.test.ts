@@ -139,10 +139,9 @@ describe('hostile HTTP', () => {
     expect(await metric('postgate_http_body_waits')).toBe(waitsBefore + 1);
     expect(parse((await stalled).text).status).toBe(408);
 
-    // A burst of six complete 1 MB sends: four are read at once, the others as the first are answered; all answered alike.
+    // A burst of six complete 1 MB sends: however many wait (that depends on how fast the first are answered), all are answered alike.
     const burst = await Promise.all(Array.from({ length: 6 }, () => raw(send('c'.repeat(1024 * 1024 - 200)))));
     for (const r of burst) expect(parse(r.text).status).toBe(expected);
-    expect(await metric('postgate_http_body_waits')).toBeGreaterThanOrEqual(waitsBefore + 1 + 2);
     expect(await metric('postgate_http_body_bytes_active')).toBe(0);
     expect(await metric('postgate_http_body_bytes_in_flight')).toBe(0);
   });
