@@ -10,7 +10,7 @@
 // a Feedback-ID (project and stream) and, for bulk, List-Unsubscribe with RFC 8058's
 // List-Unsubscribe-Post. A bulk email goes as one copy per recipient, because each
 // copy's unsubscribe link names its own recipient.
-import { performance } from 'node:perf_hooks';
+import { eventLoopLoad } from '../../core/event-loop-load.js';
 import type { Logger } from '../../core/log.js';
 import { clock, dayStart } from '../../core/clock.js';
 import type { Sealer } from '../../core/crypto.js';
@@ -34,21 +34,6 @@ const BUSY_MS = 100;
  */
 const SATURATED = 0.8;
 
-/** The share of time the event loop was busy, over the last quarter second or more (read when asked). */
-export function eventLoopLoad(windowMs = 250): () => number {
-  let mark = performance.eventLoopUtilization();
-  let at = performance.now();
-  let last = 0;
-  return () => {
-    if (performance.now() - at >= windowMs) {
-      const now = performance.eventLoopUtilization();
-      last = performance.eventLoopUtilization(now, mark).utilization;
-      mark = now;
-      at = performance.now();
-    }
-    return last;
-  };
-}
 /** Emails per dispatch while busy: small, so the floor rate is spread evenly. */
 const BUSY_BATCH = 20;
 /**

@@ -77,12 +77,17 @@ export function bodyBudget(limitBytes: number, activeBytes: number, defaultBodyL
       }
       let started = false;
       let timer: NodeJS.Timeout | undefined;
+      let go!: () => void;
+      const turn = new Promise<void>((resolve) => {
+        go = resolve;
+      });
       const waiter: Waiter = {
         bytes: reserve,
         start: () => {
           started = true;
           clearTimeout(timer);
           active += reserve;
+          go();
         },
       };
       const leaveQueue = () => {
@@ -100,19 +105,13 @@ export function bodyBudget(limitBytes: number, activeBytes: number, defaultBodyL
       });
       if (!queue.length && (active === 0 || active + reserve <= activeBytes)) return waiter.start();
       waited++;
+      queue.push(waiter);
+      timer = setTimeout(() => {
+        leaveQueue();
+        waiter.start();
+      }, MAX_WAIT_MS);
       // A request whose socket closes while it waits is only taken out of the queue: nothing reads it.
-      await new Promise<void>((resolve) => {
-        const start = waiter.start;
-        waiter.start = () => {
-          start();
-          resolve();
-        };
-        queue.push(waiter);
-        timer = setTimeout(() => {
-          leaveQueue();
-          waiter.start();
-        }, MAX_WAIT_MS);
-      });
+      await turn;
     },
   };
 }

@@ -2,7 +2,8 @@
 // and the event loop is saturated. Steady arrivals that leave the loop room are dispatched as they
 // come (at a steady 200 emails/s the dispatcher once handed over 45/s until arrivals paused).
 import { describe, expect, it } from 'vitest';
-import { Dispatcher, eventLoopLoad } from '../../../control/delivery/dispatcher.js';
+import { Dispatcher } from '../../../control/delivery/dispatcher.js';
+import { eventLoopLoad } from '../../../core/event-loop-load.js';
 
 /** A dispatcher over a store with nothing to dispatch, recording each read: its size and when. */
 function dispatcher(load: number) {
