@@ -71,8 +71,15 @@ describe('admin listener', () => {
     const missing = await stack.adminApi('GET', '/admin/v1/projects', undefined);
     expect(missing.status).toBe(429);
 
+    // Control's log reaches the stack's file through the supervisor a moment after the answers: wait for it (5 s at most).
+    const refusals = () =>
+      stack
+        .tail(2000)
+        .split('\n')
+        .filter((l) => l.includes('admin API: wrong or missing token'));
+    for (let i = 0; i < 50 && refusals().length < 10; i++) await new Promise((r) => setTimeout(r, 100));
     const log = stack.tail(2000);
-    const lines = log.split('\n').filter((l) => l.includes('admin API: wrong or missing token'));
+    const lines = refusals();
     expect(lines).toHaveLength(10);
     expect(JSON.parse(lines[0]!)).toMatchObject({ ip: '127.0.0.1', method: 'GET', path: '/admin/v1/projects', presented: true });
     expect(log).not.toContain(guess);
