@@ -53,7 +53,18 @@ const deliverability: DispatchDeliverability = { tokens, dkimSealer: sealer(secr
 // How busy control's event loop is: the dispatcher holds back for a burst only while it is, and operators see it.
 const loopLoad = eventLoopLoad();
 metrics.gauge('postgate_event_loop_utilization', loopLoad, "Share of the last quarter second or more that control's event loop was busy (0-1)");
-const dispatcher = new Dispatcher(store, gateways, log, metrics, deliverability, config.delivery.busyDispatchRate, loopLoad);
+const dispatcher = new Dispatcher(
+  store,
+  gateways,
+  log,
+  metrics,
+  deliverability,
+  {
+    rate: config.delivery.busyDispatchRate,
+    holdMs: config.delivery.busyHoldSeconds * 1000,
+  },
+  loopLoad,
+);
 const pacing = new PacingService(store, gateways, config, log, dispatcher);
 // Each (re)connection of a gateway's event stream may be a restarted gateway: give it the throttles.
 const events = new GatewayEventStream(store, gateways, log, metrics, { tokens, onConnect: (gw) => void pacing.push(gw) });

@@ -50,6 +50,12 @@ export interface DeliverySettings {
    * traffic is handed over as it comes). The platform's own mail is never held back.
    */
   busyDispatchRate: number;
+  /**
+   * The longest busyDispatchRate holds mail back: once the oldest email waiting for dispatch has
+   * waited this many seconds, dispatch goes at full speed until the backlog is younger again, so
+   * a burst that lasts minutes delays delivery by this much, not by minutes. 0: never held.
+   */
+  busyHoldSeconds: number;
 }
 
 /** One receiving provider's warm-up and limits (README, "Operating it": set live with `postgate throttle set`). */
@@ -234,6 +240,7 @@ const defaults = {
     connectionIdleSeconds: 5,
     rejectRetryDelays: [900, 3600, 14400, 43200],
     busyDispatchRate: 50,
+    busyHoldSeconds: 5,
   },
   storage: { synchronous: 'FULL', maxBatch: 1000 },
   plans: {

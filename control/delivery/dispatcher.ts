@@ -135,6 +135,8 @@ export class Dispatcher {
   private lastWake = 0;
   /** Mean request size of the emails read last (ROUND_REQUEST_BYTES). */
   private requestBytes = 0;
+  /** The oldest email read last had waited busy.holdMs or more: no holding back until the backlog is younger. */
+  private overdue = false;
 
   private readonly keys = new Map<string, { at: number; key: Promise<SenderKey | undefined> }>();
   private readonly starts = new Map<string, { at: number; start: Promise<number> }>();
@@ -145,8 +147,11 @@ export class Dispatcher {
     private readonly log: Logger,
     private readonly metrics: Metrics,
     private readonly deliverability: DispatchDeliverability,
-    /** Emails per second while mail keeps arriving and takes the CPU (0: no holding back). */
-    private readonly busyRate = 50,
+    /**
+     * `rate`: emails per second while mail keeps arriving and takes the CPU (0: no holding back);
+     * `holdMs`: the longest the oldest waiting email is held that way (DeliverySettings.busyHoldSeconds).
+     */
+    private readonly busy: { rate: number; holdMs: number } = { rate: 50, holdMs: 5000 },
     /** How busy the event loop is (0-1). */
     private readonly loopLoad: () => number = eventLoopLoad(),
   ) {}
@@ -330,19 +335,24 @@ export class Dispatcher {
   /**
    * The next emails to dispatch. While mail keeps arriving and accepting it keeps the event loop
    * busy, accepting has the CPU: dispatch goes on at the configured floor rate, except for the
-   * platform's own mail. Arrivals that leave the loop room are dispatched as they come.
+   * platform's own mail, and for at most busy.holdMs. Arrivals that leave the loop room are
+   * dispatched as they come.
    */
   private async next(): Promise<Pending[]> {
-    const busy = () => performance.now() - this.lastWake < BUSY_MS && this.loopLoad() >= SATURATED;
+    const held = () => this.busy.rate > 0 && !this.overdue && performance.now() - this.lastWake < BUSY_MS && this.loopLoad() >= SATURATED;
     const batch = roundSize(this.requestBytes);
-    const read = async (limit: number, projectId?: string) => {
-      const rows = await this.store.emails.undispatched(limit, projectId);
+    const read = async (limit: number) => {
+      const rows = await this.store.emails.undispatched(limit);
       if (rows.length) this.requestBytes = rows.reduce((n, r) => n + r.request.length, 0) / rows.length;
+      // Oldest first: the first row says how long mail has waited.
+      this.overdue = rows.length > 0 && clock.now() - rows[0]!.createdAt >= this.busy.holdMs;
       return rows;
     };
-    if (!busy() || !this.busyRate) return read(batch);
-    await new Promise((r) => setTimeout(r, (1000 * BUSY_BATCH) / this.busyRate));
-    if (!busy()) return read(batch);
+    if (!held()) return read(batch);
+    await new Promise((r) => setTimeout(r, (1000 * BUSY_BATCH) / this.busy.rate));
+    if (!held()) return read(batch);
+    // Once the oldest of these has waited busy.holdMs, the next rounds go at full speed until the
+    // backlog is younger again: a burst has the CPU for that long, not for as long as it lasts.
     const rows = await read(BUSY_BATCH);
     const system = this.deliverability.system;
     if (!system) return rows;

@@ -5,21 +5,33 @@ import { describe, expect, it } from 'vitest';
 import { Dispatcher } from '../../../control/delivery/dispatcher.js';
 import { eventLoopLoad } from '../../../core/event-loop-load.js';
 
-/** A dispatcher over a store with nothing to dispatch, recording each read: its size and when. */
-function dispatcher(load: number) {
+/**
+ * A dispatcher over a store recording each read (its size and when). `waitingMs`: how long the
+ * emails waiting for dispatch have waited, or none waiting. Their rounds go through (emails with no
+ * recipient left to send to: nothing reaches the gateway) and are not marked, so every read finds
+ * the same backlog.
+ */
+function dispatcher(load: number, waitingMs?: number) {
   const reads: Array<{ limit: number; at: number }> = [];
   const t0 = performance.now();
+  const createdAt = waitingMs === undefined ? undefined : Date.now() - waitingMs;
+  const none = async () => undefined;
   const store = {
     emails: {
       undispatched: async (limit: number) => {
         reads.push({ limit, at: performance.now() - t0 });
-        return [];
+        if (createdAt === undefined) return [];
+        return Array.from({ length: limit }, (_, i) => ({ id: `e${i}`, projectId: 'p', createdAt, request: '{"from":"a@b.test"}', recipients: [] }));
       },
+      markDispatched: none,
     },
+    domains: { byName: none },
+    pacing: { firstSendAt: none },
   };
   const noop = () => {};
   const log = { debug: noop, info: noop, warn: noop, error: noop };
-  const d = new Dispatcher(store as never, {} as never, log as never, { inc: noop } as never, {} as never, 50, () => load);
+  const gateways = { pick: () => ({ name: 'gw' }), enqueue: async () => ({ results: [] }) };
+  const d = new Dispatcher(store as never, gateways as never, log as never, { inc: noop } as never, {} as never, { rate: 50, holdMs: 5000 }, () => load);
   return { d, reads };
 }
 
@@ -46,6 +58,31 @@ describe('dispatch while mail arrives', () => {
     expect(reads.length).toBeGreaterThanOrEqual(1);
     expect(reads[0]!.limit).toBe(20);
     expect(reads[0]!.at).toBeGreaterThanOrEqual(390);
+  });
+
+  it('holds no email longer than the hold limit: a backlog that has waited that long is read in full rounds', async () => {
+    const { d, reads } = dispatcher(0.95, 6000);
+    d.wake();
+    const keepArriving = setInterval(() => d.wake(), 20);
+    await sleep(550);
+    clearInterval(keepArriving);
+    d.stop();
+    // The held round finds mail 6 s old (limit 5 s): the round after it is not held.
+    expect(reads[0]!.limit).toBe(20);
+    expect(reads.length).toBeGreaterThanOrEqual(2);
+    expect(reads[1]!.limit).toBe(200);
+    expect(reads[1]!.at - reads[0]!.at).toBeLessThan(100);
+  });
+
+  it('keeps holding while the backlog is younger than the limit', async () => {
+    const { d, reads } = dispatcher(0.95, 1000);
+    d.wake();
+    const keepArriving = setInterval(() => d.wake(), 20);
+    await sleep(1300);
+    clearInterval(keepArriving);
+    d.stop();
+    expect(reads.length).toBeGreaterThanOrEqual(1);
+    for (const r of reads) expect(r.limit).toBe(20);
   });
 
   it('measures the event loop: near 0 when idle, near 1 when a loop is kept busy', async () => {
