@@ -240,7 +240,7 @@ const defaults = {
     connectionIdleSeconds: 5,
     rejectRetryDelays: [900, 3600, 14400, 43200],
     busyDispatchRate: 50,
-    busyHoldSeconds: 5,
+    busyHoldSeconds: 10,
   },
   storage: { synchronous: 'FULL', maxBatch: 1000 },
   plans: {

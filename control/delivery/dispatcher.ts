@@ -151,7 +151,7 @@ export class Dispatcher {
      * `rate`: emails per second while mail keeps arriving and takes the CPU (0: no holding back);
      * `holdMs`: the longest the oldest waiting email is held that way (DeliverySettings.busyHoldSeconds).
      */
-    private readonly busy: { rate: number; holdMs: number } = { rate: 50, holdMs: 5000 },
+    private readonly busy: { rate: number; holdMs: number } = { rate: 50, holdMs: 10_000 },
     /** How busy the event loop is (0-1). */
     private readonly loopLoad: () => number = eventLoopLoad(),
   ) {}

@@ -168,10 +168,14 @@ class Consumer {
       this.lastAck = Date.now();
       const seq = this.committed;
       if (seq <= this.acked) return;
-      this.deps.gateways.ack(this.gw, seq).then(
-        () => (this.acked = seq),
-        () => {},
-      );
+      // Applied events may not be on disk yet (DeliveryLog.durable): the gateway forgets them only once they are.
+      this.deps.store.deliveryLog
+        .durable()
+        .then(() => this.deps.gateways.ack(this.gw, seq))
+        .then(
+          () => (this.acked = seq),
+          () => {},
+        );
     }, wait);
     this.ackTimer.unref();
   }

@@ -451,6 +451,12 @@ export interface DeliveryLog {
    * events that changed something.
    */
   apply(gateway: string, events: GatewayEvent[]): Promise<AppliedEvent[]>;
+  /**
+   * Settles once every run recorded before the call would survive a power loss. apply() may
+   * settle before its run is on disk (the gateway keeps its events until they are acknowledged,
+   * and sends them again after a restart), so the acknowledgement waits for this.
+   */
+  durable(): Promise<void>;
 }
 
 export interface Suppressions {

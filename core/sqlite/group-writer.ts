@@ -2,6 +2,10 @@
 // transaction, and each caller's promise settles only after that transaction has
 // committed and, when durable, reached the disk (core/sqlite/wal-sync.ts). A
 // failing write is undone alone (the group runs again with a savepoint per write).
+// Bookkeeping that can be replayed (delivery events a gateway keeps until they are
+// acknowledged, dispatch marks a gateway answers as duplicates) is written without
+// waiting for the disk: its group is fsynced only if another write in it needs that,
+// and whoever must know it is on disk asks synced().
 import type { Db } from './open.js';
 import { WalSync } from './wal-sync.js';
 
@@ -24,6 +28,8 @@ interface Result {
 
 interface Pending {
   fn: () => unknown;
+  /** Settles only once on disk (else once committed). */
+  durable: boolean;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
 }
@@ -59,10 +65,14 @@ export class GroupWriter {
     this.hooks.push(h);
   }
 
-  run<T>(fn: () => T): Promise<T> {
+  /**
+   * `durable` false: settles once committed, before the commit is on disk, for writes that a power
+   * loss may undo because they are replayed (see synced()). A process crash never undoes them.
+   */
+  run<T>(fn: () => T, durable = true): Promise<T> {
     if (this.closed) return Promise.reject(new Error('store is closed'));
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ fn, durable, resolve: resolve as (v: unknown) => void, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());
@@ -88,19 +98,29 @@ export class GroupWriter {
       }
       this.commits++;
       this.writes += batch.length;
-      const settle = () => {
+      const settle = (durable: boolean) => {
         for (const [i, p] of batch.entries()) {
+          if (p.durable !== durable) continue;
           const r = results[i]!;
           if (r.ok) p.resolve(r.value);
           else p.reject(r.value);
         }
       };
-      if (!this.wal) settle();
-      else
-        this.wal.sync().then(settle, (err) => {
-          for (const p of batch) p.reject(err);
-        });
+      settle(false);
+      if (!this.wal) settle(true);
+      else if (batch.some((p) => p.durable))
+        this.wal.sync().then(
+          () => settle(true),
+          (err) => {
+            for (const p of batch) if (p.durable) p.reject(err);
+          },
+        );
     }
+  }
+
+  /** Settles once every write committed before the call is on disk (at once when commits are not fsynced). */
+  synced(): Promise<void> {
+    return this.wal ? this.wal.sync() : Promise.resolve();
   }
 
   /**

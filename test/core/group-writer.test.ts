@@ -61,6 +61,35 @@ describe('GroupWriter', () => {
     expect(writer.commits).toBe(1);
   });
 
+  it('settles a write that need not wait for the disk once committed, a durable one only once synced', async () => {
+    // The WAL's fsync held back until the test lets it go.
+    let release = () => {};
+    const syncs: number[] = [];
+    (writer as unknown as { wal: { sync(): Promise<void>; close(): void } }).wal = {
+      close: () => {},
+      sync: () => {
+        syncs.push(rows().length);
+        return new Promise<void>((r) => (release = r));
+      },
+    };
+    const settled: string[] = [];
+    const replayable = writer.run(insert('a'), false).then(() => settled.push('a'));
+    const durable = writer.run(insert('b')).then(() => settled.push('b'));
+    await replayable;
+    expect(settled).toEqual(['a']);
+    expect(rows()).toEqual(['a', 'b']);
+    release();
+    await durable;
+    expect(settled).toEqual(['a', 'b']);
+    // A group of replayable writes only starts no fsync; synced() then covers it.
+    await writer.run(insert('c'), false);
+    expect(syncs).toEqual([2]);
+    const synced = writer.synced();
+    expect(syncs).toEqual([2, 3]);
+    release();
+    await synced;
+  });
+
   it('a group whose transaction fails rejects every write, and the next group still commits', async () => {
     writer.addHooks({
       beforeCommit: () => {

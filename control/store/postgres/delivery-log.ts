@@ -35,6 +35,11 @@ export class PgDeliveryLog implements DeliveryLog {
     return r.rows[0]?.seq ?? 0;
   }
 
+  /** A committed transaction is on the server's disk already (synchronous_commit). */
+  durable(): Promise<void> {
+    return Promise.resolve();
+  }
+
   /**
    * Applied a few events per transaction: each transaction holds its emails' row locks until it
    * commits, and the dispatcher's markDispatched waits on those rows. Each chunk moves the cursor

@@ -261,6 +261,8 @@ export class SqliteEmails implements Emails {
   }
 
   markDispatched(ids: string[], at: number): Promise<void> {
+    // Not waiting for the disk: a mark a power loss undoes means the email is dispatched again, and
+    // the gateway answers a key it holds as a duplicate (GroupWriter.run).
     return this.writer.run(() => {
       for (const id of ids) {
         this.q.markDispatched.run(at, id);
@@ -271,7 +273,7 @@ export class SqliteEmails implements Emails {
           this.q.setRequest.run(JSON.stringify(rest), id);
         }
       }
-    });
+    }, false);
   }
 
   async attachments(emailId: string): Promise<Buffer[]> {
