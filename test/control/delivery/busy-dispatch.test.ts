@@ -37,6 +37,15 @@ function dispatcher(load: number, waitingMs?: number) {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Mail accepted every 20 ms for `ms` (each accept wakes the dispatcher), then the dispatcher stops. */
+async function arriving(d: Dispatcher, ms: number): Promise<void> {
+  d.wake();
+  const keepArriving = setInterval(() => d.wake(), 20);
+  await sleep(ms);
+  clearInterval(keepArriving);
+  d.stop();
+}
+
 describe('dispatch while mail arrives', () => {
   it('reads a full round at once when the event loop has room, arrivals or not', async () => {
     const { d, reads } = dispatcher(0.3);
@@ -50,11 +59,7 @@ describe('dispatch while mail arrives', () => {
 
   it('holds to the floor rate (20 emails per 400 ms at 50/s) while arrivals keep the loop saturated', async () => {
     const { d, reads } = dispatcher(0.95);
-    d.wake();
-    const keepArriving = setInterval(() => d.wake(), 20);
-    await sleep(550);
-    clearInterval(keepArriving);
-    d.stop();
+    await arriving(d, 550);
     expect(reads.length).toBeGreaterThanOrEqual(1);
     expect(reads[0]!.limit).toBe(20);
     expect(reads[0]!.at).toBeGreaterThanOrEqual(390);
@@ -62,11 +67,7 @@ describe('dispatch while mail arrives', () => {
 
   it('holds no email longer than the hold limit: a backlog that has waited that long is read in full rounds', async () => {
     const { d, reads } = dispatcher(0.95, 6000);
-    d.wake();
-    const keepArriving = setInterval(() => d.wake(), 20);
-    await sleep(550);
-    clearInterval(keepArriving);
-    d.stop();
+    await arriving(d, 550);
     // The held round finds mail 6 s old (limit 5 s): the round after it is not held.
     expect(reads[0]!.limit).toBe(20);
     expect(reads.length).toBeGreaterThanOrEqual(2);
@@ -76,11 +77,7 @@ describe('dispatch while mail arrives', () => {
 
   it('keeps holding while the backlog is younger than the limit', async () => {
     const { d, reads } = dispatcher(0.95, 1000);
-    d.wake();
-    const keepArriving = setInterval(() => d.wake(), 20);
-    await sleep(1300);
-    clearInterval(keepArriving);
-    d.stop();
+    await arriving(d, 1300);
     expect(reads.length).toBeGreaterThanOrEqual(1);
     for (const r of reads) expect(r.limit).toBe(20);
   });
