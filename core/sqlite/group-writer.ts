@@ -107,9 +107,8 @@ export class GroupWriter {
         }
       };
       settle(false);
-      if (!this.wal) settle(true);
-      else if (batch.some((p) => p.durable))
-        this.wal.sync().then(
+      if (batch.some((p) => p.durable))
+        this.synced().then(
           () => settle(true),
           (err) => {
             for (const p of batch) if (p.durable) p.reject(err);

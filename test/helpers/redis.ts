@@ -133,15 +133,7 @@ export async function dropKeys(url: string, prefix: string): Promise<number> {
   }
 }
 
-/** Polls fn until it is true (every 10 ms), or fails after ms. */
-export async function until(fn: () => boolean, ms: number, what: string): Promise<number> {
-  const t0 = Date.now();
-  while (!fn()) {
-    if (Date.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms`);
-    await sleep(10);
-  }
-  return Date.now() - t0;
-}
+export { until } from './until.js';
 
 /** For one describe block: the shared test Redis, a key prefix of its own, and its keys dropped at the end. */
 export function sharedRedis(): { readonly url: string; readonly prefix: string } {

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Stack } from '../../helpers/stack.js';
+import { until } from '../../helpers/until.js';
 
 let stack: Stack;
 let token: string;
@@ -77,7 +78,7 @@ describe('admin listener', () => {
         .tail(2000)
         .split('\n')
         .filter((l) => l.includes('admin API: wrong or missing token'));
-    for (let i = 0; i < 50 && refusals().length < 10; i++) await new Promise((r) => setTimeout(r, 100));
+    await until(() => refusals().length >= 10, 5000, 'ten refusal lines in the log');
     const log = stack.tail(2000);
     const lines = refusals();
     expect(lines).toHaveLength(10);
