@@ -1,5 +1,6 @@
 // The parts of Haraka's (untyped) objects that our plugins touch, as read in
 // Haraka 3.3.4's outbound/hmail.js. Types only, so CommonJS plugins can import them.
+import type { QueueItemProto } from './queue-memory.js';
 
 /** A hook's callback: next(code?, msg?); msg is the delay in seconds for DENYSOFT in `deferred`. */
 export type Next = (code?: number, msg?: unknown) => void;
@@ -134,9 +135,5 @@ export interface HarakaOutbound {
     transaction: { mail_from: HarakaAddress; notes: object; uuid: string },
   ) => { uuid: string; notes: object };
   /** A queued file as the delivery queue takes it; reads its todo back from the file. */
-  HMailItem: new (
-    filename: string,
-    path: string,
-    notes: object,
-  ) => HMailItem;
+  HMailItem: (new (filename: string, path: string, notes: object) => HMailItem) & { prototype: QueueItemProto };
 }

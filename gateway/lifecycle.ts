@@ -9,6 +9,7 @@ import Notes from 'haraka-notes';
 import { Enqueuer, recoverPending, type QueueFn } from './enqueue.js';
 import { queueFiles, queuedEmailIds, removeFinished } from './queue-scan.js';
 import { dataForm, keepsHeaders, queueFile } from './queue-file.js';
+import { installQueueMemory } from './queue-memory.js';
 import type { HarakaOutbound } from './haraka.js';
 import { startRpc } from './grpc-server.js';
 import { gatewayRuntime } from './runtime.js';
@@ -26,6 +27,11 @@ const RPC_GRACE_MS = 3_000;
 /** Haraka's spool_after (haraka-dir.ts). */
 const SPOOL_AFTER = 1024 * 1024;
 const DRAIN_MS = 8_000;
+/**
+ * Message bytes kept in memory between queueing and DATA (queue-memory.ts): a few hundred messages
+ * under way; past it, a message is read from its file as Haraka always did.
+ */
+const QUEUE_MEMORY_BYTES = 4 * 1024 * 1024;
 
 /** outbound.send_email, promisified, with the queue item's notes (a haraka-notes object): for a whole message only. */
 export type SendEmail = (msg: Omit<Parameters<QueueFn>[0], 'stream'> & { notes: object }) => Promise<string>;
@@ -80,9 +86,11 @@ export async function startGatewayService(opts: GatewayServiceOptions): Promise<
   const finishedTimer = setInterval(pruneFinished, FINISHED_KEPT_MS).unref();
 
   // A whole message whose headers Haraka would keep is written as its queue file at once (queue-file.ts).
+  const memory = installQueueMemory(opts.outbound.HMailItem.prototype, QUEUE_MEMORY_BYTES);
   const queue: QueueFn = async (msg) => {
     const notes = queueNotes(msg);
-    const whole = (data: string | Buffer | Readable) => queueFile(opts.outbound, paths.queueDir, { mailFrom: msg.mailFrom, rcptTo: msg.rcptTo, data, notes });
+    const whole = (data: string | Buffer | Readable) =>
+      queueFile(opts.outbound, paths.queueDir, { mailFrom: msg.mailFrom, rcptTo: msg.rcptTo, data, notes }, memory);
     if (msg.stream) return whole(msg.stream);
     const data = dataForm(Buffer.from(msg.raw.buffer, msg.raw.byteOffset, msg.raw.byteLength));
     if (keepsHeaders(data)) return whole(data);

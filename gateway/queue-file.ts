@@ -18,6 +18,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { HarakaAddress, HarakaOutbound } from './haraka.js';
+import type { QueueMemory } from './queue-memory.js';
 
 // Haraka's own copies of its helpers, so addresses and ids serialize as its own code writes them.
 const harakaRequire = createRequire(createRequire(import.meta.url).resolve('Haraka/package.json'));
@@ -134,7 +135,7 @@ function after(chunks: Buffer[], n: number): Buffer[] {
  * `queueDir` before any is handed to the delivery queue. Resolves with send_email's answer text;
  * on failure nothing is left in the queue dir.
  */
-export async function queueFile(outbound: HarakaOutbound, queueDir: string, msg: QueueFileMessage): Promise<string> {
+export async function queueFile(outbound: HarakaOutbound, queueDir: string, msg: QueueFileMessage, memory?: QueueMemory): Promise<string> {
   const mailFrom = new Address(msg.mailFrom);
   const byDomain = new Map<string, HarakaAddress[]>();
   for (const r of msg.rcptTo) {
@@ -155,7 +156,7 @@ export async function queueFile(outbound: HarakaOutbound, queueDir: string, msg:
         ? [Buffer.from(received, 'latin1'), msg.data]
         : undefined;
   const transaction = { mail_from: mailFrom, notes: msg.notes, uuid, message_stream: undefined };
-  const written: Array<{ fname: string; dest: string; notes: object; bodyAt: number }> = [];
+  const written: Array<{ fname: string; dest: string; notes: object; head: Buffer }> = [];
   try {
     let n = 1;
     for (const [domain, rcpts] of byDomain) {
@@ -171,7 +172,7 @@ export async function queueFile(outbound: HarakaOutbound, queueDir: string, msg:
       if (body) {
         await writeSynced(tmp, [head, ...body]);
         await fsp.rename(tmp, dest);
-        written.push({ fname, dest, notes: todo.notes, bodyAt: head.length });
+        written.push({ fname, dest, notes: todo.notes, head });
         continue;
       }
       const fh = await fsp.open(tmp, 'wx', 0o600);
@@ -183,7 +184,7 @@ export async function queueFile(outbound: HarakaOutbound, queueDir: string, msg:
         } else {
           // The stream is read once: a further domain's file copies the message from the first.
           const first = written[0]!;
-          await writeAll(fh, fs.createReadStream(first.dest, { start: first.bodyAt }));
+          await writeAll(fh, fs.createReadStream(first.dest, { start: first.head.length }));
         }
         await fh.sync();
       } catch (err) {
@@ -193,13 +194,17 @@ export async function queueFile(outbound: HarakaOutbound, queueDir: string, msg:
       }
       await fh.close();
       await fsp.rename(tmp, dest);
-      written.push({ fname, dest, notes: todo.notes, bodyAt: head.length });
+      written.push({ fname, dest, notes: todo.notes, head });
     }
   } catch (err) {
     if (!body) (msg.data as Readable).destroy();
     await Promise.all(written.map((w) => fsp.rm(w.dest, { force: true })));
     throw err;
   }
-  for (const w of written) outbound.delivery_queue.push(new outbound.HMailItem(w.fname, w.dest, w.notes));
+  for (const w of written) {
+    // Haraka would read back what it was just handed (queue-memory.ts).
+    if (body && memory) memory.remember(w.dest, w.head, body);
+    outbound.delivery_queue.push(new outbound.HMailItem(w.fname, w.dest, w.notes));
+  }
   return `Message Queued (${uuid})`;
 }
