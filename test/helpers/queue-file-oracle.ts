@@ -4,21 +4,14 @@
 // prints what each wrote: the todo (uuid and queue time left out) and the message bytes (the
 // Received line's date left out), as JSON into <out.json> (Haraka logs to stdout).
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
+import { disabledOutbound } from './haraka-outbound.js';
 import constants from 'haraka-constants';
 import Notes from 'haraka-notes';
 
 const [dir, casesFile, outFile] = process.argv.slice(2) as [string, string, string];
-process.env.HARAKA = dir;
-fs.mkdirSync(path.join(dir, 'config'), { recursive: true });
-fs.mkdirSync(path.join(dir, 'queue'), { recursive: true });
-// As gateway/haraka-dir.ts writes it; disabled: nothing is delivered, the files stay.
-fs.writeFileSync(path.join(dir, 'config/outbound.ini'), 'received_header=postgate\ndisabled=true\n');
-
-const require = createRequire(import.meta.url);
-const outbound = require('Haraka/outbound');
+const outbound = disabledOutbound(dir);
 const { queueFile, dataForm } = await import('../../gateway/queue-file.js');
 const { queueStream } = await import('../../gateway/spool.js');
 

@@ -4,20 +4,13 @@
 // item Haraka makes from the same file on its own: size, todo and the message stream's bytes. Then
 // follows what the memory holds through a second read, a discard and a deferral.
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import Notes from 'haraka-notes';
 import type { HMailItem } from '../../gateway/haraka.js';
+import { disabledOutbound } from './haraka-outbound.js';
 
 const [dir, outFile] = process.argv.slice(2) as [string, string];
-process.env.HARAKA = dir;
-fs.mkdirSync(path.join(dir, 'config'), { recursive: true });
-fs.mkdirSync(path.join(dir, 'queue'), { recursive: true });
-// As gateway/haraka-dir.ts writes it; disabled: nothing is delivered.
-fs.writeFileSync(path.join(dir, 'config/outbound.ini'), 'received_header=postgate\ndisabled=true\n');
-
-const require = createRequire(import.meta.url);
-const outbound = require('Haraka/outbound');
+const outbound = disabledOutbound(dir);
 const { queueFile, dataForm } = await import('../../gateway/queue-file.js');
 const { installQueueMemory } = await import('../../gateway/queue-memory.js');
 
