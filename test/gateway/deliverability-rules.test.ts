@@ -229,16 +229,23 @@ describe('DKIM', () => {
       /DKIM signing for acme.test \(s\) failed/,
     );
 
-    // The gateway signs on a worker thread, and the result verifies the same.
-    const signer = new Signer();
-    try {
-      const key = { domain: 'acme.test', selector: 'pg202603', privateKeyPem: pem };
-      const [a, b] = await Promise.all([signer.sign(raw, key), signer.sign(raw, key)]);
-      for (const m of [a, b]) expect((await verify(m)).results[0]!.status.result).toBe('pass');
-      expect(a.subarray(a.indexOf('\r\n\r\n'))).toEqual(raw.subarray(raw.indexOf('\r\n\r\n')));
-      await expect(signer.sign(raw, { ...key, privateKeyPem: 'not a key' })).rejects.toThrow(/DKIM signing for acme.test/);
-    } finally {
-      await signer.close();
+    // The gateway signs a message this small on its own thread, a larger one on a worker thread
+    // (here every message, inlineBytes 0), and the results verify the same.
+    const key = { domain: 'acme.test', selector: 'pg202603', privateKeyPem: pem };
+    for (const [signer, threaded] of [
+      [new Signer(), false],
+      [new Signer(0), true],
+      [new Signer(raw.length - 1), true],
+    ] as const) {
+      try {
+        const [a, b] = await Promise.all([signer.sign(raw, key), signer.sign(raw, key)]);
+        for (const m of [a, b]) expect((await verify(m)).results[0]!.status.result).toBe('pass');
+        expect(a.subarray(a.indexOf('\r\n\r\n'))).toEqual(raw.subarray(raw.indexOf('\r\n\r\n')));
+        await expect(signer.sign(raw, { ...key, privateKeyPem: 'not a key' })).rejects.toThrow(/DKIM signing for acme.test/);
+        expect(signer.threaded).toBe(threaded);
+      } finally {
+        await signer.close();
+      }
     }
   });
 });
