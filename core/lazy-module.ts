@@ -11,9 +11,11 @@ const require = createRequire(import.meta.url);
  *
  * A caller that takes functions out of the module as it loads (`const { f } = require(id)`) would
  * load it at once through the stand-in: name them in `functions`, and the stand-in holds only
- * those, each loading the real module when first called.
+ * those, each loading the real module when first called. Or pass a function that makes the
+ * stand-in's exports from the loader: for a module the caller calls as it loads, or one whose
+ * common calls can be answered without it.
  */
-export function deferModule(from: string, id: string, functions?: readonly string[]): void {
+export function deferModule(from: string, id: string, functions?: readonly string[] | ((load: () => any) => unknown)): void {
   const req = createRequire(require.resolve(from));
   const file = req.resolve(id);
   if (require.cache[file]) return;
@@ -25,22 +27,25 @@ export function deferModule(from: string, id: string, functions?: readonly strin
     }
     return real;
   };
-  const exports = functions
-    ? Object.fromEntries(functions.map((name) => [name, (...args: unknown[]) => (load() as Record<string, (...a: unknown[]) => unknown>)[name]!(...args)]))
-    : new Proxy(
-        {},
-        {
-          get: (_t, p) => Reflect.get(load(), p),
-          set: (_t, p, v) => Reflect.set(load(), p, v),
-          has: (_t, p) => Reflect.has(load(), p),
-          ownKeys: () => Reflect.ownKeys(load()),
-          getOwnPropertyDescriptor: (_t, p) => {
-            const d = Reflect.getOwnPropertyDescriptor(load(), p);
-            // The stand-in's own target lacks the property: a proxy may only report it as configurable.
-            return d && { ...d, configurable: true };
-          },
-        },
-      );
+  const exports =
+    typeof functions === 'function'
+      ? functions(load)
+      : functions
+        ? Object.fromEntries(functions.map((name) => [name, (...args: unknown[]) => (load() as Record<string, (...a: unknown[]) => unknown>)[name]!(...args)]))
+        : new Proxy(
+            {},
+            {
+              get: (_t, p) => Reflect.get(load(), p),
+              set: (_t, p, v) => Reflect.set(load(), p, v),
+              has: (_t, p) => Reflect.has(load(), p),
+              ownKeys: () => Reflect.ownKeys(load()),
+              getOwnPropertyDescriptor: (_t, p) => {
+                const d = Reflect.getOwnPropertyDescriptor(load(), p);
+                // The stand-in's own target lacks the property: a proxy may only report it as configurable.
+                return d && { ...d, configurable: true };
+              },
+            },
+          );
   const Module = require('node:module') as new (id: string) => NodeJS.Module;
   const stand = new Module(file);
   Object.assign(stand, { filename: file, loaded: true, exports });

@@ -16,18 +16,79 @@ import { deferModule } from '../../core/lazy-module.js';
 // runs with): its header processing, mailsplit's node, whose header parsing decides the content
 // type, charset and encoding, and the libmime and libqp those use.
 const fromMailparser = createRequire(createRequire(import.meta.url).resolve('mailparser'));
-// What mailparser loads for conversions the SMTP door turns off (PARSE: HTML to text, entities)
-// and for Japanese charsets, loaded only when first used: about 2.7 MB of control's heap.
+// What mailparser loads for conversions the SMTP door turns off (PARSE: HTML to text, entities,
+// links in text) and for Japanese charsets, loaded only when first used: about 4.3 MB of
+// control's heap, which the old generation's growth step doubles at peak.
 const mailParserFile = fromMailparser.resolve('./lib/mail-parser.js');
 deferModule(mailParserFile, 'html-to-text', ['htmlToText']);
-deferModule(mailParserFile, 'he');
 deferModule(mailParserFile, 'encoding-japanese');
+// `he` (0.6 MB): mailparser renders every address it reads as HTML with he.encode's defaults,
+// which encodeHtml answers without it.
+deferModule(mailParserFile, 'he', (load) => ({
+  encode: (text: string, options?: object) => (options === undefined ? encodeHtml(text) : load().encode(text, options)),
+  decode: (...args: unknown[]) => load().decode(...args),
+  escape: (text: string) => load().escape(text),
+  unescape: (...args: unknown[]) => load().unescape(...args),
+}));
+// linkify-it with every TLD (1.1 MB of regular expressions), made and configured as mailparser
+// loads, used only for links in text (skipTextLinks): see configureLater.
+deferModule(mailParserFile, 'linkify-it', (load) => configureLater(load, ['tlds', 'add', 'set']));
 deferModule(fromMailparser.resolve('libmime'), 'encoding-japanese');
 const fromMailsplit = createRequire(fromMailparser.resolve('@zone-eu/mailsplit'));
 const { MimeNode } = fromMailparser('@zone-eu/mailsplit') as { MimeNode: new (parent: false, config: object) => SplitNode };
 const MailParser = fromMailparser('./lib/mail-parser.js') as { prototype: object };
 const libmime = fromMailparser('libmime') as { Libmime: new (options: object) => unknown };
 const libqp = fromMailsplit('libqp') as { decode(b: Buffer): Buffer };
+
+/** he.encode(text) with he's default options: `"&'<>\`` and everything outside printable ASCII as hexadecimal references. */
+export function encodeHtml(text: string): string {
+  const hex = (codePoint: number) => `&#x${codePoint.toString(16).toUpperCase()};`;
+  const bmp = (symbol: string) => hex(symbol.charCodeAt(0));
+  return (
+    text
+      .replace(/["&'<>`]/g, bmp)
+      .replace(/[\uD800-\uDBFF][\uDC00-\uDFFF]/g, (pair) => hex((pair.charCodeAt(0) - 0xd800) * 0x400 + pair.charCodeAt(1) - 0xdc00 + 0x10000))
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: he's own list of what it escapes (regexBmpWhitelist)
+      .replace(/[\x01-\t\x0B\f\x0E-\x1F\x7F\x81\x8D\x8F\x90\x9D\xA0-\uFFFF]/g, bmp)
+  );
+}
+
+/**
+ * A stand-in for a factory module whose instance is configured as it is made
+ * (`require('linkify-it')().tlds(list).add(...)`): the instance records the `configure` calls
+ * and becomes real (the module loaded, the factory called, the calls replayed) when anything
+ * else of it is first used.
+ */
+export function configureLater(load: () => any, configure: readonly string[]): (...args: unknown[]) => object {
+  return (...args: unknown[]) => {
+    const calls: Array<[string, unknown[]]> = [];
+    let real: any;
+    const instance = (): any => {
+      if (!real) {
+        real = load()(...args);
+        for (const [method, a] of calls) real[method](...a);
+      }
+      return real;
+    };
+    const recorder: object = new Proxy(
+      {},
+      {
+        get: (_t, p) => {
+          if (!real && typeof p === 'string' && configure.includes(p))
+            return (...a: unknown[]) => {
+              calls.push([p, a]);
+              return recorder;
+            };
+          const r = instance();
+          const v = r[p];
+          return typeof v === 'function' ? v.bind(r) : v;
+        },
+        has: (_t, p) => p in instance(),
+      },
+    );
+    return recorder;
+  };
+}
 
 interface SplitNode {
   addHeaderChunk(line: Buffer): void;
