@@ -1,7 +1,7 @@
 // The HTTP side of control: one Fastify instance, one error shape ({error, code}),
 // plugins registered per area. Two listeners: the public API and the admin API.
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import './http/lazy-yaml.js'; // before @fastify/swagger loads
+import './http/lazy-docs.js'; // before @fastify/swagger and swagger-ui load
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Logger } from '../core/log.js';

@@ -1,6 +1,7 @@
-// What control defers of mailparser's and @fastify/swagger's dependencies (he, linkify-it,
-// html-to-text, encoding-japanese, yaml) is not loaded by starting control or by reading
-// messages as the SMTP door does, and what is read is the same as with the real packages.
+// What control defers of its dependencies' dependencies (mailparser's he, linkify-it,
+// html-to-text and encoding-japanese; the docs plugins' yaml and glob) and esbuild (the widget's
+// bundler) is not loaded by starting control or by reading messages as the SMTP door does, what
+// is read is the same as with the real packages, and each still works once asked for.
 import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -11,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { PARSE } from '../../../control/smtp/message.js';
 import { configureLater, encodeHtml } from '../../../control/smtp/simple-message.js';
 import { seeded } from '../../helpers/seeded.js';
+import { dist } from '../../../deploy/build.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const fromMailparser = createRequire(createRequire(import.meta.url).resolve('mailparser'));
@@ -51,14 +53,15 @@ describe('deferred dependencies', () => {
   });
 
   it("starting control and reading messages as the SMTP door does loads none of them; the results are mailparser's", async () => {
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', path.join(root, 'test/helpers/lazy-deps-probe.ts')], { cwd: root });
+    const { stdout } = await promisify(execFile)(process.execPath, [path.join(root, 'test/helpers/lazy-deps-probe.mjs'), dist], { cwd: root });
     const p = JSON.parse(stdout.trim().split('\n').pop()!);
     expect(p.loaded).toEqual([]);
     expect(p.afterSimple).toEqual([]);
     expect(p.afterMultipart).toEqual([]);
-    // Asked for, yaml loads and works.
-    expect(p.afterYaml).toEqual(['yaml']);
+    // Asked for, yaml and esbuild load and work.
+    expect(p.afterUse).toEqual(['esbuild', 'yaml']);
     expect(p.yamlText).toBe('a:\n  - 1\n');
+    expect(p.widget).toBeGreaterThan(1000);
 
     // The same messages, read here by mailparser with the real he and linkify-it.
     const fields = (m: any) => JSON.parse(JSON.stringify({ from: m.from, to: m.to, text: m.text, html: m.html }));
