@@ -10,7 +10,7 @@
 // messages both ways and compares.
 import { createRequire } from 'node:module';
 import type { ParsedMail } from 'mailparser';
-import { deferModule } from '../../core/lazy-module.js';
+import { configureLater, deferModule } from '../../core/lazy-module.js';
 
 // mailparser's own parts, each resolved from where mailparser itself loads it (so at the versions it
 // runs with): its header processing, mailsplit's node, whose header parsing decides the content
@@ -23,13 +23,11 @@ const mailParserFile = fromMailparser.resolve('./lib/mail-parser.js');
 deferModule(mailParserFile, 'html-to-text', ['htmlToText']);
 deferModule(mailParserFile, 'encoding-japanese');
 // `he` (0.6 MB): mailparser renders every address it reads as HTML with he.encode's defaults,
-// which encodeHtml answers without it.
-deferModule(mailParserFile, 'he', (load) => ({
-  encode: (text: string, options?: object) => (options === undefined ? encodeHtml(text) : load().encode(text, options)),
-  decode: (...args: unknown[]) => load().decode(...args),
-  escape: (text: string) => load().escape(text),
-  unescape: (...args: unknown[]) => load().unescape(...args),
-}));
+// which encodeHtml answers without it; anything else of he is the real package's.
+deferModule(mailParserFile, 'he', (load) => {
+  const encode = (text: string, options?: object) => (options === undefined ? encodeHtml(text) : load().encode(text, options));
+  return new Proxy({}, { get: (_t, p) => (p === 'encode' ? encode : load()[p]) });
+});
 // linkify-it with every TLD (1.1 MB of regular expressions), made and configured as mailparser
 // loads, used only for links in text (skipTextLinks): see configureLater.
 deferModule(mailParserFile, 'linkify-it', (load) => configureLater(load, ['tlds', 'add', 'set']));
@@ -51,43 +49,6 @@ export function encodeHtml(text: string): string {
       // biome-ignore lint/suspicious/noControlCharactersInRegex: he's own list of what it escapes (regexBmpWhitelist)
       .replace(/[\x01-\t\x0B\f\x0E-\x1F\x7F\x81\x8D\x8F\x90\x9D\xA0-\uFFFF]/g, bmp)
   );
-}
-
-/**
- * A stand-in for a factory module whose instance is configured as it is made
- * (`require('linkify-it')().tlds(list).add(...)`): the instance records the `configure` calls
- * and becomes real (the module loaded, the factory called, the calls replayed) when anything
- * else of it is first used.
- */
-export function configureLater(load: () => any, configure: readonly string[]): (...args: unknown[]) => object {
-  return (...args: unknown[]) => {
-    const calls: Array<[string, unknown[]]> = [];
-    let real: any;
-    const instance = (): any => {
-      if (!real) {
-        real = load()(...args);
-        for (const [method, a] of calls) real[method](...a);
-      }
-      return real;
-    };
-    const recorder: object = new Proxy(
-      {},
-      {
-        get: (_t, p) => {
-          if (!real && typeof p === 'string' && configure.includes(p))
-            return (...a: unknown[]) => {
-              calls.push([p, a]);
-              return recorder;
-            };
-          const r = instance();
-          const v = r[p];
-          return typeof v === 'function' ? v.bind(r) : v;
-        },
-        has: (_t, p) => p in instance(),
-      },
-    );
-    return recorder;
-  };
 }
 
 interface SplitNode {

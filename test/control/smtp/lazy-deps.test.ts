@@ -10,7 +10,8 @@ import { promisify } from 'node:util';
 import { simpleParser } from 'mailparser';
 import { describe, expect, it } from 'vitest';
 import { PARSE } from '../../../control/smtp/message.js';
-import { configureLater, encodeHtml } from '../../../control/smtp/simple-message.js';
+import { encodeHtml } from '../../../control/smtp/simple-message.js';
+import { configureLater } from '../../../core/lazy-module.js';
 import { seeded } from '../../helpers/seeded.js';
 import { dist } from '../../../deploy/build.js';
 
