@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../core/config.js';
 import { createLineLogger } from '../core/log-line.js';
 import { securedDataDir } from '../core/data-dir.js';
+import { WalCheckpointer } from '../core/sqlite/checkpointer.js';
+import { controlDbFile, gatewayOutboxFile } from '../core/data-files.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // Run from dist/ (`npm start`, compiled by deploy/build.ts) the children are JavaScript too;
@@ -111,6 +113,21 @@ const children: Child[] = [
 ].filter((c) => config.role === 'both' || c.name === config.role);
 let stopping = false;
 
+// The SQLite files this node's children write (none of control's with PostgreSQL), checkpointed
+// here, off their event loops; the children are told so and checkpoint themselves only past a longer WAL.
+const sqliteFiles = [
+  ...(config.role !== 'gateway' && !config.databaseUrl ? [controlDbFile(config.dataDir)] : []),
+  ...(config.role !== 'control' ? [gatewayOutboxFile(config.dataDir)] : []),
+];
+const checkpointer =
+  config.storage.walCheckpointer !== false && sqliteFiles.length
+    ? new WalCheckpointer(sqliteFiles, {
+        onError: (file, err) => log.warn({ file, err: err.message }, 'checkpointing failed; the child checkpoints its own WAL meanwhile'),
+        onCheckpoint: (file, frames, copied) => log.debug({ file, frames, copied }, 'checkpointed'),
+      })
+    : undefined;
+const checkpointEnv: Record<string, string> = checkpointer ? { POSTGATE_WAL_CHECKPOINTER: '1' } : {};
+
 function start(c: Child): void {
   c.startedAt = Date.now();
   c.starts = (c.starts ?? 0) + 1;
@@ -120,7 +137,7 @@ function start(c: Child): void {
   const argv = [process.execPath, ...V8_FLAGS, ...extra, ...loader, path.join(root, c.entry)];
   // Through nice(1), so every thread of the child (thread pool, DKIM worker, GC) runs at its priority; it execs in place (same pid).
   const [cmd, ...args] = c.nice ? ['nice', '-n', String(c.nice), ...argv] : argv;
-  const proc = spawn(cmd!, args, { cwd: packageDir, env: { ...MALLOC_ENV, ...process.env }, stdio: 'inherit', detached: true });
+  const proc = spawn(cmd!, args, { cwd: packageDir, env: { ...MALLOC_ENV, ...process.env, ...checkpointEnv }, stdio: 'inherit', detached: true });
   c.proc = proc;
   fs.writeFileSync(path.join(runDir, `${c.name}.pid`), String(proc.pid));
   log.info({ child: c.name, childPid: proc.pid }, 'started');
@@ -165,6 +182,7 @@ async function shutdown(signal: string, exitCode = 0): Promise<void> {
   // Control first: it stops taking mail and commits what it accepted; then the gateway drains.
   for (const c of [...children].reverse()) await stopChild(c);
   for (const c of children) fs.rmSync(path.join(runDir, `${c.name}.pid`), { force: true });
+  checkpointer?.stop();
   log.info('stopped');
   process.exit(exitCode);
 }
@@ -172,3 +190,4 @@ async function shutdown(signal: string, exitCode = 0): Promise<void> {
 process.on('SIGTERM', () => void shutdown('SIGTERM'));
 process.on('SIGINT', () => void shutdown('SIGINT'));
 for (const c of children) start(c);
+checkpointer?.start();

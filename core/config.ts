@@ -89,6 +89,10 @@ export interface StorageSettings {
   synchronous: 'FULL' | 'NORMAL';
   /** Most writes grouped into one transaction. */
   maxBatch: number;
+  /** The supervisor copies committed pages from the WALs into the SQLite files, off the children's event loops (core/sqlite/checkpointer.ts). */
+  walCheckpointer?: boolean;
+  /** Set by the supervisor in its children (POSTGATE_WAL_CHECKPOINTER=1) while it checkpoints for them; not a file setting. */
+  externalCheckpoints?: boolean;
 }
 
 export interface PlanLimits {
@@ -242,7 +246,7 @@ const defaults = {
     busyDispatchRate: 50,
     busyHoldSeconds: 10,
   },
-  storage: { synchronous: 'FULL', maxBatch: 1000 },
+  storage: { synchronous: 'FULL', maxBatch: 1000, walCheckpointer: true },
   plans: {
     free: { dailyQuota: 1_000, monthlyQuota: 10_000, rateLimit: 60 },
     pro: { dailyQuota: 100_000, monthlyQuota: 1_000_000, rateLimit: 300 },
@@ -450,8 +454,8 @@ function merge<T extends object>(base: T, over: unknown, name: string): T {
   return out as T;
 }
 
-function storageSettings(over: unknown): StorageSettings {
-  const st = merge(defaults.storage as StorageSettings, over, 'storage');
+function storageSettings(over: unknown, env: NodeJS.ProcessEnv): StorageSettings {
+  const st = { ...merge(defaults.storage as StorageSettings, over, 'storage'), externalCheckpoints: env.POSTGATE_WAL_CHECKPOINTER === '1' };
   if (st.synchronous !== 'FULL' && st.synchronous !== 'NORMAL')
     throw new Error(`POSTGATE_CONFIG: storage.synchronous must be FULL or NORMAL, got ${JSON.stringify(st.synchronous)}`);
   return st;
@@ -525,7 +529,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.POSTGATE_LOG_LEVEL || 'info',
     limits: merge(defaults.limits, file.limits, 'limits'),
     delivery: merge(defaults.delivery, file.delivery, 'delivery'),
-    storage: storageSettings(file.storage),
+    storage: storageSettings(file.storage, env),
     plans: {
       free: merge(defaults.plans.free, (file.plans as any)?.free, 'plans.free'),
       pro: merge(defaults.plans.pro, (file.plans as any)?.pro, 'plans.pro'),

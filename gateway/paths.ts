@@ -1,6 +1,7 @@
 // Where the gateway keeps its state under the data dir.
 import path from 'node:path';
 import type { Config } from '../core/config.js';
+import { gatewayOutboxFile } from '../core/data-files.js';
 
 export interface GatewayPaths {
   /** Haraka's install dir (process.env.HARAKA): config/ and a plugins link. */
@@ -20,7 +21,7 @@ export function gatewayPaths(config: Config): GatewayPaths {
   return {
     harakaDir: path.join(root, 'haraka'),
     queueDir: path.join(root, 'queue'),
-    outboxFile: path.join(root, 'outbox.db'),
+    outboxFile: gatewayOutboxFile(config.dataDir),
     buildDir: path.join(root, 'build'),
     spoolDir: path.join(root, 'spool'),
   };

@@ -15,7 +15,19 @@ export interface Migration {
   sql: string;
 }
 
-export function openDatabase(file: string, migrations: readonly Migration[]): Db {
+/**
+ * The WAL length (in pages) at which the writing connection checkpoints itself when the supervisor
+ * checkpoints for it (core/sqlite/checkpointer.ts): long enough that the supervisor has copied nearly
+ * every page by then, so the writer's own checkpoint only restarts the WAL. SQLite's is 1,000.
+ */
+export const HELPED_AUTOCHECKPOINT = 4000;
+
+export interface OpenOptions {
+  /** Another process checkpoints this database (the supervisor, POSTGATE_WAL_CHECKPOINTER). */
+  externalCheckpoints?: boolean;
+}
+
+export function openDatabase(file: string, migrations: readonly Migration[], opts: OpenOptions = {}): Db {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
@@ -35,6 +47,7 @@ export function openDatabase(file: string, migrations: readonly Migration[]): Db
   // emails) fit in 4 MB, and the rest comes from the OS page cache: control's peak 93-94 MB, with no
   // change in CPU per message or per batch beyond the machine's spread (alternating runs).
   db.pragma(`cache_size = -${CACHE_KIB}`);
+  if (opts.externalCheckpoints) db.pragma(`wal_autocheckpoint = ${HELPED_AUTOCHECKPOINT}`);
   migrate(db, migrations);
   return db;
 }

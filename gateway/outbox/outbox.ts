@@ -55,6 +55,8 @@ export type EnqueueState = 'pending' | 'queued';
 export interface OutboxOptions {
   synchronous?: 'FULL' | 'NORMAL';
   maxBatch?: number;
+  /** The supervisor checkpoints the file (core/sqlite/open.ts). */
+  externalCheckpoints?: boolean;
 }
 
 const migrations: Migration[] = [
@@ -198,7 +200,7 @@ export class Outbox {
   }
 
   static open(file: string, opts: OutboxOptions = {}): Outbox {
-    const db = openDatabase(file, migrations);
+    const db = openDatabase(file, migrations, { externalCheckpoints: opts.externalCheckpoints });
     return new Outbox(db, opts.maxBatch ?? 1000, (opts.synchronous ?? 'FULL') === 'FULL');
   }
 

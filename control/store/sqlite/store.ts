@@ -1,13 +1,13 @@
 // The SQLite backend: one database file in the data dir, one group-commit writer
 // (core/sqlite/group-writer.ts) shared by every repository, so a promise that
 // resolves means the data is committed (and, with synchronous FULL, on disk).
-import path from 'node:path';
 import type { Invalidator } from '../../../core/invalidation.js';
 import { openDatabase, type Db } from '../../../core/sqlite/open.js';
 import { GroupWriter } from '../../../core/sqlite/group-writer.js';
 import { ProjectCache, STORE_CHANNELS } from '../cache.js';
 import type { Store, StoreConfig, WebhookRow } from '../index.js';
 import { migrations } from './migrations.js';
+import { controlDbFile } from '../../../core/data-files.js';
 import { DayTallies } from './tallies.js';
 import { StatusFanout } from './status-fanout.js';
 import { SqliteProjects } from './projects.js';
@@ -23,10 +23,9 @@ import { SqliteSignIn } from './sign-in.js';
 import { SqliteAudit } from './audit.js';
 import { SqliteIdempotency } from './idempotency.js';
 
-export const DB_FILE = 'postgate.db';
-
 export async function openSqliteStore(config: StoreConfig, invalidator: Invalidator): Promise<Store> {
-  return new SqliteStore(openDatabase(path.join(config.dataDir, DB_FILE), migrations), config.storage, invalidator);
+  const db = openDatabase(controlDbFile(config.dataDir), migrations, { externalCheckpoints: config.storage.externalCheckpoints });
+  return new SqliteStore(db, config.storage, invalidator);
 }
 
 class SqliteStore implements Store {
