@@ -42,10 +42,24 @@ export interface WalProgress {
 }
 
 /**
- * How long the WAL is and how much of it waits to be copied, from the wal-index header
- * (sqlite.org/walformat.html: mxFrame at byte 16 of the first header copy, nBackfill at byte 96,
- * in the machine's byte order); undefined when the database has no wal-index (not in WAL mode, or
- * no connection opened it). A hint: a read racing a commit may be a frame behind.
+ * How long the WAL is and how much of it waits to be copied, from the wal-index header read
+ * through `fd`, a descriptor of the -shm file (sqlite.org/walformat.html: mxFrame at byte 16 of the
+ * first header copy, nBackfill at byte 96, in the machine's byte order); undefined when it holds no
+ * initialised header. A hint: a read racing a commit may be a frame behind.
+ */
+function readProgress(fd: number): WalProgress | undefined {
+  const b = Buffer.alloc(100);
+  if (fs.readSync(fd, b, 0, b.length, 0) < b.length || b[12] !== 1) return undefined;
+  const frames = littleEndian ? b.readUInt32LE(16) : b.readUInt32BE(16);
+  const backfilled = littleEndian ? b.readUInt32LE(96) : b.readUInt32BE(96);
+  return { frames, pending: Math.max(0, frames - backfilled) };
+}
+
+/**
+ * readProgress for a database file, opening and closing its -shm. Closing a descriptor drops every
+ * POSIX lock the process holds on that file, SQLite's included (sqlite.org/howtocorrupt.html, 2.2):
+ * only for a process with no connection to the database, or one whose connections live in it alone
+ * (tests). The checkpointer keeps its descriptor open instead.
  */
 export function walProgress(dbFile: string): WalProgress | undefined {
   let fd: number;
@@ -55,11 +69,7 @@ export function walProgress(dbFile: string): WalProgress | undefined {
     return undefined;
   }
   try {
-    const b = Buffer.alloc(100);
-    if (fs.readSync(fd, b, 0, b.length, 0) < b.length || b[12] !== 1) return undefined;
-    const frames = littleEndian ? b.readUInt32LE(16) : b.readUInt32BE(16);
-    const backfilled = littleEndian ? b.readUInt32LE(96) : b.readUInt32BE(96);
-    return { frames, pending: Math.max(0, frames - backfilled) };
+    return readProgress(fd);
   } finally {
     fs.closeSync(fd);
   }
@@ -84,6 +94,8 @@ export class WalCheckpointer {
   private readonly failing = new Set<string>();
   /** The WAL length each file had at the last look. */
   private readonly seen = new Map<string, number>();
+  /** Each file's -shm, open for as long as this runs: closing it would drop the connection's locks on it (walProgress). */
+  private readonly shm = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private readonly minFrames: number;
   private readonly tailFrames: number;
@@ -112,13 +124,16 @@ export class WalCheckpointer {
   stop(): void {
     clearTimeout(this.timer);
     for (const file of [...this.dbs.keys()]) this.close(file);
+    // The connections are gone: closing the descriptors drops no lock anyone relies on.
+    for (const fd of this.shm.values()) fs.closeSync(fd);
+    this.shm.clear();
   }
 
   /** One look at each database; true when one of them is being written (it looks again soon). */
   tick(): boolean {
     let busy = false;
     for (const file of this.files) {
-      const wal = walProgress(file);
+      const wal = this.progress(file);
       if (!wal) continue;
       if (this.seen.get(file) !== wal.frames) busy = true;
       this.seen.set(file, wal.frames);
@@ -137,6 +152,25 @@ export class WalCheckpointer {
       }
     }
     return busy;
+  }
+
+  private progress(file: string): WalProgress | undefined {
+    let fd = this.shm.get(file);
+    // Unlinked: the last connection closed and removed it (possible only while this had none open); a new one comes with the next.
+    if (fd !== undefined && !this.dbs.has(file) && fs.fstatSync(fd).nlink === 0) {
+      fs.closeSync(fd);
+      this.shm.delete(file);
+      fd = undefined;
+    }
+    if (fd === undefined) {
+      try {
+        fd = fs.openSync(`${file}-shm`, 'r');
+      } catch {
+        return undefined;
+      }
+      this.shm.set(file, fd);
+    }
+    return readProgress(fd);
   }
 
   private open(file: string): Database.Database {

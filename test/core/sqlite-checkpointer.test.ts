@@ -127,6 +127,28 @@ it('lets go of the file when stopped, so the writer is the last connection again
   expect(fs.existsSync(`${w.file}-wal`)).toBe(false);
 });
 
+it('follows a database whose connections all closed and came back (a restarted child): a new -shm', () => {
+  const first = writer('reopen');
+  const cp = new WalCheckpointer([first.file], { minFrames: 100 });
+  try {
+    first.db.pragma('wal_autocheckpoint = 0');
+    first.write(20);
+    cp.tick();
+    expect(cp.checkpoints).toBe(0);
+    // The last connection closes: SQLite checkpoints, removes the WAL and unlinks the -shm.
+    first.db.close();
+    const again = writer('reopen');
+    again.db.pragma('wal_autocheckpoint = 0');
+    again.write(300);
+    cp.tick();
+    expect(cp.checkpoints).toBe(1);
+    expect(walProgress(again.file)?.pending).toBe(0);
+    again.db.close();
+  } finally {
+    cp.stop();
+  }
+});
+
 it('says once that a database cannot be checkpointed, and keeps looking at the others', () => {
   const bad = path.join(dir, 'bad', 't.db');
   fs.mkdirSync(path.dirname(bad), { recursive: true });
