@@ -47,8 +47,10 @@ export interface WalProgress {
  * first header copy, nBackfill at byte 96, in the machine's byte order); undefined when it holds no
  * initialised header. A hint: a read racing a commit may be a frame behind.
  */
+const header = Buffer.alloc(100);
+
 function readProgress(fd: number): WalProgress | undefined {
-  const b = Buffer.alloc(100);
+  const b = header;
   if (fs.readSync(fd, b, 0, b.length, 0) < b.length || b[12] !== 1) return undefined;
   const frames = littleEndian ? b.readUInt32LE(16) : b.readUInt32BE(16);
   const backfilled = littleEndian ? b.readUInt32LE(96) : b.readUInt32BE(96);
@@ -137,7 +139,7 @@ export class WalCheckpointer {
       if (!wal) continue;
       if (this.seen.get(file) !== wal.frames) busy = true;
       this.seen.set(file, wal.frames);
-      if (wal.pending < (wal.frames >= this.tailFrames ? Math.min(TAIL_MIN_FRAMES, this.minFrames) : this.minFrames)) continue;
+      if (wal.pending < (wal.frames >= this.tailFrames ? TAIL_MIN_FRAMES : this.minFrames)) continue;
       try {
         const [r] = this.open(file).pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number; checkpointed: number }>;
         this.checkpoints++;

@@ -17,9 +17,11 @@ const TABLE = [{ id: '0001', sql: 'CREATE TABLE t (x BLOB NOT NULL)' }];
 const FRAME = 24 + 4096;
 const page = Buffer.alloc(4000, 7);
 
-function writer(name: string, externalCheckpoints = false) {
+/** A writer in WAL mode: `own` never checkpoints by itself (the test decides when), `helped` as a child the supervisor helps. */
+function writer(name: string, mode: 'own' | 'helped' = 'own') {
   const file = path.join(dir, name, 't.db');
-  const db = openDatabase(file, TABLE, { externalCheckpoints });
+  const db = openDatabase(file, TABLE, { externalCheckpoints: mode === 'helped' });
+  if (mode === 'own') db.pragma('wal_autocheckpoint = 0');
   const insert = db.prepare('INSERT INTO t (x) VALUES (?)');
   const write = (rows: number) => db.transaction(() => Array.from({ length: rows }, () => insert.run(page)))();
   return { file, db, write };
@@ -29,7 +31,6 @@ it('reads from the wal-index how many pages wait to be copied', () => {
   const w = writer('pending');
   try {
     expect(walProgress(path.join(dir, 'nowhere.db'))).toBeUndefined();
-    w.db.pragma('wal_autocheckpoint = 0');
     w.write(300);
     // Never checkpointed nor restarted: the WAL holds every frame written since it was created.
     const written = (fs.statSync(`${w.file}-wal`).size - 32) / FRAME;
@@ -46,7 +47,6 @@ it('copies the pages into the database file from its own connection, leaving the
   const w = writer('copy');
   const cp = new WalCheckpointer([w.file], { minFrames: 100 });
   try {
-    w.db.pragma('wal_autocheckpoint = 0');
     w.write(50);
     // Under the threshold: not worth two fsyncs yet, but written to (looked at again soon).
     expect(cp.tick()).toBe(true);
@@ -75,7 +75,6 @@ it('copies even a few waiting pages once the WAL nears the writer’s own limit'
   const w = writer('tail');
   const cp = new WalCheckpointer([w.file], { minFrames: 1000, tailFrames: 300 });
   try {
-    w.db.pragma('wal_autocheckpoint = 0');
     w.write(250);
     cp.tick();
     expect(cp.checkpoints).toBe(0);
@@ -91,7 +90,7 @@ it('copies even a few waiting pages once the WAL nears the writer’s own limit'
 });
 
 it('keeps the WAL bounded while the writer never stops: its own checkpoint, past the longer limit, restarts it', async () => {
-  const w = writer('bounded', true);
+  const w = writer('bounded', 'helped');
   expect(w.db.pragma('wal_autocheckpoint', { simple: true })).toBe(HELPED_AUTOCHECKPOINT);
   const cp = new WalCheckpointer([w.file], { busyMs: 1, idleMs: 1 });
   cp.start();
@@ -117,7 +116,6 @@ it('keeps the WAL bounded while the writer never stops: its own checkpoint, past
 it('lets go of the file when stopped, so the writer is the last connection again', () => {
   const w = writer('stop');
   const cp = new WalCheckpointer([w.file, path.join(dir, 'missing', 't.db')], { minFrames: 1 });
-  w.db.pragma('wal_autocheckpoint = 0');
   w.write(20);
   cp.tick();
   expect(cp.checkpoints).toBe(1);
@@ -131,14 +129,12 @@ it('follows a database whose connections all closed and came back (a restarted c
   const first = writer('reopen');
   const cp = new WalCheckpointer([first.file], { minFrames: 100 });
   try {
-    first.db.pragma('wal_autocheckpoint = 0');
     first.write(20);
     cp.tick();
     expect(cp.checkpoints).toBe(0);
     // The last connection closes: SQLite checkpoints, removes the WAL and unlinks the -shm.
     first.db.close();
     const again = writer('reopen');
-    again.db.pragma('wal_autocheckpoint = 0');
     again.write(300);
     cp.tick();
     expect(cp.checkpoints).toBe(1);
@@ -159,7 +155,6 @@ it('says once that a database cannot be checkpointed, and keeps looking at the o
   shm.writeUInt32LE(500, 16);
   fs.writeFileSync(`${bad}-shm`, shm);
   const good = writer('good');
-  good.db.pragma('wal_autocheckpoint = 0');
   good.write(200);
   const errors: string[] = [];
   const cp = new WalCheckpointer([bad, good.file], {
