@@ -17,7 +17,7 @@
 //
 // Postgate runs as `npm start` runs it (the supervisor, control + gateway) on a temporary data
 // dir and free ports; everything stays on loopback, each measurement is bounded (BENCH_SECONDS,
-// 10 s; fixed connection counts). Prints a table; writes bench/results/send-<time>.json.
+// 10 s; fixed connection counts, BENCH_CONNECTIONS for the HTTP rows). Prints a table; writes bench/results/send-<time>.json.
 import { prepare, root } from './lib/prepare.js';
 
 await prepare();
@@ -40,7 +40,8 @@ type HttpRun = import('./lib/http-load.js').HttpRun;
 const exec = promisify(execFile);
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
 const WARMUP = 1;
-const HTTP_CONNECTIONS = 32;
+/** BENCH_CONNECTIONS: the HTTP rows at another concurrency (1-4,096; the hello-world alike). */
+const HTTP_CONNECTIONS = Math.min(4096, Math.max(1, Number(process.env.BENCH_CONNECTIONS) || 32));
 const BATCH_CONNECTIONS = 8;
 const SMTP_CONNECTIONS = 32;
 const E2E_EMAILS = 5000;
