@@ -67,13 +67,7 @@ interface HeaderProcessor {
   options: object;
   libmime: unknown;
   processHeaders(lines: unknown[]): Map<string, unknown>;
-  getAddressesHTML(value: unknown): unknown;
-  getAddressesText(value: unknown): unknown;
 }
-
-/** Stands for an address field's `html` or `text` until it is read (renderLater). */
-const LATER = Symbol('rendered when read');
-const { getAddressesHTML, getAddressesText } = MailParser.prototype as HeaderProcessor;
 
 /** Headers longer than this go to mailparser (its own limit is 1 MB). */
 const MAX_HEAD = 64 * 1024;
@@ -137,7 +131,7 @@ export function parseSimpleMessage(raw: Buffer, options: object): ParsedMail | u
   }
   const content = bytes.toString().replace(/\r?\n/g, '\n');
   const lines = node.headers.getList() as Array<{ key: string }>;
-  const headers = renderLater(headerProcessor(options).processHeaders(lines.filter((l) => MAIL_FIELDS.has(l.key))));
+  const headers = headerProcessor(options).processHeaders(lines.filter((l) => MAIL_FIELDS.has(l.key)));
   const mail: Record<string, unknown> = { attachments: [], headers, headerLines: node.headers.lines, html: false };
   // mailparser: an empty part is no text; an HTML-only message has text '' (skipHtmlToText).
   if (content && type === 'text/plain') mail.text = content;
@@ -167,42 +161,7 @@ function headerProcessor(options: object): HeaderProcessor {
   if (!processor) {
     processor = Object.create(MailParser.prototype) as HeaderProcessor;
     processor.libmime = new libmime.Libmime({});
-    processor.getAddressesHTML = () => LATER;
-    processor.getAddressesText = () => LATER;
   }
   processor.options = options;
   return processor;
-}
-
-/**
- * mailparser renders every address field as HTML and as text as it reads it (a third of the time
- * a receipt's headers take, mostly he's escaping); the SMTP door reads only the addresses. Each
- * rendering is made by mailparser's own function the first time it is read, so the fields are the
- * same when read.
- */
-function renderLater(headers: Map<string, unknown>): Map<string, unknown> {
-  for (const values of headers.values()) {
-    for (const v of Array.isArray(values) ? values : [values]) {
-      if (!v || typeof v !== 'object') continue;
-      const field = v as { value: unknown; html?: unknown; text?: unknown };
-      if (field.html === LATER) lazy(field, 'html', getAddressesHTML);
-      if (field.text === LATER) lazy(field, 'text', getAddressesText);
-    }
-  }
-  return headers;
-}
-
-function lazy(field: { value: unknown }, name: 'html' | 'text', render: (value: unknown) => unknown): void {
-  Object.defineProperty(field, name, {
-    configurable: true,
-    enumerable: true,
-    get() {
-      const rendered = render.call(processor, field.value);
-      Object.defineProperty(field, name, { value: rendered, configurable: true, enumerable: true, writable: true });
-      return rendered;
-    },
-    set(v: unknown) {
-      Object.defineProperty(field, name, { value: v, configurable: true, enumerable: true, writable: true });
-    },
-  });
 }

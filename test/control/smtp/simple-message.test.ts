@@ -28,8 +28,6 @@ function outcome(mail: ParsedMail, envelope: string[]) {
       cc: [mail.cc ?? []].flat().map((a) => a.value),
       replyTo: mail.replyTo?.value,
       attachments: mail.attachments.length,
-      // Not read by the door, rendered only when read (simple-message.ts's renderLater): the same when read.
-      rendered: [mail.from, mail.to, mail.cc, mail.replyTo].flatMap((f) => [f ?? []].flat().map((a) => [a.html, a.text])),
     },
     request: attempt(() => toSendRequest(mail, envelope)),
     idempotencyKey: attempt(() => idempotencyKeyOf(mail)),
