@@ -17,7 +17,8 @@
 //
 // Postgate runs as `npm start` runs it (the supervisor, control + gateway) on a temporary data
 // dir and free ports; everything stays on loopback, each measurement is bounded (BENCH_SECONDS,
-// 10 s; fixed connection counts, BENCH_CONNECTIONS for the HTTP rows). Prints a table; writes bench/results/send-<time>.json.
+// 10 s; fixed connection counts, BENCH_CONNECTIONS for the HTTP rows). Prints a table; writes
+// bench/results/send-<time>.json.
 import { prepare, root } from './lib/prepare.js';
 
 await prepare();

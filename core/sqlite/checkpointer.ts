@@ -41,20 +41,29 @@ export interface WalProgress {
   pending: number;
 }
 
+/** The wal-index header's first 100 bytes, read into one buffer for every look. */
+const header = Buffer.alloc(100);
+const u32 = (b: Buffer, offset: number): number => (littleEndian ? b.readUInt32LE(offset) : b.readUInt32BE(offset));
+
 /**
  * How long the WAL is and how much of it waits to be copied, from the wal-index header read
  * through `fd`, a descriptor of the -shm file (sqlite.org/walformat.html: mxFrame at byte 16 of the
  * first header copy, nBackfill at byte 96, in the machine's byte order); undefined when it holds no
  * initialised header. A hint: a read racing a commit may be a frame behind.
  */
-const header = Buffer.alloc(100);
-
 function readProgress(fd: number): WalProgress | undefined {
-  const b = header;
-  if (fs.readSync(fd, b, 0, b.length, 0) < b.length || b[12] !== 1) return undefined;
-  const frames = littleEndian ? b.readUInt32LE(16) : b.readUInt32BE(16);
-  const backfilled = littleEndian ? b.readUInt32LE(96) : b.readUInt32BE(96);
-  return { frames, pending: Math.max(0, frames - backfilled) };
+  if (fs.readSync(fd, header, 0, header.length, 0) < header.length || header[12] !== 1) return undefined;
+  const frames = u32(header, 16);
+  return { frames, pending: Math.max(0, frames - u32(header, 96)) };
+}
+
+/** A read-only descriptor of the database's -shm, or undefined while it has none (no connection yet). */
+function openShm(dbFile: string): number | undefined {
+  try {
+    return fs.openSync(`${dbFile}-shm`, 'r');
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -64,12 +73,8 @@ function readProgress(fd: number): WalProgress | undefined {
  * (tests). The checkpointer keeps its descriptor open instead.
  */
 export function walProgress(dbFile: string): WalProgress | undefined {
-  let fd: number;
-  try {
-    fd = fs.openSync(`${dbFile}-shm`, 'r');
-  } catch {
-    return undefined;
-  }
+  const fd = openShm(dbFile);
+  if (fd === undefined) return undefined;
   try {
     return readProgress(fd);
   } finally {
@@ -165,11 +170,8 @@ export class WalCheckpointer {
       fd = undefined;
     }
     if (fd === undefined) {
-      try {
-        fd = fs.openSync(`${file}-shm`, 'r');
-      } catch {
-        return undefined;
-      }
+      fd = openShm(file);
+      if (fd === undefined) return undefined;
       this.shm.set(file, fd);
     }
     return readProgress(fd);
