@@ -12,8 +12,9 @@
 // What reuse must not change:
 // - A connection limit (pacing) counts open connections. An attempt's slot is handed on only
 //   once its connection is parked or closed (afterSession), so the next message of a backlog
-//   finds it idle; a connection is parked only if the gate's attempts and idle connections then
-//   fit in the limit, and a new connection to a gate trims its idle ones to fit.
+//   finds it idle. Only a new connection adds to a gate's connections, and it trims the gate's idle
+//   ones to fit beside its attempts: that keeps the limit. Parking adds none, so it is refused only
+//   while the gate is over its limit (the limit was lowered).
 // - A reused session skips EHLO, so Haraka does not know the server's extensions: mail whose
 //   envelope needs SMTPUTF8 only takes a connection whose server did not offer it (then a new
 //   session would not use it either). AUTH and LMTP routes are never reused.
@@ -162,8 +163,11 @@ export function installConnectionReuse(clientPool: ClientPool, proto: HMailProto
   function rset(socket: OutboundSocket, conn: Conn, write: OutboundSocket['write']): boolean {
     const hmail = conn.hmail!;
     const { gate, free } = opts.room(hmail);
-    // This session's slot becomes the idle connection: the gate's idle ones must fit beside its attempts.
-    if (pool.idleAt(gate) > free) return false;
+    // The connection exists already: parked, it is the next message's instead of a new one. (Parking
+    // only while the gate's idle connections fit beside its attempts, as before, counted an attempt
+    // that was about to take an idle connection twice: under a steady load at the limit most sessions
+    // then said QUIT and the next message opened a new connection, 2,117 opened for 3,300 messages.)
+    if (free < 0) return false;
     conn.parking = true;
     const timer = setTimeout(() => socket.destroy(), RSET_TIMEOUT_MS);
     timer.unref();

@@ -119,4 +119,29 @@ describe('outbound connection reuse', () => {
       await stack.cli('throttle', 'set', '--provider', 'other', '--connections', '0');
     }
   });
+
+  it('a burst at the connection limit goes over the limit\'s connections, each kept for the next message', async () => {
+    await stack.cli('throttle', 'set', '--provider', 'other', '--connections', '3');
+    sink.setBehaviour('*', { dataDelayMs: 50 });
+    try {
+      await idle();
+      const before = sink.connections().opened;
+      const r = await stack.api(
+        'POST',
+        '/v1/emails/batch',
+        p.keys.live,
+        Array.from({ length: 40 }, (_, i) => ({ from: 'hello@acme.test', to: `burst${i}@inbox.test`, subject: `burst ${i}`, text: 'x' })),
+      );
+      expect(r.status, JSON.stringify(r.body)).toBe(202);
+      for (const { id } of r.body.data as Array<{ id: string }>) expect((await sent(id)).status).toBe('sent');
+      const c = sink.connections();
+      // Every session ending while others wait for a slot hands its connection on: no QUIT and reconnect
+      // per message (with the old rule, a session ending while another waited for a connection said QUIT).
+      expect(c.opened - before).toBeLessThanOrEqual(3);
+      expect(c.maxOpen).toBeLessThanOrEqual(4);
+    } finally {
+      sink.setBehaviour('*', {});
+      await stack.cli('throttle', 'set', '--provider', 'other', '--connections', '0');
+    }
+  });
 });
