@@ -12,7 +12,11 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-const argvOf = (child: 'control' | 'gateway') => fs.readFileSync(`/proc/${stack.pid(child)}/cmdline`, 'utf8').split('\0').filter(Boolean);
+const argvOf = (child: 'control' | 'gateway') =>
+  fs
+    .readFileSync(`/proc/${stack.pid(child)}/cmdline`, 'utf8')
+    .split('\0')
+    .filter(Boolean);
 /** The value V8 takes for `flag`: the last one given. */
 const lastValue = (argv: string[], flag: string) =>
   argv

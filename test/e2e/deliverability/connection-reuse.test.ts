@@ -120,7 +120,7 @@ describe('outbound connection reuse', () => {
     }
   });
 
-  it('a burst at the connection limit goes over the limit\'s connections, each kept for the next message', async () => {
+  it("a burst at the connection limit goes over the limit's connections, each kept for the next message", async () => {
     await stack.cli('throttle', 'set', '--provider', 'other', '--connections', '3');
     sink.setBehaviour('*', { dataDelayMs: 50 });
     try {
