@@ -97,8 +97,10 @@ const V8_FLAGS = ['--heap-growing-percent=100', '--v8-pool-size=1', '--max-semi-
  * delivered message 1.82/1.78 and 2.67/2.2 ms against 2.55/2.44 and 2.19/2.48, within the machine's
  * spread (the same configuration gave 458-556 and 320-377 msgs/s an hour apart). A fifth pair with
  * Postfix + OpenDKIM in the same runs: 200.5/200.2 → 190.5/191.3 MB, the gateway 2.66/2.82 → 2.75/2.46
- * ms per message, postgate 342.5/402.3 → 346.5/471.8 msgs/s. Control keeps 100%: acceptance
- * (bench:send) is its figure.
+ * ms per message, postgate 342.5/402.3 → 346.5/471.8 msgs/s. At 20 kB (two alternating pairs of 2
+ * rounds): the gateway's peak 76-78 → 68-69 MB, its CPU per message 2.91/2.97 and 2.61/2.59 ms against
+ * 2.47/2.29 and 3.13/2.91. (A 50% step for both processes had cost 15-30% more CPU at 20 kB: most of
+ * it was control's.) Control keeps 100%: acceptance (bench:send) is its figure.
  */
 const GATEWAY_V8_FLAGS = ['--heap-growing-percent=50'];
 
