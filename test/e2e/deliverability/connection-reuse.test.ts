@@ -99,12 +99,21 @@ describe('outbound connection reuse', () => {
     await idle();
   });
 
-  it('a connection limit counts kept connections', async () => {
-    await stack.cli('throttle', 'set', '--provider', 'other', '--connections', '2');
-    sink.setBehaviour('*', { dataDelayMs: 150 });
+  /** Runs `fn` with the MX's connection limit at `connections` and each DATA answered after `dataDelayMs`, from no connection open. */
+  async function atLimit(connections: number, dataDelayMs: number, fn: (openedBefore: number) => Promise<void>): Promise<void> {
+    await stack.cli('throttle', 'set', '--provider', 'other', '--connections', String(connections));
+    sink.setBehaviour('*', { dataDelayMs });
     try {
       await idle();
-      const before = sink.connections().opened;
+      await fn(sink.connections().opened);
+    } finally {
+      sink.setBehaviour('*', {});
+      await stack.cli('throttle', 'set', '--provider', 'other', '--connections', '0');
+    }
+  }
+
+  it('a connection limit counts kept connections', () =>
+    atLimit(2, 150, async (before) => {
       const ids = [];
       for (let i = 0; i < 12; i++) ids.push(await send(`limit${i}@inbox.test`));
       for (const id of ids) expect((await sent(id)).status).toBe('sent');
@@ -114,18 +123,10 @@ describe('outbound connection reuse', () => {
       expect(c.maxOpen).toBeLessThanOrEqual(3);
       // Fewer connections than messages: the limit's connections were reused.
       expect(c.opened - before).toBeLessThan(ids.length);
-    } finally {
-      sink.setBehaviour('*', {});
-      await stack.cli('throttle', 'set', '--provider', 'other', '--connections', '0');
-    }
-  });
+    }));
 
-  it("a burst at the connection limit goes over the limit's connections, each kept for the next message", async () => {
-    await stack.cli('throttle', 'set', '--provider', 'other', '--connections', '3');
-    sink.setBehaviour('*', { dataDelayMs: 50 });
-    try {
-      await idle();
-      const before = sink.connections().opened;
+  it("a burst at the connection limit goes over the limit's connections, each kept for the next message", () =>
+    atLimit(3, 50, async (before) => {
       const r = await stack.api(
         'POST',
         '/v1/emails/batch',
@@ -139,9 +140,5 @@ describe('outbound connection reuse', () => {
       // per message (with the old rule, a session ending while another waited for a connection said QUIT).
       expect(c.opened - before).toBeLessThanOrEqual(3);
       expect(c.maxOpen).toBeLessThanOrEqual(4);
-    } finally {
-      sink.setBehaviour('*', {});
-      await stack.cli('throttle', 'set', '--provider', 'other', '--connections', '0');
-    }
-  });
+    }));
 });
