@@ -89,18 +89,12 @@ const EX_CONFIG = 78;
 // halved), --optimize-for-size (1.6x the CPU per message).
 const V8_FLAGS = ['--heap-growing-percent=100', '--v8-pool-size=1', '--max-semi-space-size=4'];
 /**
- * The gateway's growth step is 50%. Its heap is what grows most under load (idle 31 MB of its own
- * memory, 65 MB at peak with 100%), and its CPU per message is the stack's least pressing figure
- * (about half of Postfix + OpenDKIM's). Four alternating runs of bench:deliverability (receipts, 3
- * rounds of 3,000, SMTP and API): the stack's peak 204.9/206.2 and 202.9/203 MB at 100%, 195.6/195.9
- * and 195.6/194.3 MB at 50% (the gateway's own peak 76-80 → 66-68 MB); the gateway's CPU per
- * delivered message 1.82/1.78 and 2.67/2.2 ms against 2.55/2.44 and 2.19/2.48, within the machine's
- * spread (the same configuration gave 458-556 and 320-377 msgs/s an hour apart). A fifth pair with
- * Postfix + OpenDKIM in the same runs: 200.5/200.2 → 190.5/191.3 MB, the gateway 2.66/2.82 → 2.75/2.46
- * ms per message, postgate 342.5/402.3 → 346.5/471.8 msgs/s. At 20 kB (two alternating pairs of 2
- * rounds): the gateway's peak 76-78 → 68-69 MB, its CPU per message 2.91/2.97 and 2.61/2.59 ms against
- * 2.47/2.29 and 3.13/2.91. (A 50% step for both processes had cost 15-30% more CPU at 20 kB: most of
- * it was control's.) Control keeps 100%: acceptance (bench:send) is its figure.
+ * The gateway's growth step is 50%: its heap is what grows most under load (31 MB of its own idle,
+ * 76-80 at peak with 100%), and its CPU per message is the stack's least pressing figure. In
+ * alternating bench:deliverability runs the stack's peak went 200-206 → 190-196 MB at receipts and the
+ * gateway's 76-78 → 68-69 MB at 20 kB, its CPU per message within the spread (README, twelfth
+ * session). Both processes at 50% had cost 15-30% more CPU at 20 kB, mostly control's, whose
+ * acceptance (bench:send) is its figure: control keeps 100%.
  */
 const GATEWAY_V8_FLAGS = ['--heap-growing-percent=50'];
 
