@@ -171,35 +171,17 @@ export class MailPipeline {
 
   /**
    * The ingestion checks, in the order the README's "How an email travels" gives, after key and scope: plan, pause,
-   * sender domain, suppression. Throws refusals that record nothing; returns the
-   * ones the spec calls `failed` (the email is recorded with that status).
+   * sender domain. Throws refusals that record nothing; returns the ones the spec calls `failed` (the email is
+   * recorded with that status). Suppression and the quota follow, in the insert's transaction (ACCEPT_GUARDS).
    */
-  private async judge(caller: Caller, email: NewEmail, system: boolean, scopes?: Map<string, string>): Promise<ApiError | undefined> {
+  private async judge(caller: Caller, email: NewEmail, system: boolean): Promise<ApiError | undefined> {
+    if (system) return undefined;
     const { project } = caller;
-    if (!system) {
-      requireSubscription(project);
-      if (project.status === 'paused') throw new ApiError('SENDING_PAUSED', "Sending is paused for this project; write to the operator's abuse contact");
-      const domain = domainOf(parseMailbox(email.from)!.address);
-      if (!(await this.store.domains.isVerified(project.id, domain))) {
-        return new ApiError('DOMAIN_NOT_VERIFIED', `The sender domain ${domain} is not verified; add it with POST /v1/domains and complete the DNS setup`);
-      }
-    }
-    // A batch asks for all its recipients at once (sendMany); one email for its own.
-    const suppressed =
-      scopes ??
-      (await this.store.suppressions.scopesOf(
-        project.id,
-        email.recipients.map((r) => r.address),
-      ));
-    for (const r of email.recipients) {
-      const scope = suppressed.get(r.address);
-      if (scope === 'all' || (scope === 'bulk' && email.bulk)) {
-        r.status = 'failed';
-        r.reason = scope === 'bulk' ? 'unsubscribed' : 'suppressed';
-      }
-    }
-    if (email.recipients.every((r) => r.status === 'failed')) {
-      return new ApiError('RECIPIENT_IN_SUPPRESSION_LIST', 'Every recipient is in the suppression list');
+    requireSubscription(project);
+    if (project.status === 'paused') throw new ApiError('SENDING_PAUSED', "Sending is paused for this project; write to the operator's abuse contact");
+    const domain = domainOf(parseMailbox(email.from)!.address);
+    if (!(await this.store.domains.isVerified(project.id, domain))) {
+      return new ApiError('DOMAIN_NOT_VERIFIED', `The sender domain ${domain} is not verified; add it with POST /v1/domains and complete the DNS setup`);
     }
     return undefined;
   }
@@ -277,8 +259,8 @@ export class MailPipeline {
       await this.store.emails.accept(this.failed(email, refusal));
       throw new ApiError(refusal.code, refusal.message, { id: email.id });
     }
-    const accepted = await this.store.emails.accept(email, this.guards(caller, system));
-    if (accepted.kind !== 'accepted') throw refusalError(accepted);
+    const accepted = await this.store.emails.accept(email, { suppressions: true, ...this.guards(caller, system) });
+    if (accepted.kind !== 'accepted') throw refusalError(accepted, email.id);
     if (email.status === 'queued') this.dispatcher.wake();
     return { id: email.id, status: email.status === 'scheduled' ? 'scheduled' : 'queued' };
   }
@@ -308,7 +290,7 @@ export class MailPipeline {
 
   /** Accepts several emails, each judged on its own; one commit for all. */
   async sendMany(caller: Caller, reqs: unknown[], opts: { ids?: string[] } = {}): Promise<Array<Accepted | ApiError>> {
-    const guards = this.guards(caller, false);
+    const guards = { suppressions: true, ...this.guards(caller, false) };
     // An unreachable store fails the whole batch (503): a 202 must mean what it answers was stored.
     const own = (err: unknown): ApiError => {
       if (err instanceof ApiError && !(err instanceof StoreUnavailableError)) return err;
@@ -321,14 +303,11 @@ export class MailPipeline {
         return own(err);
       }
     });
-    // The suppressions of every recipient of the batch, in one query.
-    const addresses = new Set(prepared.flatMap((p) => (p instanceof ApiError ? [] : p.recipients.map((r) => r.address))));
-    const scopes = await this.store.suppressions.scopesOf(caller.project.id, [...addresses]);
     const judged = await Promise.all(
       prepared.map(async (email): Promise<{ email: NewEmail; refusal?: ApiError } | ApiError> => {
         if (email instanceof ApiError) return email;
         try {
-          const refusal = await this.judge(caller, email, false, scopes);
+          const refusal = await this.judge(caller, email, false);
           return refusal ? { email: this.failed(email, refusal), refusal } : { email };
         } catch (err) {
           return own(err);
@@ -355,7 +334,7 @@ export class MailPipeline {
         if (outcome.reason instanceof ApiError) return outcome.reason;
         throw outcome.reason;
       }
-      if (outcome.value.kind !== 'accepted') return refusalError(outcome.value);
+      if (outcome.value.kind !== 'accepted') return refusalError(outcome.value, j.email.id);
       if (j.refusal) return new ApiError(j.refusal.code, j.refusal.message, { id: j.email.id });
       return { id: j.email.id, status: j.email.status === 'scheduled' ? ('scheduled' as const) : ('queued' as const) };
     });

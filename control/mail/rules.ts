@@ -4,6 +4,7 @@
 // turns their refusals into the errors users see.
 import crypto from 'node:crypto';
 import { ApiError } from '../../core/errors.js';
+import type { NewEmail } from '../store/index.js';
 
 export interface Quota {
   daily: number;
@@ -63,9 +64,34 @@ export function judgeBulk(c: BulkCounts, rules: BulkRules): { refusal: Refusal }
 export const subjectHash = (subject: string): string =>
   crypto.createHash('sha256').update(subject.normalize('NFKC').trim().replace(/\s+/g, ' ').toLowerCase()).digest('hex').slice(0, 32);
 
-/** The error a user sees for a refusal. */
-export function refusalError(r: Refusal): ApiError {
+/** An email every recipient of which is suppressed: recorded as failed, with this error. */
+export const SUPPRESSED = { code: 'RECIPIENT_IN_SUPPRESSION_LIST', message: 'Every recipient is in the suppression list' } as const;
+
+/**
+ * The email as the project's suppression list leaves it (`scopeOf`: an address's scope, if
+ * suppressed): a recipient suppressed for all mail, or unsubscribed from bulk mail that this
+ * is, fails; when none is left the email fails (`suppressed`). A copy: the store may judge it again.
+ */
+export function judgeSuppressions(e: NewEmail, scopeOf: (address: string) => string | undefined): { email: NewEmail; suppressed: boolean } {
+  // Refused already (an unverified sender domain): recorded as it is, with its own error.
+  if (e.status === 'failed') return { email: e, suppressed: false };
+  let left = 0;
+  const recipients = e.recipients.map((r) => {
+    if (r.status === 'failed') return r;
+    const scope = scopeOf(r.address);
+    if (scope === 'all' || (scope === 'bulk' && e.bulk)) return { ...r, status: 'failed' as const, reason: scope === 'bulk' ? 'unsubscribed' : 'suppressed' };
+    left++;
+    return r;
+  });
+  if (left) return { email: { ...e, recipients }, suppressed: false };
+  return { email: { ...e, recipients, status: 'failed', error: SUPPRESSED.message, errorCode: SUPPRESSED.code }, suppressed: true };
+}
+
+/** The error a user sees for a refusal (`id`: the email's, when it was recorded as failed). */
+export function refusalError(r: Refusal | { kind: 'suppressed' }, id?: string): ApiError {
   switch (r.kind) {
+    case 'suppressed':
+      return new ApiError(SUPPRESSED.code, SUPPRESSED.message, id ? { id } : undefined);
     case 'quota':
       return new ApiError('QUOTA_EXCEEDED', `The ${r.period} quota of ${r.limit} emails is used up`);
     case 'bulk-subject':

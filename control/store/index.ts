@@ -117,12 +117,20 @@ export interface NewEmail {
 
 /** What emails.accept checks in the insert's transaction; absent = not checked (system mail, refused mail). */
 export interface AcceptGuards {
+  /**
+   * Each recipient against the project's suppression list (control/mail/rules.ts judgeSuppressions),
+   * before the quota: judged inside the insert's transaction, a lookup costs no transaction of its own.
+   */
+  suppressions?: boolean;
   quota?: Quota;
   bulk?: BulkRules;
 }
 
-/** An email recorded (held: why control keeps it from the gateways, a bulk volume spike), or refused with nothing recorded. */
-export type Acceptance = { kind: 'accepted'; held?: string } | Refusal;
+/**
+ * An email recorded (held: why control keeps it from the gateways, a bulk volume spike), recorded as
+ * failed because every recipient is suppressed, or refused with nothing recorded.
+ */
+export type Acceptance = { kind: 'accepted'; held?: string } | { kind: 'suppressed' } | Refusal;
 
 /** What reschedule and cancel found: done, no such email, or an email that is not scheduled (its status). */
 export type ScheduleChange = { kind: 'done' } | { kind: 'not_found' } | { kind: 'not_scheduled'; status: string };
@@ -463,11 +471,6 @@ export interface Suppressions {
   list(projectId: string): Promise<SuppressionRow[]>;
   /** False when the address was not suppressed. */
   remove(projectId: string, address: string): Promise<boolean>;
-  /**
-   * The scope of each suppressed address among `addresses` ('all' or 'bulk'); one that is not
-   * suppressed is absent. One query for a whole batch's recipients.
-   */
-  scopesOf(projectId: string, addresses: readonly string[]): Promise<Map<string, string>>;
   /**
    * A one-click unsubscribe: the address leaves the project's bulk mail (scope 'bulk',
    * reason 'unsubscribed') and the email shows an `unsubscribed` event. Repeats change nothing.

@@ -8,7 +8,7 @@
 // the locked counts; the accepted ones are written, then the counts moved.
 import { DAY_MS, dayOf } from '../../../core/clock.js';
 import { StoreUnavailableError } from '../../../core/errors.js';
-import { judgeBulk, judgeQuota, refusalError, subjectHash } from '../../mail/rules.js';
+import { judgeBulk, judgeQuota, judgeSuppressions, refusalError, subjectHash } from '../../mail/rules.js';
 import type { Acceptance, AcceptGuards, NewEmail } from '../index.js';
 import { releasedEmail, toRecipient } from './rows.js';
 import type { PgDb, Tx } from './db.js';
@@ -176,7 +176,35 @@ export class Acceptor {
     });
   }
 
-  private async group(tx: Tx, jobs: Job[], write: (tx: Tx, accepted: Judged[]) => Promise<void> = (t, a) => this.record(t, a)): Promise<Acceptance[]> {
+  /**
+   * The jobs as the projects' suppression lists leave them (those whose guards ask), from one
+   * query for the whole group; `suppressed`: the ones every recipient of which is suppressed.
+   */
+  private async suppress(tx: Tx, jobs: Job[]): Promise<{ jobs: Job[]; suppressed: Set<Job> }> {
+    const asked = jobs.filter((j) => j.guards.suppressions);
+    const suppressed = new Set<Job>();
+    if (!asked.length) return { jobs, suppressed };
+    const pairs = asked.flatMap((j) => j.e.recipients.map((r) => [j.e.projectId, r.address] as const));
+    const r = await tx.query<{ project_id: string; address: string; scope: string }>(
+      `SELECT project_id, address, scope FROM suppressions
+       WHERE (project_id, address) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
+      [pairs.map((p) => p[0]), pairs.map((p) => p[1])],
+    );
+    const scopes = new Map(r.rows.map((x) => [`${x.project_id}|${x.address}`, x.scope]));
+    return {
+      jobs: jobs.map((j) => {
+        if (!j.guards.suppressions) return j;
+        const judged = judgeSuppressions(j.e, (address) => scopes.get(`${j.e.projectId}|${address}`));
+        const job = { ...j, e: judged.email };
+        if (judged.suppressed) suppressed.add(job);
+        return job;
+      }),
+      suppressed,
+    };
+  }
+
+  private async group(tx: Tx, sent: Job[], write: (tx: Tx, accepted: Judged[]) => Promise<void> = (t, a) => this.record(t, a)): Promise<Acceptance[]> {
+    const { jobs, suppressed } = await this.suppress(tx, sent);
     const queued = (j: Job) => j.e.status === 'queued';
     const quotaJobs = jobs.filter((j) => j.guards.quota && queued(j));
     const bulkJobs = jobs.filter((j) => j.guards.bulk && j.e.bulk && queued(j));
@@ -272,7 +300,7 @@ export class Acceptor {
         add(monthDelta, [e.projectId, today.slice(0, 7)], 1);
       }
       accepted.push(bulk?.held ? { e, held: bulk.held } : { e });
-      outcomes.push(bulk?.held ? { kind: 'accepted', held: bulk.held } : { kind: 'accepted' });
+      outcomes.push(suppressed.has(j) ? { kind: 'suppressed' } : bulk?.held ? { kind: 'accepted', held: bulk.held } : { kind: 'accepted' });
     }
 
     if (accepted.length) await write(tx, accepted);

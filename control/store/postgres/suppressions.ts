@@ -16,15 +16,6 @@ export class PgSuppressions implements Suppressions {
     return (await this.db.query('DELETE FROM suppressions WHERE project_id = $1 AND address = $2', [projectId, address])).rowCount > 0;
   }
 
-  async scopesOf(projectId: string, addresses: readonly string[]): Promise<Map<string, string>> {
-    if (!addresses.length) return new Map();
-    const r = await this.db.query<{ address: string; scope: string }>(
-      'SELECT address, scope FROM suppressions WHERE project_id = $1 AND address = ANY($2::text[])',
-      [projectId, addresses],
-    );
-    return new Map(r.rows.map((x) => [x.address, x.scope]));
-  }
-
   unsubscribe(projectId: string, emailId: string, address: string, source: string, at: number): Promise<void> {
     return this.db.tx(async (tx) => {
       await tx.query(

@@ -3,7 +3,7 @@
 import { DAY_MS, dayOf } from '../../../core/clock.js';
 import type { Db } from '../../../core/sqlite/open.js';
 import type { GroupWriter } from '../../../core/sqlite/group-writer.js';
-import { judgeBulk, judgeQuota, refusalError, subjectHash, type BulkRules, type Refusal } from '../../mail/rules.js';
+import { judgeBulk, judgeQuota, judgeSuppressions, refusalError, subjectHash, type BulkRules, type Refusal } from '../../mail/rules.js';
 import type { Acceptance, AcceptGuards, EmailOwner, EmailQuery, EmailRow, Emails, NewEmail, PendingEmail, ScheduleChange, StoredEmail } from '../index.js';
 import type { DayTallies } from './tallies.js';
 import type { StatusFanout, StatusRow } from './status-fanout.js';
@@ -57,6 +57,7 @@ export class SqliteEmails implements Emails {
       addSubject: db.prepare(`INSERT INTO bulk_subject_daily (project_id, day, subject_hash, count) VALUES (?, ?, ?, ?)
         ON CONFLICT(project_id, day, subject_hash) DO UPDATE SET count = count + excluded.count`),
       allowed: db.prepare('SELECT COALESCE(MAX(volume), 0) FROM volume_allowances WHERE project_id = ? AND day = ?').pluck(),
+      suppression: db.prepare('SELECT scope FROM suppressions WHERE project_id = ? AND address = ?').pluck(),
     };
   }
 
@@ -69,10 +70,16 @@ export class SqliteEmails implements Emails {
     return list.map((e) => this.writer.run(() => this.acceptNow(e, guards)));
   }
 
-  private acceptNow(e: NewEmail, guards: AcceptGuards): Acceptance {
+  private acceptNow(sent: NewEmail, guards: AcceptGuards): Acceptance {
+    // Read inside the group's write transaction: outside one, each lookup would begin and end a
+    // read transaction of its own (file locks), which cost several times the lookup.
+    const { email: e, suppressed } = guards.suppressions
+      ? judgeSuppressions(sent, (address) => this.q.suppression.get(sent.projectId, address) as string | undefined)
+      : { email: sent, suppressed: false };
     const admitted = this.admit(e, guards, dayOf(e.createdAt));
     if ('kind' in admitted) return admitted;
     this.record(e, admitted.held);
+    if (suppressed) return { kind: 'suppressed' };
     return admitted.held ? { kind: 'accepted', held: admitted.held } : { kind: 'accepted' };
   }
 

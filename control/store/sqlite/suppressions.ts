@@ -13,8 +13,6 @@ export class SqliteSuppressions implements Suppressions {
     this.q = {
       list: db.prepare('SELECT address, reason, scope, email_id, created_at FROM suppressions WHERE project_id = ? ORDER BY created_at, address'),
       remove: db.prepare('DELETE FROM suppressions WHERE project_id = ? AND address = ?'),
-      scopeOf: db.prepare('SELECT scope FROM suppressions WHERE project_id = ? AND address = ?').pluck(),
-      scopesOf: db.prepare('SELECT address, scope FROM suppressions WHERE project_id = ? AND address IN (SELECT value FROM json_each(?))').raw(),
       suppress: db.prepare(`INSERT INTO suppressions (project_id, address, reason, scope, email_id, created_at) VALUES (?, ?, ?, ?, ?, ?)
         ON CONFLICT(project_id, address) DO NOTHING`),
       insertEvent: db.prepare('INSERT OR IGNORE INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES (?, ?, ?, ?, ?, ?, ?)'),
@@ -27,18 +25,6 @@ export class SqliteSuppressions implements Suppressions {
 
   remove(projectId: string, address: string): Promise<boolean> {
     return this.writer.run(() => this.q.remove.run(projectId, address).changes > 0);
-  }
-
-  async scopesOf(projectId: string, addresses: readonly string[]): Promise<Map<string, string>> {
-    const out = new Map<string, string>();
-    if (addresses.length === 1) {
-      // One email's one recipient (most sends): a key lookup, without building a JSON array.
-      const scope = this.q.scopeOf.get(projectId, addresses[0]) as string | undefined;
-      if (scope !== undefined) out.set(addresses[0]!, scope);
-    } else if (addresses.length) {
-      for (const [address, scope] of this.q.scopesOf.all(projectId, JSON.stringify(addresses)) as Array<[string, string]>) out.set(address, scope);
-    }
-    return out;
   }
 
   unsubscribe(projectId: string, emailId: string, address: string, source: string, at: number): Promise<void> {

@@ -154,21 +154,67 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         { seq: 1, emailId: e.id, type: 'bounced', recipient: '', recipientIndex: 2, at: now, attempt: 1, details: {} },
       ]);
       expect(applied).toMatchObject({ recipient: 'mia@inbox.test', emailStatus: 'sending' });
-      expect((await store.suppressions.scopesOf(projectId, ['mia@inbox.test'])).get('mia@inbox.test') ?? null).toBe('all');
+      expect((await store.suppressions.list(projectId)).find((x) => x.address === 'mia@inbox.test')?.scope).toBe('all');
     });
 
-    it('suppression scopes of many addresses in one call: each suppressed one with its scope, the others absent', async () => {
+    it('accept judges suppressions in its transaction: a suppressed recipient fails, an email with none left is recorded failed', async () => {
       const e = email({ to: ['s1@inbox.test'], recipients: [{ address: 's1@inbox.test', kind: 'to' }] });
       await store.emails.accept(e);
       await store.deliveryLog.apply('gw-scopes', [{ seq: 1, emailId: e.id, type: 'bounced', recipient: 's1@inbox.test', at: now, attempt: 1, details: {} }]);
       await store.suppressions.unsubscribe(projectId, e.id, 's2@inbox.test', 'one-click', now);
-      const asked = ['s1@inbox.test', 's2@inbox.test', 'free@inbox.test', 'quote"d@inbox.test', "o'hara@inbox.test"];
-      const scopes = await store.suppressions.scopesOf(projectId, asked);
-      expect(Object.fromEntries(scopes)).toEqual({ 's1@inbox.test': 'all', 's2@inbox.test': 'bulk' });
-      // One address alone, none, and another project's view.
-      expect(Object.fromEntries(await store.suppressions.scopesOf(projectId, ['s2@inbox.test']))).toEqual({ 's2@inbox.test': 'bulk' });
-      expect((await store.suppressions.scopesOf(projectId, [])).size).toBe(0);
-      expect((await store.suppressions.scopesOf('prj_other', asked)).size).toBe(0);
+      const guards = { suppressions: true, quota: { daily: 1000, monthly: 1000 } };
+      const statuses = async (id: string) => {
+        const got = (await store.emails.get(projectId, id))!;
+        return { status: got.email.status, errorCode: got.email.errorCode, recipients: Object.fromEntries(got.recipients.map((r) => [r.address, r.status])) };
+      };
+      const usage = await store.analytics.usage(projectId, now);
+      // Bounced (scope all) fails in any mail; unsubscribed (scope bulk) only in bulk mail; quoting in addresses is no SQL.
+      const to = ['s1@inbox.test', 's2@inbox.test', 'free@inbox.test', 'quote"d@inbox.test', "o'hara@inbox.test"];
+      const plain = email({ to });
+      const bulk = email({ to, bulk: true });
+      expect(await Promise.all(store.emails.acceptMany([plain, bulk], guards))).toEqual([{ kind: 'accepted' }, { kind: 'accepted' }]);
+      expect(await statuses(plain.id)).toEqual({
+        status: 'queued',
+        errorCode: null,
+        recipients: {
+          's1@inbox.test': 'failed',
+          's2@inbox.test': 'queued',
+          'free@inbox.test': 'queued',
+          'quote"d@inbox.test': 'queued',
+          "o'hara@inbox.test": 'queued',
+        },
+      });
+      expect((await statuses(bulk.id)).recipients).toMatchObject({ 's1@inbox.test': 'failed', 's2@inbox.test': 'failed', 'free@inbox.test': 'queued' });
+      // The email the caller passed is not changed: the store may judge it again (a group run again).
+      expect(plain.recipients.every((r) => r.status === undefined)).toBe(true);
+      // Every recipient suppressed: recorded as failed with the suppression's code, not counted against the quota.
+      const none = email({ to: ['s1@inbox.test', 's2@inbox.test'], bulk: true });
+      expect(await store.emails.accept(none, guards)).toEqual({ kind: 'suppressed' });
+      expect(await statuses(none.id)).toEqual({
+        status: 'failed',
+        errorCode: 'RECIPIENT_IN_SUPPRESSION_LIST',
+        recipients: { 's1@inbox.test': 'failed', 's2@inbox.test': 'failed' },
+      });
+      expect(await store.analytics.usage(projectId, now)).toEqual({ day: usage.day + 2, month: usage.month + 2 });
+      // An email refused already (its sender domain) keeps its own error, whoever its recipients are.
+      const refused = email({
+        to: ['s1@inbox.test'],
+        status: 'failed',
+        error: 'The sender domain acme.test is not verified',
+        errorCode: 'DOMAIN_NOT_VERIFIED',
+        recipients: [{ address: 's1@inbox.test', kind: 'to', status: 'failed' }],
+      });
+      expect(await store.emails.accept(refused, guards)).toEqual({ kind: 'accepted' });
+      expect(await statuses(refused.id)).toEqual({ status: 'failed', errorCode: 'DOMAIN_NOT_VERIFIED', recipients: { 's1@inbox.test': 'failed' } });
+      // Without the guard (the platform's refused mail, a released schedule) nothing is looked up.
+      const unguarded = email({ to: ['s1@inbox.test'] });
+      expect(await store.emails.accept(unguarded)).toEqual({ kind: 'accepted' });
+      expect((await statuses(unguarded.id)).recipients).toEqual({ 's1@inbox.test': 'queued' });
+      // Another project's list does not apply.
+      const otherProjectId = `prj_${crypto.randomUUID().slice(0, 8)}`;
+      await store.projects.create({ id: otherProjectId, slug: otherProjectId, name: 'Other', plan: 'free', createdAt: now }, []);
+      const other = email({ to: ['s1@inbox.test'], projectId: otherProjectId });
+      expect(await store.emails.accept(other, guards)).toEqual({ kind: 'accepted' });
     });
 
     it('gateway events applied twice are counted once, and the cursor survives a reopen', async () => {
