@@ -9,7 +9,7 @@ import { uuidv7 } from '../../core/ids.js';
 import type { Config } from '../../core/config.js';
 import type { Caller } from '../api-keys/authenticate.js';
 import type { Acceptance, AcceptGuards, NewEmail, Store } from '../store/index.js';
-import { refusalError, type BulkRules, type Quota } from './rules.js';
+import { refusalError } from './rules.js';
 import { limitsOf, requireSubscription } from '../plans.js';
 import { canonical, domainOf, parseMailbox } from '../../common/address.js';
 import { sendRequestSchema } from './schema.js';
@@ -172,7 +172,7 @@ export class MailPipeline {
   /**
    * The ingestion checks, in the order the README's "How an email travels" gives, after key and scope: plan, pause,
    * sender domain. Throws refusals that record nothing; returns the ones the spec calls `failed` (the email is
-   * recorded with that status). Suppression and the quota follow, in the insert's transaction (ACCEPT_GUARDS).
+   * recorded with that status). Suppression and the quota follow, in the insert's transaction (AcceptGuards).
    */
   private async judge(caller: Caller, email: NewEmail, system: boolean): Promise<ApiError | undefined> {
     if (system) return undefined;
@@ -195,32 +195,26 @@ export class MailPipeline {
     return email;
   }
 
-  /** What a scheduled email of this project is judged by when it leaves (control/mail/scheduler.ts). */
+  /** What a scheduled email of this project is judged by when it leaves (control/mail/scheduler.ts): judged for suppressions when accepted. */
   guardsOf(project: Caller['project']): AcceptGuards {
-    return this.guards({ project } as Caller, false);
-  }
-
-  /** The plan limits and bulk rules the store judges in the insert's transaction; the platform's own mail has none. */
-  private guards(caller: Caller, system: boolean): AcceptGuards {
-    const quota = this.quota(caller, system);
-    const bulk = this.bulkRules(system);
-    return { ...(quota ? { quota } : {}), ...(bulk ? { bulk } : {}) };
-  }
-
-  private quota(caller: Caller, system: boolean): Quota | undefined {
-    if (system) return undefined;
-    const l = limitsOf(caller.project, this.config);
-    return { daily: l.dailyQuota, monthly: l.monthlyQuota };
+    return this.guards(project, false, false);
   }
 
   /**
-   * Bulk mail's own ingestion rules (spec: bulk rule 3, pacing rules 4 and 5): the
-   * same-subject daily limit (429 BULK_LIMIT_EXCEEDED) and the volume-spike hold. The
-   * store applies them in the insert's transaction, so concurrent sends cannot overshoot.
+   * What the store judges in the insert's transaction: suppressions (a new email), the plan's quota and
+   * bulk mail's own rules (spec: bulk rule 3, pacing rules 4 and 5: the same-subject daily limit, 429
+   * BULK_LIMIT_EXCEEDED, and the volume-spike hold), so concurrent sends cannot overshoot. The platform's
+   * own mail has no quota nor bulk rules. Built as one literal: it is asked for every email.
    */
-  private bulkRules(system: boolean): BulkRules | undefined {
-    if (system) return undefined;
-    return { subjectLimit: this.config.pacing.sameSubjectDailyLimit, spike: this.config.pacing.volumeSpike };
+  private guards(project: Caller['project'], system: boolean, suppressions: boolean): AcceptGuards {
+    if (system) return { suppressions };
+    const l = limitsOf(project, this.config);
+    const { sameSubjectDailyLimit, volumeSpike } = this.config.pacing;
+    return {
+      suppressions,
+      quota: { daily: l.dailyQuota, monthly: l.monthlyQuota },
+      bulk: { subjectLimit: sameSubjectDailyLimit, spike: volumeSpike },
+    };
   }
 
   /** `id`: the id an idempotency key reserved for this email (control/mail/idempotency.ts); a new one otherwise. */
@@ -259,7 +253,7 @@ export class MailPipeline {
       await this.store.emails.accept(this.failed(email, refusal));
       throw new ApiError(refusal.code, refusal.message, { id: email.id });
     }
-    const accepted = await this.store.emails.accept(email, { suppressions: true, ...this.guards(caller, system) });
+    const accepted = await this.store.emails.accept(email, this.guards(caller.project, system, true));
     if (accepted.kind !== 'accepted') throw refusalError(accepted, email.id);
     if (email.status === 'queued') this.dispatcher.wake();
     return { id: email.id, status: email.status === 'scheduled' ? 'scheduled' : 'queued' };
@@ -290,7 +284,7 @@ export class MailPipeline {
 
   /** Accepts several emails, each judged on its own; one commit for all. */
   async sendMany(caller: Caller, reqs: unknown[], opts: { ids?: string[] } = {}): Promise<Array<Accepted | ApiError>> {
-    const guards = { suppressions: true, ...this.guards(caller, false) };
+    const guards = this.guards(caller.project, false, true);
     // An unreachable store fails the whole batch (503): a 202 must mean what it answers was stored.
     const own = (err: unknown): ApiError => {
       if (err instanceof ApiError && !(err instanceof StoreUnavailableError)) return err;
