@@ -56,11 +56,16 @@ export class PgDeliveryLog implements DeliveryLog {
       const cursor = (await tx.query<{ seq: number }>('SELECT seq FROM gateway_cursors WHERE gateway = $1', [gateway])).rows[0]?.seq ?? 0;
       const fanout = new Fanout(tx, this.hooks);
       const applied: AppliedEvent[] = [];
+      const emails = await this.lock(
+        tx,
+        events.filter((ev) => ev.seq > cursor && ev.emailId).map((ev) => ev.emailId),
+      );
       let last = cursor;
       for (const ev of events) {
         if (ev.seq <= cursor) continue;
         last = Math.max(last, ev.seq);
-        const a = ev.emailId ? await this.applyOne(tx, fanout, ev) : undefined;
+        const email = emails.get(ev.emailId);
+        const a = email ? await this.applyOne(tx, fanout, ev, email) : undefined;
         if (a) applied.push(a);
       }
       if (last > cursor) {
@@ -74,17 +79,24 @@ export class PgDeliveryLog implements DeliveryLog {
     }, events.length);
   }
 
-  private async applyOne(tx: Tx, fanout: Fanout, ev: GatewayEvent): Promise<AppliedEvent | undefined> {
-    const email = (
-      await tx.query<LockedEmail>(
-        `SELECT e.project_id, e.status, e.bulk, e.reached, e.from_addr, e.subject, e.created_at,
-           COALESCE((SELECT json_agg(json_build_object('address', r.address, 'status', r.status) ORDER BY r.position)
-             FROM email_recipients r WHERE r.email_id = e.id), '[]') AS recipients
-         FROM emails e WHERE e.id = $1 FOR UPDATE OF e`,
-        [ev.emailId],
-      )
-    ).rows[0];
-    if (!email) return undefined;
+  /**
+   * The chunk's emails with their recipients, locked in one statement and in id order (a fixed order:
+   * two nodes applying the same run cannot deadlock). One round trip for the chunk instead of one per
+   * event; applyOne keeps each email's state as it writes it, for the chunk's later events.
+   */
+  private async lock(tx: Tx, ids: string[]): Promise<Map<string, LockedEmail>> {
+    if (!ids.length) return new Map();
+    const r = await tx.query<LockedEmail & { id: string }>(
+      `SELECT e.id, e.project_id, e.status, e.bulk, e.reached, e.from_addr, e.subject, e.created_at,
+         COALESCE((SELECT json_agg(json_build_object('address', r.address, 'status', r.status) ORDER BY r.position)
+           FROM email_recipients r WHERE r.email_id = e.id), '[]') AS recipients
+       FROM emails e WHERE e.id = ANY($1::text[]) ORDER BY e.id FOR UPDATE OF e`,
+      [[...new Set(ids)]],
+    );
+    return new Map(r.rows.map((row) => [row.id, row]));
+  }
+
+  private async applyOne(tx: Tx, fanout: Fanout, ev: GatewayEvent, email: LockedEmail): Promise<AppliedEvent | undefined> {
     const projectId = email.project_id;
     const recipients = email.recipients;
     if (ev.recipientIndex !== undefined && !ev.recipient) {
@@ -142,6 +154,8 @@ export class PgDeliveryLog implements DeliveryLog {
       });
     }
     await tx.query('UPDATE emails SET status = $1, updated_at = $2, reached = $3 WHERE id = $4', [emailStatus, ev.at, reached, ev.emailId]);
+    email.status = emailStatus;
+    email.reached = reached;
     return { ...ev, emailStatus, projectId };
   }
 }
