@@ -247,6 +247,28 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
       expect(counts).toEqual({ queued: 1, sending: 1, sent: 1 });
     });
 
+    it('several events of one email in one run: each sees the state the one before left, the status is counted once', async () => {
+      const e = email({ to: ['a@inbox.test', 'b@inbox.test'] });
+      await store.emails.accept(e);
+      const ev = (seq: number, type: string, recipient: string): GatewayEvent => ({
+        seq,
+        emailId: e.id,
+        type,
+        recipient,
+        at: now + seq,
+        attempt: 1,
+        details: {},
+      });
+      // Both recipients start sending (the email stays sending), then both are sent.
+      const run = [ev(1, 'sending', 'a@inbox.test'), ev(2, 'sending', 'b@inbox.test'), ev(3, 'sent', 'a@inbox.test'), ev(4, 'sent', 'b@inbox.test')];
+      expect((await store.deliveryLog.apply('gw-run', run)).map((a) => a.emailStatus)).toEqual(['sending', 'sending', 'sending', 'sent']);
+      const stored = await store.emails.get(projectId, e.id);
+      expect(stored?.email.status).toBe('sent');
+      expect(Object.fromEntries(stored!.recipients.map((r) => [r.address, r.status]))).toEqual({ 'a@inbox.test': 'sent', 'b@inbox.test': 'sent' });
+      const counts = Object.fromEntries((await store.analytics.daily(projectId, '0000-00-00', '9999-99-99')).map((r) => [r.status, r.count]));
+      expect(counts).toEqual({ queued: 1, sending: 1, sent: 1 });
+    });
+
     describe('scheduled emails and listing', () => {
       const later = now + 3600_000;
       const scheduled = (o: Partial<NewEmail> = {}) => email({ status: 'scheduled', scheduledAt: later, ...o });
