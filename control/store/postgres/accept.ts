@@ -17,6 +17,8 @@ import { addCounts, Fanout, type WebhookCache } from './fanout.js';
 interface Job {
   e: NewEmail;
   guards: AcceptGuards;
+  /** Every recipient was suppressed: `e` is recorded as failed (set by suppress). */
+  suppressed?: boolean;
   resolve: (a: Acceptance) => void;
   reject: (err: unknown) => void;
 }
@@ -176,14 +178,10 @@ export class Acceptor {
     });
   }
 
-  /**
-   * The jobs as the projects' suppression lists leave them (those whose guards ask), from one
-   * query for the whole group; `suppressed`: the ones every recipient of which is suppressed.
-   */
-  private async suppress(tx: Tx, jobs: Job[]): Promise<{ jobs: Job[]; suppressed: Set<Job> }> {
+  /** The jobs as the projects' suppression lists leave them (those whose guards ask), from one query for the whole group. */
+  private async suppress(tx: Tx, jobs: Job[]): Promise<Job[]> {
     const asked = jobs.filter((j) => j.guards.suppressions);
-    const suppressed = new Set<Job>();
-    if (!asked.length) return { jobs, suppressed };
+    if (!asked.length) return jobs;
     const pairs = asked.flatMap((j) => j.e.recipients.map((r) => [j.e.projectId, r.address] as const));
     const r = await tx.query<{ project_id: string; address: string; scope: string }>(
       `SELECT project_id, address, scope FROM suppressions
@@ -191,20 +189,15 @@ export class Acceptor {
       [pairs.map((p) => p[0]), pairs.map((p) => p[1])],
     );
     const scopes = new Map(r.rows.map((x) => [`${x.project_id}|${x.address}`, x.scope]));
-    return {
-      jobs: jobs.map((j) => {
-        if (!j.guards.suppressions) return j;
-        const judged = judgeSuppressions(j.e, (address) => scopes.get(`${j.e.projectId}|${address}`));
-        const job = { ...j, e: judged.email };
-        if (judged.suppressed) suppressed.add(job);
-        return job;
-      }),
-      suppressed,
-    };
+    return jobs.map((j) => {
+      if (!j.guards.suppressions) return j;
+      const judged = judgeSuppressions(j.e, (address) => scopes.get(`${j.e.projectId}|${address}`));
+      return { ...j, e: judged.email, suppressed: judged.suppressed };
+    });
   }
 
   private async group(tx: Tx, sent: Job[], write: (tx: Tx, accepted: Judged[]) => Promise<void> = (t, a) => this.record(t, a)): Promise<Acceptance[]> {
-    const { jobs, suppressed } = await this.suppress(tx, sent);
+    const jobs = await this.suppress(tx, sent);
     const queued = (j: Job) => j.e.status === 'queued';
     const quotaJobs = jobs.filter((j) => j.guards.quota && queued(j));
     const bulkJobs = jobs.filter((j) => j.guards.bulk && j.e.bulk && queued(j));
@@ -300,7 +293,7 @@ export class Acceptor {
         add(monthDelta, [e.projectId, today.slice(0, 7)], 1);
       }
       accepted.push(bulk?.held ? { e, held: bulk.held } : { e });
-      outcomes.push(suppressed.has(j) ? { kind: 'suppressed' } : bulk?.held ? { kind: 'accepted', held: bulk.held } : { kind: 'accepted' });
+      outcomes.push(j.suppressed ? { kind: 'suppressed' } : bulk?.held ? { kind: 'accepted', held: bulk.held } : { kind: 'accepted' });
     }
 
     if (accepted.length) await write(tx, accepted);
