@@ -2,13 +2,16 @@
 // gateway's stream, so the same run may be applied by several nodes at once: an event is
 // recorded by whichever inserts it first (unique key, ON CONFLICT DO NOTHING), and only
 // that node moves its recipients and email through the status machine
-// (common/status.ts), counts the status and queues webhooks. The email row is locked
-// first, so two nodes applying the same run take turns per email. The cursor only moves
-// forward (GREATEST), in the same transaction.
+// (common/status.ts), counts the status and queues webhooks. The email rows are locked
+// first, so two nodes applying the same run take turns per email. A chunk of events is
+// written set-based: its events in one insert, then the end state of its recipients,
+// emails and suppressions in one statement each (a round trip per table, not three per
+// event). The cursor only moves forward (GREATEST), in the same transaction.
 import { emailStatusOf, recipientStatusAfter } from '../../../common/status.js';
 import type { AppliedEvent, DeliveryLog, GatewayEvent } from '../index.js';
 import type { PgDb, Tx } from './db.js';
 import { Fanout, type WebhookCache } from './fanout.js';
+import { columnsOf } from './rows.js';
 
 interface LockedEmail {
   project_id: string;
@@ -54,26 +57,30 @@ export class PgDeliveryLog implements DeliveryLog {
   private applyChunk(gateway: string, events: GatewayEvent[]): Promise<AppliedEvent[]> {
     return this.db.tx(async (tx) => {
       const cursor = (await tx.query<{ seq: number }>('SELECT seq FROM gateway_cursors WHERE gateway = $1', [gateway])).rows[0]?.seq ?? 0;
-      const fanout = new Fanout(tx, this.hooks);
-      const applied: AppliedEvent[] = [];
+      const fresh = events.filter((ev) => ev.seq > cursor);
+      if (!fresh.length) return [];
       const emails = await this.lock(
         tx,
-        events.filter((ev) => ev.seq > cursor && ev.emailId).map((ev) => ev.emailId),
+        fresh.filter((ev) => ev.emailId).map((ev) => ev.emailId),
       );
-      let last = cursor;
-      for (const ev of events) {
-        if (ev.seq <= cursor) continue;
-        last = Math.max(last, ev.seq);
+      const named = fresh.filter((ev) => {
         const email = emails.get(ev.emailId);
-        const a = email ? await this.applyOne(tx, fanout, ev, email) : undefined;
-        if (a) applied.push(a);
+        return email !== undefined && nameRecipient(ev, email);
+      });
+      const recorded = await this.record(tx, named);
+      const fanout = new Fanout(tx, this.hooks);
+      const writes = new ChunkWrites();
+      const applied: AppliedEvent[] = [];
+      for (const ev of named) {
+        // Only the first of the chunk's events with a key is new; the rest repeat it.
+        if (!recorded.delete(eventKey(ev))) continue;
+        applied.push(await this.applyOne(tx, fanout, writes, ev, emails.get(ev.emailId)!));
       }
-      if (last > cursor) {
-        await tx.query(
-          'INSERT INTO gateway_cursors (gateway, seq) VALUES ($1, $2) ON CONFLICT (gateway) DO UPDATE SET seq = GREATEST(gateway_cursors.seq, excluded.seq)',
-          [gateway, last],
-        );
-      }
+      await writes.flush(tx);
+      await tx.query(
+        'INSERT INTO gateway_cursors (gateway, seq) VALUES ($1, $2) ON CONFLICT (gateway) DO UPDATE SET seq = GREATEST(gateway_cursors.seq, excluded.seq)',
+        [gateway, Math.max(...fresh.map((ev) => ev.seq))],
+      );
       await fanout.flush();
       return applied;
     }, events.length);
@@ -82,7 +89,7 @@ export class PgDeliveryLog implements DeliveryLog {
   /**
    * The chunk's emails with their recipients, locked in one statement and in id order (a fixed order:
    * two nodes applying the same run cannot deadlock). One round trip for the chunk instead of one per
-   * event; applyOne keeps each email's state as it writes it, for the chunk's later events.
+   * event; applyOne keeps each email's state as it changes it, for the chunk's later events.
    */
   private async lock(tx: Tx, ids: string[]): Promise<Map<string, LockedEmail>> {
     if (!ids.length) return new Map();
@@ -96,46 +103,42 @@ export class PgDeliveryLog implements DeliveryLog {
     return new Map(r.rows.map((row) => [row.id, row]));
   }
 
-  private async applyOne(tx: Tx, fanout: Fanout, ev: GatewayEvent, email: LockedEmail): Promise<AppliedEvent | undefined> {
-    const projectId = email.project_id;
-    const recipients = email.recipients;
-    if (ev.recipientIndex !== undefined && !ev.recipient) {
-      if (ev.soleRecipient && recipients.length !== 1) return undefined;
-      const named = recipients[ev.recipientIndex];
-      if (!named) return undefined;
-      ev.recipient = named.address;
-    }
-    const inserted = await tx.query(
-      `INSERT INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES ($1, $2, $3, $4, $5, $6, $7)
-       ON CONFLICT DO NOTHING RETURNING id`,
-      [ev.emailId, ev.type, ev.recipient, ev.attempt, ev.at, JSON.stringify(ev.details), ev.dedupe ?? ''],
+  /** Inserts the chunk's events in one statement; the keys of those that were not recorded before. */
+  private async record(tx: Tx, events: GatewayEvent[]): Promise<Set<string>> {
+    if (!events.length) return new Set();
+    const r = await tx.query<EventKey>(
+      `INSERT INTO email_events (email_id, type, recipient, attempt, at, details, dedupe)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::jsonb[], $7::text[])
+       ON CONFLICT DO NOTHING RETURNING email_id, type, recipient, attempt, dedupe`,
+      [
+        events.map((ev) => ev.emailId),
+        events.map((ev) => ev.type),
+        events.map((ev) => ev.recipient),
+        events.map((ev) => ev.attempt),
+        events.map((ev) => ev.at),
+        events.map((ev) => JSON.stringify(ev.details) ?? null),
+        events.map((ev) => ev.dedupe ?? ''),
+      ],
     );
-    if (!inserted.rowCount) return undefined;
-    for (const r of recipients) {
+    return new Set(
+      r.rows.map((row) => eventKey({ emailId: row.email_id, type: row.type, recipient: row.recipient, attempt: row.attempt, dedupe: row.dedupe })),
+    );
+  }
+
+  /** Moves the email and its recipients through the status machine (in memory; `writes` writes the end state). */
+  private async applyOne(tx: Tx, fanout: Fanout, writes: ChunkWrites, ev: GatewayEvent, email: LockedEmail): Promise<AppliedEvent> {
+    const projectId = email.project_id;
+    for (const r of email.recipients) {
       if (ev.recipient && r.address !== ev.recipient) continue;
       // Unsubscribes, and complaints about bulk mail, stop the project's bulk mail to the address.
-      if (ev.type === 'unsubscribed' || (ev.type === 'complained' && email.bulk)) {
-        await tx.query(
-          `INSERT INTO suppressions (project_id, address, reason, scope, email_id, created_at) VALUES ($1, $2, $3, 'bulk', $4, $5)
-           ON CONFLICT (project_id, address) DO NOTHING`,
-          [projectId, r.address, ev.type, ev.emailId, ev.at],
-        );
-      }
+      if (ev.type === 'unsubscribed' || (ev.type === 'complained' && email.bulk)) writes.suppress(projectId, r.address, ev.type, 'bulk', ev.emailId, ev.at);
       const next = recipientStatusAfter(r.status, ev.type);
       if (!next) continue;
       r.status = next;
-      await tx.query('UPDATE email_recipients SET status = $1, updated_at = $2 WHERE email_id = $3 AND address = $4', [next, ev.at, ev.emailId, r.address]);
-      if (next === 'bounced') {
-        await tx.query(
-          `INSERT INTO suppressions (project_id, address, reason, scope, email_id, created_at) VALUES ($1, $2, 'bounced', 'all', $3, $4)
-           ON CONFLICT (project_id, address) DO UPDATE SET scope = 'all', reason = excluded.reason, email_id = excluded.email_id, created_at = excluded.created_at
-           WHERE suppressions.scope <> 'all'`,
-          [projectId, r.address, ev.emailId, ev.at],
-        );
-      }
+      writes.recipient(ev.emailId, r.address, next, ev.at);
+      if (next === 'bounced') writes.suppress(projectId, r.address, 'bounced', 'all', ev.emailId, ev.at);
     }
-    const emailStatus = emailStatusOf(recipients.map((r) => r.status));
-    let reached = email.reached;
+    const emailStatus = emailStatusOf(email.recipients.map((r) => r.status));
     if (emailStatus !== email.status || ev.type === 'deferred') {
       const source = {
         id: ev.emailId,
@@ -145,7 +148,7 @@ export class PgDeliveryLog implements DeliveryLog {
         createdAt: email.created_at,
         request: async () => (await tx.query<{ request: string }>('SELECT request FROM emails WHERE id = $1', [ev.emailId])).rows[0]!.request,
       };
-      reached = await fanout.reach(source, reached, emailStatus, ev.at, {
+      email.reached = await fanout.reach(source, email.reached, emailStatus, ev.at, {
         type: ev.type,
         at: ev.at,
         ...(ev.recipient ? { recipient: ev.recipient } : {}),
@@ -153,9 +156,91 @@ export class PgDeliveryLog implements DeliveryLog {
         ...ev.details,
       });
     }
-    await tx.query('UPDATE emails SET status = $1, updated_at = $2, reached = $3 WHERE id = $4', [emailStatus, ev.at, reached, ev.emailId]);
     email.status = emailStatus;
-    email.reached = reached;
+    writes.email(ev.emailId, emailStatus, ev.at, email.reached);
     return { ...ev, emailStatus, projectId };
+  }
+}
+
+interface EventKey {
+  email_id: string;
+  type: string;
+  recipient: string;
+  attempt: number;
+  dedupe: string;
+}
+
+/** The unique key of email_events: an event with the key of one recorded before repeats it. */
+const eventKey = (ev: Pick<GatewayEvent, 'emailId' | 'type' | 'recipient' | 'attempt' | 'dedupe'>): string =>
+  JSON.stringify([ev.emailId, ev.type, ev.recipient, ev.attempt, ev.dedupe ?? '']);
+
+/** Names the recipient of a report that gave its position; false when the email has no such recipient. */
+function nameRecipient(ev: GatewayEvent, email: LockedEmail): boolean {
+  if (ev.recipientIndex === undefined || ev.recipient) return true;
+  if (ev.soleRecipient && email.recipients.length !== 1) return false;
+  const named = email.recipients[ev.recipientIndex];
+  if (!named) return false;
+  ev.recipient = named.address;
+  return true;
+}
+
+/**
+ * What a chunk's events change, kept as the end state and written in one statement per table (the
+ * same rows the events, applied one by one, would have left): a recipient's and an email's last
+ * status; suppressions in the order the events gave them, each address once per kind (a bounce's
+ * scope `all` overrides an unsubscribe's `bulk` whichever came first).
+ */
+class ChunkWrites {
+  private readonly recipients = new Map<string, [string, string, string, number]>();
+  private readonly emails = new Map<string, [string, string, number, string]>();
+  private readonly bulk = new Map<string, [string, string, string, string, number]>();
+  private readonly all = new Map<string, [string, string, string, string, number]>();
+
+  recipient(emailId: string, address: string, status: string, at: number): void {
+    this.recipients.set(JSON.stringify([emailId, address]), [emailId, address, status, at]);
+  }
+
+  email(id: string, status: string, at: number, reached: string): void {
+    this.emails.set(id, [id, status, at, reached]);
+  }
+
+  suppress(projectId: string, address: string, reason: string, scope: 'bulk' | 'all', emailId: string, at: number): void {
+    const list = scope === 'all' ? this.all : this.bulk;
+    const key = JSON.stringify([projectId, address]);
+    if (!list.has(key)) list.set(key, [projectId, address, reason, emailId, at]);
+  }
+
+  async flush(tx: Tx): Promise<void> {
+    if (this.bulk.size) {
+      await tx.query(
+        `INSERT INTO suppressions (project_id, address, reason, scope, email_id, created_at)
+         SELECT p, a, r, 'bulk', e, at FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) AS x(p, a, r, e, at)
+         ON CONFLICT (project_id, address) DO NOTHING`,
+        columnsOf(this.bulk.values(), 5),
+      );
+    }
+    if (this.all.size) {
+      await tx.query(
+        `INSERT INTO suppressions (project_id, address, reason, scope, email_id, created_at)
+         SELECT p, a, r, 'all', e, at FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[]) AS x(p, a, r, e, at)
+         ON CONFLICT (project_id, address) DO UPDATE SET scope = 'all', reason = excluded.reason, email_id = excluded.email_id, created_at = excluded.created_at
+         WHERE suppressions.scope <> 'all'`,
+        columnsOf(this.all.values(), 5),
+      );
+    }
+    if (this.recipients.size) {
+      await tx.query(
+        `UPDATE email_recipients r SET status = x.s, updated_at = x.at
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS x(e, a, s, at) WHERE r.email_id = x.e AND r.address = x.a`,
+        columnsOf(this.recipients.values(), 4),
+      );
+    }
+    if (this.emails.size) {
+      await tx.query(
+        `UPDATE emails m SET status = x.s, updated_at = x.at, reached = x.r
+         FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS x(id, s, at, r) WHERE m.id = x.id`,
+        columnsOf(this.emails.values(), 4),
+      );
+    }
   }
 }

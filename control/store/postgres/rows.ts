@@ -10,3 +10,10 @@ export const RECIPIENTS_SQL = 'SELECT address, kind, status, updated_at FROM ema
 
 /** The database's clock in epoch ms: one clock for every node's claims. */
 export const DB_NOW = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
+
+/** Rows as the arrays `unnest($1::…[], $2::…[], …)` reads: one array per column, of `n` columns. */
+export function columnsOf(rows: Iterable<readonly unknown[]>, n: number): unknown[][] {
+  const out: unknown[][] = Array.from({ length: n }, () => []);
+  for (const row of rows) for (let i = 0; i < n; i++) out[i]!.push(row[i]);
+  return out;
+}

@@ -269,6 +269,72 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
       expect(counts).toEqual({ queued: 1, sending: 1, sent: 1 });
     });
 
+    it('one run mixing repeats, reports by position and suppressions leaves what the events one by one would', async () => {
+      const a = email({ to: ['x@inbox.test', 'y@inbox.test'], bulk: true });
+      const b = email({ to: ['x@inbox.test'] });
+      const c = email({ to: ['y@inbox.test'] });
+      for (const e of [a, b, c]) await store.emails.accept(e);
+      const ev = (seq: number, emailId: string, type: string, recipient: string, o: Partial<GatewayEvent> = {}): GatewayEvent => ({
+        seq,
+        emailId,
+        type,
+        recipient,
+        at: now + seq,
+        attempt: 1,
+        details: {},
+        ...o,
+      });
+      const run = [
+        ev(1, a.id, 'sent', 'x@inbox.test'),
+        // The same outcome again in the same run: recorded once.
+        ev(2, a.id, 'sent', 'x@inbox.test'),
+        // A report naming its recipient by position (an unsubscribe of a's second recipient).
+        ev(3, a.id, 'unsubscribed', '', { recipientIndex: 1 }),
+        // x bounces in two emails of the run: suppressed once, scope all, by the first bounce.
+        ev(4, b.id, 'bounced', 'x@inbox.test'),
+        ev(5, a.id, 'bounced', 'x@inbox.test', { attempt: 2 }),
+        // y, unsubscribed from bulk mail above, then bounces: its scope becomes all.
+        ev(6, c.id, 'bounced', 'y@inbox.test'),
+        // A position the email does not have, and an email that does not exist: skipped.
+        ev(7, b.id, 'unsubscribed', '', { recipientIndex: 4 }),
+        ev(8, uuidv7(now), 'sent', 'x@inbox.test'),
+      ];
+      const applied = await store.deliveryLog.apply('gw-mix', run);
+      expect(applied.map((x) => [x.seq, x.emailStatus])).toEqual([
+        [1, 'sending'],
+        [3, 'sending'],
+        [4, 'bounced'],
+        [5, 'sending'],
+        [6, 'bounced'],
+      ]);
+      expect(applied[1]?.recipient).toBe('y@inbox.test');
+      expect(await store.deliveryLog.cursor('gw-mix')).toBe(8);
+      const recipients = async (id: string) => Object.fromEntries((await store.emails.get(projectId, id))!.recipients.map((r) => [r.address, r.status]));
+      expect(await recipients(a.id)).toEqual({ 'x@inbox.test': 'bounced', 'y@inbox.test': 'queued' });
+      expect(await recipients(b.id)).toEqual({ 'x@inbox.test': 'bounced' });
+      expect(await recipients(c.id)).toEqual({ 'y@inbox.test': 'bounced' });
+      const stored = await store.emails.get(projectId, a.id);
+      expect(stored?.email.status).toBe('sending');
+      expect(stored?.events.map((x) => `${x.type}:${x.recipient}`)).toEqual([
+        'queued:',
+        'sent:x@inbox.test',
+        'unsubscribed:y@inbox.test',
+        'bounced:x@inbox.test',
+      ]);
+      const suppressions = (await store.suppressions.list(projectId)).map((s) => [s.address, s.scope, s.reason, s.emailId]).sort();
+      expect(suppressions).toEqual([
+        ['x@inbox.test', 'all', 'bounced', b.id],
+        ['y@inbox.test', 'all', 'bounced', c.id],
+      ]);
+      // Applied again, nothing changes.
+      expect(
+        await store.deliveryLog.apply(
+          'gw-mix',
+          run.map((x) => ({ ...x, seq: x.seq + 10 })),
+        ),
+      ).toEqual([]);
+    });
+
     describe('scheduled emails and listing', () => {
       const later = now + 3600_000;
       const scheduled = (o: Partial<NewEmail> = {}) => email({ status: 'scheduled', scheduledAt: later, ...o });
