@@ -87,20 +87,28 @@ export class PgDeliveryLog implements DeliveryLog {
   }
 
   /**
-   * The chunk's emails with their recipients, locked in one statement and in id order (a fixed order:
-   * two nodes applying the same run cannot deadlock). One round trip for the chunk instead of one per
-   * event; applyOne keeps each email's state as it changes it, for the chunk's later events.
+   * The chunk's emails, locked in id order (a fixed order: two nodes applying the same run cannot
+   * deadlock), then their recipients read in a statement of its own: under READ COMMITTED a
+   * statement reads what was committed when it began, so recipients read by the statement that
+   * waited for the lock would miss what the node holding it wrote. Two round trips for the chunk
+   * instead of one per event; applyOne keeps each email's state as it changes it, for the chunk's
+   * later events.
    */
   private async lock(tx: Tx, ids: string[]): Promise<Map<string, LockedEmail>> {
     if (!ids.length) return new Map();
-    const r = await tx.query<LockedEmail & { id: string }>(
-      `SELECT e.id, e.project_id, e.status, e.bulk, e.reached, e.from_addr, e.subject, e.created_at,
-         COALESCE((SELECT json_agg(json_build_object('address', r.address, 'status', r.status) ORDER BY r.position)
-           FROM email_recipients r WHERE r.email_id = e.id), '[]') AS recipients
-       FROM emails e WHERE e.id = ANY($1::text[]) ORDER BY e.id FOR UPDATE OF e`,
-      [[...new Set(ids)]],
+    const unique = [...new Set(ids)];
+    const locked = await tx.query<Omit<LockedEmail, 'recipients'> & { id: string }>(
+      `SELECT id, project_id, status, bulk, reached, from_addr, subject, created_at
+       FROM emails WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
+      [unique],
     );
-    return new Map(r.rows.map((row) => [row.id, row]));
+    const emails = new Map<string, LockedEmail>(locked.rows.map((row) => [row.id, { ...row, recipients: [] }]));
+    const recipients = await tx.query<{ email_id: string; address: string; status: string }>(
+      'SELECT email_id, address, status FROM email_recipients WHERE email_id = ANY($1::text[]) ORDER BY email_id, position',
+      [unique],
+    );
+    for (const r of recipients.rows) emails.get(r.email_id)?.recipients.push({ address: r.address, status: r.status });
+    return emails;
   }
 
   /** Inserts the chunk's events in one statement; the keys of those that were not recorded before. */

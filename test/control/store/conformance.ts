@@ -874,6 +874,35 @@ export function describeSeveralNodes(name: string, open: () => Promise<NodesFixt
       expect(await a.deliveryLog.cursor('gw')).toBe(2);
     });
 
+    it('two nodes applying different events of one email at once: the one that waited sees what the other wrote', async () => {
+      // Each node's run names another recipient; whichever locks the email second must read the
+      // first's recipient statuses as committed, or it leaves the email `sending` with both sent.
+      for (let i = 0; i < 5; i++) {
+        const e = email({
+          recipients: [
+            { address: 'x@inbox.test', kind: 'to' },
+            { address: 'y@inbox.test', kind: 'to' },
+          ],
+        });
+        await a.emails.accept(e);
+        const sent = (seq: number, recipient: string): GatewayEvent => ({
+          seq,
+          emailId: e.id,
+          type: 'sent',
+          recipient,
+          at: now + seq,
+          attempt: 1,
+          details: {},
+        });
+        await Promise.all([a.deliveryLog.apply(`gw-x${i}`, [sent(1, 'x@inbox.test')]), b.deliveryLog.apply(`gw-y${i}`, [sent(1, 'y@inbox.test')])]);
+        const stored = await a.emails.get(projectId, e.id);
+        expect(stored?.recipients.map((r) => r.status)).toEqual(['sent', 'sent']);
+        expect(stored?.email.status).toBe('sent');
+      }
+      const counts = Object.fromEntries((await a.analytics.daily(projectId, '0000-00-00', '9999-99-99')).map((r) => [r.status, r.count]));
+      expect(counts).toEqual({ queued: 5, sending: 5, sent: 5 });
+    });
+
     it('an idempotency key claimed from two nodes at once is won by one; the answer replays on both', async () => {
       const claim = (s: Store, id: string) =>
         s.idempotency.claim({ projectId, key: 'k', requestHash: 'h', emailIds: [id], now, expiresAt: now + 86_400_000, leaseUntil: now + 60_000 });
