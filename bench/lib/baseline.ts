@@ -7,9 +7,9 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** `body`: what the route answers (JSON text) instead of {"hello":"world"}. */
-export async function startHello(body?: string): Promise<{ proc: ChildProcess; url: string }> {
-  const env = body === undefined ? process.env : { ...process.env, HELLO_BODY: body };
+/** `body`: what the route answers (JSON text) instead of {"hello":"world"}; `raw`: node:http answers POST / (bench/lib/hello.ts). */
+export async function startHello(body?: string, raw = false): Promise<{ proc: ChildProcess; url: string }> {
+  const env = { ...process.env, ...(body === undefined ? {} : { HELLO_BODY: body }), ...(raw ? { HELLO_RAW: '1' } : {}) };
   const proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bench/lib/hello.ts')], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<string>((resolve, reject) => {
     proc.once('exit', (code) => reject(new Error(`hello-world exited (${code})`)));
