@@ -75,7 +75,7 @@ try {
   console.log('| server | requests/s | × hello-world | p50 ms | p99 ms | CPU µs/req | rounds (req/s) |');
   console.log('|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(`| ${r.name} | ${r.rps} | ${round(r.rps / anchor.rps, 2)} | ${r.p50} | ${r.p99} | ${r.cpuUs} | ${r.rounds.join(' ')} |`);
-  console.log(`\nfigures written to ${writeResult('post-route', { connections: CONNECTIONS, seconds: SECONDS, rows })}`);
+  console.log(`\nfigures written to ${writeResult('post-route', { generator: gen, connections: CONNECTIONS, seconds: SECONDS, rows })}`);
 } finally {
   await stopChild(fastify.proc);
   await stopChild(raw.proc);
