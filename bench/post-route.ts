@@ -15,11 +15,10 @@ import { prepare } from './lib/prepare.js';
 await prepare();
 
 const { startHello, stopChild } = await import('./lib/baseline.js');
-const { httpGenerator, httpLoad, describeGenerator } = await import('./lib/http-load.js');
-const { cpuMs } = await import('./lib/proc.js');
+const { httpGenerator, describeGenerator } = await import('./lib/http-load.js');
+const { alternate } = await import('./lib/rounds.js');
 const { writeResult } = await import('./lib/results.js');
 type HttpRequest = import('./lib/http-load.js').HttpRequest;
-type HttpRun = import('./lib/http-load.js').HttpRun;
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
 const ROUNDS = 5;
@@ -27,7 +26,6 @@ const WARMUP = 2;
 const CONNECTIONS = 32;
 const gen = httpGenerator();
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 // The body bench:send posts to /v1/emails.
 const body = JSON.stringify({
   from: 'Bench <bench@bench.test>',
@@ -40,34 +38,14 @@ const fastify = await startHello();
 const raw = await startHello(undefined, true);
 const post = (url: string): HttpRequest => ({ url: `${url}/`, method: 'POST', headers: { 'content-type': 'application/json' }, body });
 const targets = [
-  { name: 'hello-world GET', req: { url: `${fastify.url}/` }, pid: fastify.proc.pid! },
-  { name: 'Fastify POST', req: post(fastify.url), pid: fastify.proc.pid! },
-  { name: 'node:http POST', req: post(raw.url), pid: raw.proc.pid! },
+  { name: 'hello-world GET', req: { url: `${fastify.url}/` }, pids: () => [fastify.proc.pid!] },
+  { name: 'Fastify POST', req: post(fastify.url), pids: () => [fastify.proc.pid!] },
+  { name: 'node:http POST', req: post(raw.url), pids: () => [raw.proc.pid!] },
 ];
 
-async function run(t: (typeof targets)[number], seconds: number): Promise<HttpRun & { cpu: number }> {
-  const c0 = cpuMs([t.pid]);
-  const r = await httpLoad(gen, t.req, CONNECTIONS, seconds);
-  const cpu = cpuMs([t.pid]) - c0;
-  if (r.non2xx || r.errors) throw new Error(`${t.name}: ${r.non2xx} non-2xx, ${r.errors} errors`);
-  return { ...r, cpu };
-}
-
 try {
-  for (const t of targets) await run(t, WARMUP);
-  const results: Array<Array<HttpRun & { cpu: number }>> = targets.map(() => []);
-  for (let i = 0; i < ROUNDS; i++) for (const [j, t] of targets.entries()) results[j]!.push(await run(t, SECONDS / ROUNDS));
-  const rows = results.map((rs, j) => {
-    const requests = rs.reduce((n, r) => n + r.requests, 0);
-    return {
-      name: targets[j]!.name,
-      rps: round(requests / rs.reduce((n, r) => n + r.seconds, 0), 0),
-      p50: median(rs.map((r) => r.p50)),
-      p99: median(rs.map((r) => r.p99)),
-      cpuUs: round((rs.reduce((n, r) => n + r.cpu, 0) * 1000) / requests),
-      rounds: rs.map((r) => Math.round(r.rps)),
-    };
-  });
+  const figures = await alternate(gen, targets, { connections: CONNECTIONS, seconds: SECONDS, rounds: ROUNDS, warmup: WARMUP });
+  const rows = figures.map((f, j) => ({ name: targets[j]!.name, ...f, rps: round(f.rps, 0), cpuUs: round(f.cpuUs) }));
   const anchor = rows[0]!;
   console.log(
     `\nA POST that does nothing, next to the hello-world; load: ${describeGenerator(gen)}, ${CONNECTIONS} connections, ${SECONDS} s each in ${ROUNDS} alternating rounds\n`,

@@ -22,10 +22,9 @@ await prepare();
 
 const { startHello, stopChild } = await import('./lib/baseline.js');
 const { Stack } = await import('../test/helpers/stack.js');
-const { httpGenerator, httpLoad, describeGenerator } = await import('./lib/http-load.js');
-const { cpuMs } = await import('./lib/proc.js');
+const { httpGenerator, describeGenerator } = await import('./lib/http-load.js');
+const { alternate } = await import('./lib/rounds.js');
 const { writeResult } = await import('./lib/results.js');
-type HttpRun = import('./lib/http-load.js').HttpRun;
 type StackT = import('../test/helpers/stack.js').Stack;
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 10);
@@ -35,55 +34,7 @@ const CONNECTIONS = 50;
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 const gen = httpGenerator();
 
-interface Target {
-  name: string;
-  url: string;
-  headers?: Record<string, string>;
-  /** The server's processes (each with its descendants). */
-  pids: () => number[];
-}
-
-interface Figures {
-  rps: number;
-  p50: number;
-  p99: number;
-  /** Server CPU per request, µs. */
-  cpuUs: number;
-  rounds: number[];
-}
-
-async function run(t: Target, seconds: number): Promise<HttpRun & { cpu: number }> {
-  const c0 = cpuMs(t.pids());
-  const r = await httpLoad(gen, { url: t.url, headers: t.headers }, CONNECTIONS, seconds);
-  const cpu = cpuMs(t.pids()) - c0;
-  if (r.non2xx || r.errors) throw new Error(`${t.name}: ${r.non2xx} non-2xx, ${r.errors} errors`);
-  return { ...r, cpu };
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-/** Requests/s and CPU per request over all rounds; the median round's p50 and p99. */
-async function compare(targets: Target[]): Promise<Figures[]> {
-  for (const t of targets) await run(t, WARMUP);
-  const results: Array<Array<HttpRun & { cpu: number }>> = targets.map(() => []);
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const [i, t] of targets.entries()) results[i]!.push(await run(t, SECONDS / ROUNDS));
-  }
-  return results.map((rs, i) => {
-    const requests = rs.reduce((n, r) => n + r.requests, 0);
-    const f: Figures = {
-      rps: requests / rs.reduce((n, r) => n + r.seconds, 0),
-      p50: median(rs.map((r) => r.p50)),
-      p99: median(rs.map((r) => r.p99)),
-      cpuUs: (rs.reduce((n, r) => n + r.cpu, 0) * 1000) / requests,
-      rounds: rs.map((r) => Math.round(r.rps)),
-    };
-    log(
-      `${targets[i]!.name}: ${Math.round(f.rps)} req/s, p50 ${f.p50} ms, p99 ${f.p99} ms, ${Math.round(f.cpuUs)} µs CPU/req (rounds: ${f.rounds.join(' ')} req/s)`,
-    );
-    return f;
-  });
-}
+type Figures = import('./lib/rounds.js').RoundFigures;
 
 /** A signed-in user of a fresh project: its test key and session token (an email code read through the test key). */
 async function signedIn(stack: StackT): Promise<Record<string, string>> {
@@ -109,13 +60,18 @@ async function main(): Promise<void> {
     const answer = await fetch(`${stack.url}/api/v1/auth/session`, { headers });
     if (answer.status !== 200) throw new Error(`session check answered ${answer.status}`);
     same = await startHello(await answer.text());
-    figures = await compare([
-      { name: 'hello-world', url: `${hello.url}/`, pids: () => [hello.proc.pid!] },
-      { name: 'hello-world, same answer', url: `${same.url}/`, pids: () => [same!.proc.pid!] },
-      // Postgate's own trivial route (no key, no session): what the app costs before the auth API does anything.
-      { name: 'postgate GET /healthz', url: `${stack.url}/healthz`, pids: postgate },
-      { name: 'GET /api/v1/auth/session', url: `${stack.url}/api/v1/auth/session`, headers, pids: postgate },
-    ]);
+    figures = await alternate(
+      gen,
+      [
+        { name: 'hello-world', req: { url: `${hello.url}/` }, pids: () => [hello.proc.pid!] },
+        { name: 'hello-world, same answer', req: { url: `${same.url}/` }, pids: () => [same!.proc.pid!] },
+        // Postgate's own trivial route (no key, no session): what the app costs before the auth API does anything.
+        { name: 'postgate GET /healthz', req: { url: `${stack.url}/healthz` }, pids: postgate },
+        { name: 'GET /api/v1/auth/session', req: { url: `${stack.url}/api/v1/auth/session`, headers }, pids: postgate },
+      ],
+      { connections: CONNECTIONS, seconds: SECONDS, rounds: ROUNDS, warmup: WARMUP },
+      log,
+    );
   } finally {
     await stack.stop();
     await stopChild(hello.proc);
