@@ -10,5 +10,8 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // What a test waits for with expect.poll crosses processes (a browser, a stack): vitest's 1 s
+    // default failed a browser sign-in on a loaded CI machine.
+    expect: { poll: { timeout: 10_000 } },
   },
 });
