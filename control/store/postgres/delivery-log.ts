@@ -74,7 +74,7 @@ export class PgDeliveryLog implements DeliveryLog {
       for (const ev of named) {
         // Only the first of the chunk's events with a key is new; the rest repeat it.
         if (!recorded.delete(eventKey(ev))) continue;
-        applied.push(await this.applyOne(tx, fanout, writes, ev, emails.get(ev.emailId)!));
+        applied.push(await this.applyOne(fanout, writes, ev, emails.get(ev.emailId)!));
       }
       await writes.flush(tx);
       await tx.query(
@@ -134,7 +134,7 @@ export class PgDeliveryLog implements DeliveryLog {
   }
 
   /** Moves the email and its recipients through the status machine (in memory; `writes` writes the end state). */
-  private async applyOne(tx: Tx, fanout: Fanout, writes: ChunkWrites, ev: GatewayEvent, email: LockedEmail): Promise<AppliedEvent> {
+  private async applyOne(fanout: Fanout, writes: ChunkWrites, ev: GatewayEvent, email: LockedEmail): Promise<AppliedEvent> {
     const projectId = email.project_id;
     for (const r of email.recipients) {
       if (ev.recipient && r.address !== ev.recipient) continue;
@@ -148,14 +148,7 @@ export class PgDeliveryLog implements DeliveryLog {
     }
     const emailStatus = emailStatusOf(email.recipients.map((r) => r.status));
     if (emailStatus !== email.status || ev.type === 'deferred') {
-      const source = {
-        id: ev.emailId,
-        projectId,
-        from: email.from_addr,
-        subject: email.subject,
-        createdAt: email.created_at,
-        request: async () => (await tx.query<{ request: string }>('SELECT request FROM emails WHERE id = $1', [ev.emailId])).rows[0]!.request,
-      };
+      const source = { id: ev.emailId, projectId, from: email.from_addr, subject: email.subject, createdAt: email.created_at };
       email.reached = await fanout.reach(source, email.reached, emailStatus, ev.at, {
         type: ev.type,
         at: ev.at,

@@ -14,14 +14,25 @@ import { toWebhook } from './rows.js';
 /** A project's webhooks, cached per node (a write publishes the project on the invalidator). */
 export type WebhookCache = ProjectCache<Promise<WebhookRow[]>>;
 
-/** What a webhook message says about the email. `request` is read only when some webhook wants the change. */
+/**
+ * What a webhook message says about the email. Without `request` (its bodies make it large) it is read
+ * only when some webhook wants the change, at flush, in one query for every such email of the transaction.
+ */
 export interface FanoutEmail {
   id: string;
   projectId: string;
   from: string;
   subject: string;
   createdAt: number;
-  request: string | (() => Promise<string>);
+  request?: string;
+}
+
+interface Notice {
+  email: FanoutEmail;
+  status: string;
+  at: number;
+  event: Record<string, unknown>;
+  hooks: WebhookRow[];
 }
 
 /** Adds `n` to counter rows (analytics_daily, usage_daily, …) in key order; `keys` name the key columns. */
@@ -40,6 +51,8 @@ export async function addCounts(tx: Tx, table: string, keys: string[], counts: M
 export class Fanout {
   private readonly counts = new Map<string, { key: string[]; n: number }>();
   private readonly deliveries: Array<[string, string, string, string, number]> = [];
+  /** Changes webhooks want of emails whose request is read at flush. */
+  private readonly unread: Notice[] = [];
 
   constructor(
     private readonly tx: Tx,
@@ -68,15 +81,20 @@ export class Fanout {
   async notify(email: FanoutEmail, status: string, at: number, event: Record<string, unknown>): Promise<void> {
     const hooks = (await this.webhooksOf(email.projectId)).filter((w) => wantsEvent(w, status, event));
     if (!hooks.length) return;
-    const request = typeof email.request === 'string' ? email.request : await email.request();
+    if (email.request === undefined) this.unread.push({ email, status, at, event, hooks });
+    else this.queue({ email, status, at, event, hooks }, email.request);
+  }
+
+  private queue(n: Notice, request: string): void {
     const req = JSON.parse(request) as { to: string[]; tags: string[] };
+    const { email } = n;
     const payload = webhookPayload(
       { id: email.id, from: email.from, to: req.to, subject: email.subject, tags: req.tags, createdAt: email.createdAt },
-      status,
-      at,
-      event,
+      n.status,
+      n.at,
+      n.event,
     );
-    for (const w of hooks) this.deliveries.push([`msg_${crypto.randomUUID().replace(/-/g, '')}`, w.id, email.projectId, payload, at]);
+    for (const w of n.hooks) this.deliveries.push([`msg_${crypto.randomUUID().replace(/-/g, '')}`, w.id, email.projectId, payload, n.at]);
   }
 
   private webhooksOf(projectId: string): Promise<WebhookRow[]> {
@@ -90,6 +108,13 @@ export class Fanout {
 
   /** Writes what the transaction collected; call last, just before the commit. */
   async flush(): Promise<void> {
+    if (this.unread.length) {
+      const ids = [...new Set(this.unread.map((n) => n.email.id))];
+      const r = await this.tx.query<{ id: string; request: string }>('SELECT id, request FROM emails WHERE id = ANY($1::text[])', [ids]);
+      const requests = new Map(r.rows.map((row) => [row.id, row.request]));
+      for (const n of this.unread) this.queue(n, requests.get(n.email.id)!);
+      this.unread.length = 0;
+    }
     if (this.deliveries.length) {
       const d = this.deliveries;
       await this.tx.query(

@@ -451,6 +451,32 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
       expect(await store.webhooks.due(now + 1, 10)).toEqual([]);
     });
 
+    it('delivery events of several emails in one run queue a message for each change a webhook wants, with each email own request', async () => {
+      const hook = { id: crypto.randomUUID(), projectId, url: 'https://hooks.test/x', statuses: ['sent', 'bounced'], secret: 'sealed', createdAt: now };
+      await store.webhooks.create(hook);
+      const a = email({ to: ['a@inbox.test'], subject: 'A' });
+      const b = email({ to: ['b@inbox.test'], subject: 'B' });
+      for (const e of [a, b]) await store.emails.accept(e);
+      const ev = (seq: number, emailId: string, type: string, recipient: string): GatewayEvent => ({
+        seq,
+        emailId,
+        type,
+        recipient,
+        at: now + seq,
+        attempt: 1,
+        details: {},
+      });
+      const run = [ev(1, a.id, 'sending', 'a@inbox.test'), ev(2, a.id, 'sent', 'a@inbox.test'), ev(3, b.id, 'bounced', 'b@inbox.test')];
+      expect(await store.deliveryLog.apply('gw-hooks', run)).toHaveLength(3);
+      const sent = (await store.webhooks.deliveries(hook.id)).map((d) => JSON.parse(d.payload) as { type: string; data: Record<string, unknown> });
+      expect(sent.map((p) => [p.type, p.data.email_id, p.data.to, p.data.subject]).sort()).toEqual(
+        [
+          ['email.bounced', b.id, ['b@inbox.test'], 'B'],
+          ['email.sent', a.id, ['a@inbox.test'], 'A'],
+        ].sort(),
+      );
+    });
+
     const hookRow = (o: { statuses?: string[]; url?: string } = {}) => ({
       id: crypto.randomUUID(),
       projectId,
