@@ -56,6 +56,18 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
       };
     };
 
+    /** A gateway event of email `emailId`, at now + seq, first attempt, no details. */
+    const gatewayEvent = (seq: number, emailId: string, type: string, recipient: string, o: Partial<GatewayEvent> = {}): GatewayEvent => ({
+      seq,
+      emailId,
+      type,
+      recipient,
+      at: now + seq,
+      attempt: 1,
+      details: {},
+      ...o,
+    });
+
     describe('emails.accept', () => {
       it('a quota running out midway through a batch: the first are accepted, the rest refused as data and not recorded', async () => {
         const list = Array.from({ length: 8 }, () => email());
@@ -250,15 +262,7 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
     it('several events of one email in one run: each sees the state the one before left, the status is counted once', async () => {
       const e = email({ to: ['a@inbox.test', 'b@inbox.test'] });
       await store.emails.accept(e);
-      const ev = (seq: number, type: string, recipient: string): GatewayEvent => ({
-        seq,
-        emailId: e.id,
-        type,
-        recipient,
-        at: now + seq,
-        attempt: 1,
-        details: {},
-      });
+      const ev = (seq: number, type: string, recipient: string) => gatewayEvent(seq, e.id, type, recipient);
       // Both recipients start sending (the email stays sending), then both are sent.
       const run = [ev(1, 'sending', 'a@inbox.test'), ev(2, 'sending', 'b@inbox.test'), ev(3, 'sent', 'a@inbox.test'), ev(4, 'sent', 'b@inbox.test')];
       expect((await store.deliveryLog.apply('gw-run', run)).map((a) => a.emailStatus)).toEqual(['sending', 'sending', 'sending', 'sent']);
@@ -274,30 +278,20 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
       const b = email({ to: ['x@inbox.test'] });
       const c = email({ to: ['y@inbox.test'] });
       for (const e of [a, b, c]) await store.emails.accept(e);
-      const ev = (seq: number, emailId: string, type: string, recipient: string, o: Partial<GatewayEvent> = {}): GatewayEvent => ({
-        seq,
-        emailId,
-        type,
-        recipient,
-        at: now + seq,
-        attempt: 1,
-        details: {},
-        ...o,
-      });
       const run = [
-        ev(1, a.id, 'sent', 'x@inbox.test'),
+        gatewayEvent(1, a.id, 'sent', 'x@inbox.test'),
         // The same outcome again in the same run: recorded once.
-        ev(2, a.id, 'sent', 'x@inbox.test'),
+        gatewayEvent(2, a.id, 'sent', 'x@inbox.test'),
         // A report naming its recipient by position (an unsubscribe of a's second recipient).
-        ev(3, a.id, 'unsubscribed', '', { recipientIndex: 1 }),
+        gatewayEvent(3, a.id, 'unsubscribed', '', { recipientIndex: 1 }),
         // x bounces in two emails of the run: suppressed once, scope all, by the first bounce.
-        ev(4, b.id, 'bounced', 'x@inbox.test'),
-        ev(5, a.id, 'bounced', 'x@inbox.test', { attempt: 2 }),
+        gatewayEvent(4, b.id, 'bounced', 'x@inbox.test'),
+        gatewayEvent(5, a.id, 'bounced', 'x@inbox.test', { attempt: 2 }),
         // y, unsubscribed from bulk mail above, then bounces: its scope becomes all.
-        ev(6, c.id, 'bounced', 'y@inbox.test'),
+        gatewayEvent(6, c.id, 'bounced', 'y@inbox.test'),
         // A position the email does not have, and an email that does not exist: skipped.
-        ev(7, b.id, 'unsubscribed', '', { recipientIndex: 4 }),
-        ev(8, uuidv7(now), 'sent', 'x@inbox.test'),
+        gatewayEvent(7, b.id, 'unsubscribed', '', { recipientIndex: 4 }),
+        gatewayEvent(8, uuidv7(now), 'sent', 'x@inbox.test'),
       ];
       const applied = await store.deliveryLog.apply('gw-mix', run);
       expect(applied.map((x) => [x.seq, x.emailStatus])).toEqual([
@@ -457,16 +451,11 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
       const a = email({ to: ['a@inbox.test'], subject: 'A' });
       const b = email({ to: ['b@inbox.test'], subject: 'B' });
       for (const e of [a, b]) await store.emails.accept(e);
-      const ev = (seq: number, emailId: string, type: string, recipient: string): GatewayEvent => ({
-        seq,
-        emailId,
-        type,
-        recipient,
-        at: now + seq,
-        attempt: 1,
-        details: {},
-      });
-      const run = [ev(1, a.id, 'sending', 'a@inbox.test'), ev(2, a.id, 'sent', 'a@inbox.test'), ev(3, b.id, 'bounced', 'b@inbox.test')];
+      const run = [
+        gatewayEvent(1, a.id, 'sending', 'a@inbox.test'),
+        gatewayEvent(2, a.id, 'sent', 'a@inbox.test'),
+        gatewayEvent(3, b.id, 'bounced', 'b@inbox.test'),
+      ];
       expect(await store.deliveryLog.apply('gw-hooks', run)).toHaveLength(3);
       const sent = (await store.webhooks.deliveries(hook.id)).map((d) => JSON.parse(d.payload) as { type: string; data: Record<string, unknown> });
       expect(sent.map((p) => [p.type, p.data.email_id, p.data.to, p.data.subject]).sort()).toEqual(
