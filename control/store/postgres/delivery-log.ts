@@ -118,15 +118,10 @@ export class PgDeliveryLog implements DeliveryLog {
       `INSERT INTO email_events (email_id, type, recipient, attempt, at, details, dedupe)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::jsonb[], $7::text[])
        ON CONFLICT DO NOTHING RETURNING email_id, type, recipient, attempt, dedupe`,
-      [
-        events.map((ev) => ev.emailId),
-        events.map((ev) => ev.type),
-        events.map((ev) => ev.recipient),
-        events.map((ev) => ev.attempt),
-        events.map((ev) => ev.at),
-        events.map((ev) => JSON.stringify(ev.details) ?? null),
-        events.map((ev) => ev.dedupe ?? ''),
-      ],
+      columnsOf(
+        events.map((ev) => [ev.emailId, ev.type, ev.recipient, ev.attempt, ev.at, JSON.stringify(ev.details) ?? null, ev.dedupe ?? '']),
+        7,
+      ),
     );
     return new Set(
       r.rows.map((row) => eventKey({ emailId: row.email_id, type: row.type, recipient: row.recipient, attempt: row.attempt, dedupe: row.dedupe })),
