@@ -6,6 +6,10 @@
 //   Fastify POST          the same app's POST /: the send request's body (bench:send's) through a
 //                         schema, answered 202 {"id"}
 //   node:http POST        no framework: the body read, parsed, answered the same way
+//   Fastify POST + store  the Fastify POST, which first records the email through postgate's SQLite
+//                         store (a temporary data dir, checkpointed from this process as the
+//                         supervisor does for control) and answers once it is on disk: the floor of
+//                         `POST /v1/emails` with none of its own checks
 //
 // requests/s, p50/p99, the server's CPU µs per request and the ratio to the hello-world, the load from
 // wrk (else autocannon's CLI) in its own process at 32 connections, as bench:send's HTTP rows.
@@ -14,7 +18,12 @@ import { prepare } from './lib/prepare.js';
 
 await prepare();
 
+const fs = await import('node:fs');
+const os = await import('node:os');
+const path = await import('node:path');
 const { startHello, stopChild } = await import('./lib/baseline.js');
+const { WalCheckpointer } = await import('../core/sqlite/checkpointer.js');
+const { controlDbFile } = await import('../core/data-files.js');
 const { httpGenerator, describeGenerator } = await import('./lib/http-load.js');
 const { alternate } = await import('./lib/rounds.js');
 const { writeResult } = await import('./lib/results.js');
@@ -36,11 +45,17 @@ const body = JSON.stringify({
 
 const fastify = await startHello();
 const raw = await startHello(undefined, true);
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'postgate-post-route-'));
+const stored = await startHello(undefined, false, dataDir);
+// As the supervisor does for control: the WAL copied into the database from another process.
+const checkpointer = new WalCheckpointer([controlDbFile(dataDir)]);
+checkpointer.start();
 const post = (url: string): HttpRequest => ({ url: `${url}/`, method: 'POST', headers: { 'content-type': 'application/json' }, body });
 const targets = [
   { name: 'hello-world GET', req: { url: `${fastify.url}/` }, pids: () => [fastify.proc.pid!] },
   { name: 'Fastify POST', req: post(fastify.url), pids: () => [fastify.proc.pid!] },
   { name: 'node:http POST', req: post(raw.url), pids: () => [raw.proc.pid!] },
+  { name: 'Fastify POST + store', req: post(stored.url), pids: () => [stored.proc.pid!] },
 ];
 
 try {
@@ -57,4 +72,7 @@ try {
 } finally {
   await stopChild(fastify.proc);
   await stopChild(raw.proc);
+  await stopChild(stored.proc);
+  checkpointer.stop();
+  fs.rmSync(dataDir, { recursive: true, force: true });
 }

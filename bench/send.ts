@@ -2,7 +2,9 @@
 // hello-world measured in the same run (on a shared machine the ratio is the figure), with the
 // server's CPU per request read from /proc beside it.
 //
-//   hello-world      bare Fastify, one route, logging off, its own process (measured first and last)
+//   hello-world      bare Fastify, one route, logging off, its own process (measured first, right
+//                    before each ingestion row once the mail before it was delivered, and last: each
+//                    row's ratio is to the mean of the hello-world runs on either side of it)
 //   end to end       emails delivered/s into the receiver (DNS on loopback too), fed by batches
 //   POST /v1/emails  accepted emails/s
 //   SMTP             submission sessions with AUTH and pipelining: accepted emails/s
@@ -68,6 +70,8 @@ interface Row {
   serverUs?: number;
   /** The gateway's CPU µs per request over the same time (delivering in the background). */
   gatewayUs?: number;
+  /** Index of the hello-world run just before this row (its ratio is to the mean of that run and the next). */
+  anchor?: number;
   note?: string;
 }
 
@@ -98,10 +102,18 @@ async function hello(): Promise<{ run: HttpRun; cpuUs: number }> {
 
 async function main(): Promise<void> {
   const rows: Row[] = [];
+  // Every hello-world run, in order. On a machine whose pace drifts by a third within minutes, an
+  // anchor measured minutes away from a row says little about it; one right before and one right
+  // after does.
+  const anchors: Array<{ run: HttpRun; cpuUs: number }> = [];
+  const anchor = async () => {
+    const h = await hello();
+    anchors.push(h);
+    log(`hello-world: ${round(h.run.rps, 0)} req/s, ${round(h.cpuUs)} µs CPU/req`);
+  };
 
   // 1. The baseline.
-  const h1 = await hello();
-  log(`hello-world: ${round(h1.run.rps, 0)} req/s, ${round(h1.cpuUs)} µs CPU/req`);
+  await anchor();
 
   // 2. Postgate with its peers on loopback.
   const receiver = await startReceiver();
@@ -209,6 +221,8 @@ async function main(): Promise<void> {
     };
     const measure = async (name: string, run: () => Promise<Omit<Row, 'name' | 'serverUs' | 'gatewayUs'> & { units: number }>) => {
       await settle();
+      // The anchor beside the stack at rest: nothing queued, so no delivery slows (or spares) it.
+      await anchor();
       const d0 = receiver.count();
       // BENCH_PROFILE with BENCH_PROFILE_SIGNAL: a CPU profile of control and the gateway over this measurement only.
       // BENCH_PERF=<dir>: `perf record -g` of control over this measurement (bench/lib/perf.ts).
@@ -233,6 +247,7 @@ async function main(): Promise<void> {
         ...r,
         serverUs,
         gatewayUs,
+        anchor: anchors.length - 1,
         note: [r.note, `background: ${receiver.count() - d0} delivered`, `${round(perCommit)} writes per commit`].filter(Boolean).join('; '),
       });
       log(`${name}: ${round(r.perSecond, 0)}/s, control ${round(serverUs)} µs, gateway ${round(gatewayUs)} µs per request`);
@@ -311,19 +326,29 @@ async function main(): Promise<void> {
     fs.rmSync(stack.dataDir, { recursive: true, force: true });
   }
 
-  // 5. The baseline again, with postgate stopped: the machine may have changed pace meanwhile.
-  const h2 = await hello();
-  const helloRps = (h1.run.rps + h2.run.rps) / 2;
+  // 5. The baseline again, with postgate stopped: the last row's anchor after it.
+  await anchor();
+  const mean = (list: typeof anchors, f: (h: (typeof anchors)[number]) => number) => list.reduce((n, h) => n + f(h), 0) / list.length;
+  const helloRps = mean(anchors, (h) => h.run.rps);
   rows.unshift({
-    name: 'hello-world (mean of 2)',
+    name: `hello-world (mean of ${anchors.length})`,
     perSecond: helloRps,
-    p50: h1.run.p50,
-    p99: h1.run.p99,
+    p50: anchors[0]!.run.p50,
+    p99: anchors[0]!.run.p99,
     ratio: 1,
-    serverUs: (h1.cpuUs + h2.cpuUs) / 2,
-    note: `first ${round(h1.run.rps, 0)}, last ${round(h2.run.rps, 0)} req/s`,
+    serverUs: mean(anchors, (h) => h.cpuUs),
+    note: `runs ${anchors.map((h) => round(h.run.rps, 0)).join(', ')} req/s`,
   });
-  for (const r of rows) r.ratio ??= r.perSecond / helloRps;
+  // Each ingestion row against the runs on either side of it; the end-to-end row against them all.
+  for (const r of rows) {
+    if (r.anchor === undefined) {
+      r.ratio ??= r.perSecond / helloRps;
+      continue;
+    }
+    const beside = anchors.slice(r.anchor, r.anchor + 2);
+    r.ratio = r.perSecond / mean(beside, (h) => h.run.rps);
+    r.note = [r.note, `hello-world beside it ${beside.map((h) => round(h.run.rps, 0)).join(' and ')} req/s`].filter(Boolean).join('; ');
+  }
   print(rows, memory, planNote);
 }
 

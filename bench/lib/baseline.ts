@@ -7,9 +7,17 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** `body`: what the route answers (JSON text) instead of {"hello":"world"}; `raw`: node:http answers POST / (bench/lib/hello.ts). */
-export async function startHello(body?: string, raw = false): Promise<{ proc: ChildProcess; url: string }> {
-  const env = { ...process.env, ...(body === undefined ? {} : { HELLO_BODY: body }), ...(raw ? { HELLO_RAW: '1' } : {}) };
+/**
+ * `body`: what the route answers (JSON text) instead of {"hello":"world"}; `raw`: node:http answers POST /;
+ * `storeDir`: Fastify's POST / records the email in postgate's store in that data dir first (bench/lib/hello.ts).
+ */
+export async function startHello(body?: string, raw = false, storeDir?: string): Promise<{ proc: ChildProcess; url: string }> {
+  const env = {
+    ...process.env,
+    ...(body === undefined ? {} : { HELLO_BODY: body }),
+    ...(raw ? { HELLO_RAW: '1' } : {}),
+    ...(storeDir ? { HELLO_STORE: storeDir } : {}),
+  };
   const proc = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bench/lib/hello.ts')], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<string>((resolve, reject) => {
     proc.once('exit', (code) => reject(new Error(`hello-world exited (${code})`)));

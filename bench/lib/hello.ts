@@ -2,7 +2,10 @@
 // Prints "listening <port>" once ready. HELLO_BODY (JSON text): the object it answers instead of
 // {"hello":"world"}, so a route can be compared with a bare one answering the same bytes.
 // POST / takes a JSON body through a schema and answers 202 {"id"} (bench/post-route.ts); with
-// HELLO_RAW=1 a bare node:http server answers that POST instead of Fastify.
+// HELLO_RAW=1 a bare node:http server answers that POST instead of Fastify. HELLO_STORE=<data dir>:
+// Fastify's POST first records the email through postgate's own SQLite store (control/store) and
+// answers once it is on disk, as `POST /v1/emails` does, with none of the route's other work: what
+// the store costs a request.
 import http from 'node:http';
 import Fastify from 'fastify';
 
@@ -36,9 +39,12 @@ if (process.env.HELLO_RAW === '1') {
 } else {
   const app = Fastify({ logger: false });
   app.get('/', async () => body);
+  const record = process.env.HELLO_STORE ? await storeRecorder(process.env.HELLO_STORE) : undefined;
   app.post('/', { schema }, async (req, reply) => {
+    const sent = req.body as { from: string; to: string | string[]; subject: string };
+    const id = record ? await record(sent, JSON.stringify(sent)) : sent.subject;
     reply.code(202);
-    return { id: (req.body as { subject: string }).subject };
+    return { id };
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   server = app.server;
@@ -49,3 +55,34 @@ process.on('SIGTERM', () => {
   server.close(() => process.exit(0));
   server.closeAllConnections();
 });
+
+/** Records a sent email as the send pipeline hands it to the store (one recipient list, suppressions judged in the insert). */
+async function storeRecorder(dataDir: string) {
+  const { openStore } = await import('../../control/store/index.js');
+  const { localInvalidator } = await import('../../core/invalidation.js');
+  const { uuidv7 } = await import('../../core/ids.js');
+  // Checkpointed by the process that started this one, as the supervisor does for control.
+  const storage = { synchronous: 'FULL' as const, maxBatch: 1000, externalCheckpoints: true };
+  const store = await openStore({ dataDir, storage }, localInvalidator());
+  const projectId = uuidv7();
+  await store.projects.create({ id: projectId, slug: 'bench', name: 'Bench', plan: 'scale', createdAt: Date.now() }, []);
+  return async (sent: { from: string; to: string | string[]; subject: string }, request: string): Promise<string> => {
+    const id = uuidv7();
+    const to = Array.isArray(sent.to) ? sent.to : [sent.to];
+    await store.emails.accept(
+      {
+        id,
+        projectId,
+        status: 'queued',
+        from: sent.from,
+        subject: sent.subject,
+        bulk: false,
+        request,
+        createdAt: Date.now(),
+        recipients: to.map((address) => ({ address, kind: 'to' as const })),
+      },
+      { suppressions: true },
+    );
+    return id;
+  };
+}
