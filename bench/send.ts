@@ -2,10 +2,9 @@
 // hello-world measured in the same run (on a shared machine the ratio is the figure), with the
 // server's CPU per request read from /proc beside it.
 //
-//   hello-world      bare Fastify, one route, logging off, its own process (measured first, right
-//                    before each ingestion row once the mail before it was delivered and the stack is
-//                    at rest, and last: each
-//                    row's ratio is to the mean of the hello-world runs on either side of it)
+//   hello-world      bare Fastify, one route, logging off, its own process: measured first, last, and
+//                    right before each ingestion row (once the mail before it was delivered and the
+//                    stack is at rest); each row's ratio is to the mean of the runs on either side of it
 //   end to end       emails delivered/s into the receiver (DNS on loopback too), fed by batches
 //   POST /v1/emails  accepted emails/s
 //   SMTP             submission sessions with AUTH and pipelining: accepted emails/s
