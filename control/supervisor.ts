@@ -92,9 +92,9 @@ const V8_FLAGS = ['--heap-growing-percent=100', '--v8-pool-size=1', '--max-semi-
  * The gateway's growth step is 50%: its heap is what grows most under load (31 MB of its own idle,
  * 76-80 at peak with 100%), and its CPU per message is the stack's least pressing figure. In
  * alternating bench:deliverability runs the stack's peak went 200-206 → 190-196 MB at receipts and the
- * gateway's 76-78 → 68-69 MB at 20 kB, its CPU per message within the spread (docs/performance-log.md, twelfth
- * session). Both processes at 50% had cost 15-30% more CPU at 20 kB, mostly control's, whose
- * acceptance (bench:send) is its figure: control keeps 100%.
+ * gateway's 76-78 → 68-69 MB at 20 kB, its CPU per message within the spread
+ * (docs/performance-log.md, twelfth session). Both processes at 50% had cost 15-30% more CPU at
+ * 20 kB, mostly control's, whose acceptance (bench:send) is its figure: control keeps 100%.
  */
 const GATEWAY_V8_FLAGS = ['--heap-growing-percent=50'];
 
