@@ -25,12 +25,15 @@ const mask = (address: string) => {
 };
 
 function page(reply: FastifyReply, status: number, title: string, body: string): FastifyReply {
+  // Never in a frame: the button is one click from unsubscribing (clickjacking); X-Frame-Options for browsers without CSP 2.
   return reply
     .code(status)
     .type('text/html; charset=utf-8')
     .header('cache-control', 'no-store')
     .header('referrer-policy', 'no-referrer')
-    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
+    .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+    .header('x-frame-options', 'DENY')
+    .header('x-content-type-options', 'nosniff')
     .send(
       `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escapeHtml(title)}</title>` +
         '<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem}button{font:inherit;padding:.5rem 1rem}</style>' +

@@ -171,6 +171,9 @@ describe('signing and the return path', () => {
     const page = await fetch(stack.url + link);
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    // Its one button unsubscribes: no other site may frame it (clickjacking).
+    expect(page.headers.get('content-security-policy')).toMatch(/(^|; )frame-ancestors 'none'(;|$)/);
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
     const html = await page.text();
     expect(html).toContain('Test project');
     expect(html).toContain('d***@inbox.test');
@@ -185,6 +188,7 @@ describe('signing and the return path', () => {
       redirect: 'manual',
     });
     expect(post.status).toBe(200);
+    expect(post.headers.get('x-frame-options')).toBe('DENY');
     const again = await fetch(stack.url + link, { method: 'POST', body: new URLSearchParams({ 'List-Unsubscribe': 'One-Click' }) });
     expect(again.status).toBe(200);
     const multipart = new FormData();
@@ -237,6 +241,8 @@ describe('signing and the return path', () => {
     const badPage = await fetch(`${stack.url}/unsubscribe/${'0'.repeat(32)}.0.${'f'.repeat(16)}`, { headers: { accept: 'text/html' } });
     expect(badPage.status).toBe(404);
     expect(await badPage.text()).toContain('not valid');
+    expect(badPage.headers.get('x-frame-options')).toBe('DENY');
+    expect(badPage.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
     const doc = (await stack.api('GET', '/openapi.json', undefined)).body;
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/unsubscribe/{token}', '/v1/pacing', '/v1/pacing/announcements']));
   });
