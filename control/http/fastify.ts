@@ -10,6 +10,7 @@ import type { Logger } from '../../core/log.js';
 import type { Config } from '../../core/config.js';
 import type { Metrics } from '../metrics.js';
 import { bodyBudget } from './body-budget.js';
+import { lingerOnClose } from './linger.js';
 
 /**
  * Requests Node's parser refuses never reach Fastify (bad method or framing, NUL in a header,
@@ -97,10 +98,12 @@ export function newFastify({ config, log, metrics, serverFactory, budgetBodies =
   });
   const responseKeys = new Map<number, string>();
   // Counted as the answer is sent: an onResponse hook would cost a 'finish' listener per response (~20% of a cached session check).
-  app.addHook('onSend', (_req, reply, payload, done) => {
+  app.addHook('onSend', (req, reply, payload, done) => {
     let key = responseKeys.get(reply.statusCode);
     if (!key) responseKeys.set(reply.statusCode, (key = `postgate_http_responses_total{status="${reply.statusCode}"}`));
     metrics.inc(key);
+    // Answered and closing before the body has all arrived (413, 503): the client must still read the answer.
+    if (!req.raw.complete && reply.getHeader('connection') === 'close') lingerOnClose(req.raw.socket);
     done(null, payload);
   });
   if (budgetBodies) {
