@@ -1,6 +1,5 @@
 // The parts of Haraka's (untyped) objects that our plugins touch, as read in
 // Haraka 3.3.4's outbound/hmail.js. Types only, so CommonJS plugins can import them.
-import type { QueueItemProto } from './queue-memory.js';
 
 /** A hook's callback: next(code?, msg?); msg is the delay in seconds for DENYSOFT in `deferred`. */
 export type Next = (code?: number, msg?: unknown) => void;
@@ -72,6 +71,16 @@ export interface HMailItem {
     rcpt_to: HarakaAddress[];
     notes: PostgateNotes & Record<string, unknown>;
   };
+}
+
+/** The HMailItem methods gateway/queue-memory.ts wraps (outbound/hmail.js, Haraka 3.3.4). */
+export interface QueueItemProto {
+  size_file(this: HMailItem): unknown;
+  read_todo(this: HMailItem): unknown;
+  _stream_bytes_from(this: HMailItem, file: string, opts: { start?: number; end?: number }): Promise<Buffer>;
+  data_stream(this: HMailItem): NodeJS.ReadableStream;
+  discard(this: HMailItem): unknown;
+  deferred_respond(this: HMailItem, ...args: unknown[]): unknown;
 }
 
 /** A route returned from get_mx (net_utils.HarakaMx fields). */

@@ -10,17 +10,7 @@
 // the headers, a split-off. The bytes are dropped once sent, deferred or discarded, and what is held
 // at once has a budget, so a backlog waiting for its destination does not sit in memory.
 import { Readable } from 'node:stream';
-import type { HMailItem } from './haraka.js';
-
-/** The HMailItem methods this wraps (outbound/hmail.js, Haraka 3.3.4). */
-export interface QueueItemProto {
-  size_file(this: HMailItem): unknown;
-  read_todo(this: HMailItem): unknown;
-  _stream_bytes_from(this: HMailItem, file: string, opts: { start?: number; end?: number }): Promise<Buffer>;
-  data_stream(this: HMailItem): NodeJS.ReadableStream;
-  discard(this: HMailItem): unknown;
-  deferred_respond(this: HMailItem, ...args: unknown[]): unknown;
-}
+import type { HMailItem, QueueItemProto } from './haraka.js';
 
 export interface QueueMemory {
   /**
