@@ -17,6 +17,7 @@ import { durations, settings } from './settings.js';
 import { envOf } from './sessions.js';
 import { HttpSmsSender, LogSmsSender } from './sms.js';
 import type { ProviderConfig } from './providers/types.js';
+import type { Limiter } from './limiter.js';
 import { escapeHtml } from '../core/html.js';
 
 export type Channel = 'email' | 'sms';
@@ -35,14 +36,6 @@ export interface SystemMessage {
  * answers its id, or throws the ApiError of a refusal (RECIPIENT_IN_SUPPRESSION_LIST, …).
  */
 export type SendSystemMail = (caller: Caller, message: SystemMessage) => Promise<{ id: string }>;
-
-/**
- * The fixed-window limiter control passes in: counts one event for `key`, and past `limit`
- * in the window throws RATE_LIMIT_EXCEEDED (with Retry-After) worded by `refusal`.
- */
-export interface Limiter {
-  take(key: string, limit: number, windowMs: number, refusal: (retryAfterSec: number) => string): unknown;
-}
 
 export interface CodeDeps {
   store: SignInStore;

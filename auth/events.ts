@@ -12,7 +12,7 @@ import { ApiError, type ErrorCode } from '../core/errors.js';
 import { DAY_MS, clock } from '../core/clock.js';
 import type { Logger } from '../core/log.js';
 import type { AuditEntry, AuditLog, AuthEventType, Env, Origin, SessionRow, UserRow } from '../control/store/index.js';
-import type { Limiter } from './codes.js';
+import type { Limiter } from './limiter.js';
 
 /** A project's environment: where an event happened. */
 export interface EventScope {

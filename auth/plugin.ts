@@ -13,7 +13,8 @@ import type { Commands } from '../core/cli-commands.js';
 import { authCommands } from './cli.js';
 
 export type { AuthDeps } from './services.js';
-export type { SendSystemMail, SystemMessage, Limiter } from './codes.js';
+export type { SendSystemMail, SystemMessage } from './codes.js';
+export type { Limiter } from './limiter.js';
 export type { SessionChecker, SessionInfo } from './sessions.js';
 
 export interface Auth {

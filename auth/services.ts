@@ -8,7 +8,8 @@ import type { SignInStore, Store } from '../control/store/index.js';
 import { AuthCrypto } from './crypto.js';
 import { ProjectAuthConfig } from './project-config.js';
 import { Sessions } from './sessions.js';
-import { Codes, type Limiter, type SendSystemMail } from './codes.js';
+import { Codes, type SendSystemMail } from './codes.js';
+import type { Limiter } from './limiter.js';
 import { OAuthFlows } from './oauth.js';
 import { AuthEvents } from './events.js';
 
