@@ -11,7 +11,7 @@ import path from 'node:path';
 import { prepare } from './lib/prepare.js';
 
 await prepare();
-const { openStore } = await import('../control/store/index.js');
+const { openStore } = await import('../control/store/open.js');
 const { localInvalidator } = await import('../core/invalidation.js');
 const { uuidv7 } = await import('../core/ids.js');
 const { writeResult } = await import('./lib/results.js');

@@ -6,7 +6,7 @@ import { createLogger } from '../core/log.js';
 import { localInvalidator, redisInvalidator } from '../core/invalidation.js';
 import { connectRedis } from '../core/redis.js';
 import { SharedCounters } from '../core/shared-counters.js';
-import { openStore } from './store/index.js';
+import { openStore } from './store/open.js';
 import { KeyAuthenticator } from './api-keys/authenticate.js';
 import { GatewayClients } from './delivery/gateways.js';
 import { Dispatcher, type DispatchDeliverability } from './delivery/dispatcher.js';

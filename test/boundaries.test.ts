@@ -80,9 +80,14 @@ describe('import boundaries', () => {
     expect(show(all.filter((i) => under(i.file, 'auth') && i.project && !allowed(i.target)))).toEqual([]);
   });
 
-  it('callers reach the store through its one module', () => {
-    const inside = (t: string) => under(t, 'control/store') && t !== 'control/store/index.ts';
+  it('callers reach the store through its one module; only the composition root opens it', () => {
+    const inside = (t: string) => under(t, 'control/store') && t !== 'control/store/index.ts' && t !== 'control/store/open.ts';
     expect(show(all.filter((i) => !under(i.file, 'control/store') && i.project && inside(i.target)))).toEqual([]);
+    expect(show(all.filter((i) => i.target === 'control/store/open.ts' && i.file !== 'control/main.ts'))).toEqual([]);
+  });
+
+  it('the store interface module imports no backend', () => {
+    expect(show(all.filter((i) => i.file === 'control/store/index.ts' && under(i.target, 'control/store/sqlite', 'control/store/postgres')))).toEqual([]);
   });
 
   it('better-sqlite3 is imported only in folders named sqlite/', () => {

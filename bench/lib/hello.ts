@@ -58,7 +58,7 @@ process.on('SIGTERM', () => {
 
 /** Records a sent email as the send pipeline hands it to the store (one recipient list, suppressions judged in the insert). */
 async function storeRecorder(dataDir: string) {
-  const { openStore } = await import('../../control/store/index.js');
+  const { openStore } = await import('../../control/store/open.js');
   const { localInvalidator } = await import('../../core/invalidation.js');
   const { uuidv7 } = await import('../../core/ids.js');
   // Checkpointed by the process that started this one, as the supervisor does for control.

@@ -1,12 +1,12 @@
-// Control's storage, the one module callers import: a Store made of repositories
-// whose methods are intents. Every change that touches several tables is one method
-// and atomic by contract, so a backend can keep it in one transaction (SQLite's group
-// commit, or one short PostgreSQL transaction); there is deliberately no generic
-// transaction across this interface. Rules (quotas, bulk, the status machine,
+// Control's storage, the one module callers import (only the composition root imports
+// open.ts, which opens a backend): a Store made of repositories whose methods are
+// intents. Every change that touches several tables is one method and atomic by
+// contract, so a backend can keep it in one transaction (SQLite's group commit, or one
+// short PostgreSQL transaction); there is deliberately no generic transaction across
+// this interface. Rules (quotas, bulk, the status machine,
 // webhook payloads) are pure modules the backends call, and refusals come back as
 // data for the pipeline to word.
 import type { Config } from '../../core/config.js';
-import type { Invalidator } from '../../core/invalidation.js';
 import type { BulkRules, Quota, Refusal } from '../mail/rules.js';
 
 export type { BulkRules, Quota, Refusal } from '../mail/rules.js';
@@ -718,20 +718,3 @@ export interface Store {
 }
 
 export type StoreConfig = Pick<Config, 'dataDir' | 'storage'> & Partial<Pick<Config, 'databaseUrl'>>;
-
-/**
- * Opens the store the configuration names: the one place that chooses a backend
- * (PostgreSQL when `databaseUrl` is set, else SQLite in the data dir). Each backend is
- * imported only when chosen, so a node loads one driver. The store publishes its writes
- * on `invalidator` (once committed) and its own caches listen there, so every node's
- * caches drop what any node changed. Fails with one line when the database cannot be
- * opened (unreachable server, wrong password, missing database).
- */
-export async function openStore(config: StoreConfig, invalidator: Invalidator): Promise<Store> {
-  if (config.databaseUrl) {
-    const { openPostgresStore } = await import('./postgres/store.js');
-    return openPostgresStore({ ...config, databaseUrl: config.databaseUrl }, invalidator);
-  }
-  const { openSqliteStore } = await import('./sqlite/store.js');
-  return openSqliteStore(config, invalidator);
-}

@@ -9,7 +9,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ApiError, StoreUnavailableError } from '../../../core/errors.js';
 import { clock } from '../../../core/clock.js';
 import { localInvalidator } from '../../../core/invalidation.js';
-import { openStore, type NewEmail, type Store } from '../../../control/store/index.js';
+import type { NewEmail, Store } from '../../../control/store/index.js';
+import { openStore } from '../../../control/store/open.js';
 import {
   canonicalJson,
   checkKey,

@@ -2,7 +2,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { openStore, type Store } from '../../../control/store/index.js';
+import type { Store } from '../../../control/store/index.js';
+import { openStore } from '../../../control/store/open.js';
 import { localInvalidator } from '../../../core/invalidation.js';
 import { describeStore } from './conformance.js';
 

@@ -5,7 +5,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openStore, type NewEmail, type Store } from '../../../control/store/index.js';
+import type { NewEmail, Store } from '../../../control/store/index.js';
+import { openStore } from '../../../control/store/open.js';
 import { localInvalidator } from '../../../core/invalidation.js';
 import { uuidv7 } from '../../../core/ids.js';
 

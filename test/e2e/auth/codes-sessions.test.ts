@@ -4,7 +4,7 @@
 // Sessions: lookup, immediate sign-out, per-project expiry, and isolation
 // between projects and between a project's live and test environments.
 import fs from 'node:fs';
-import { openStore } from '../../../control/store/index.js';
+import { openStore } from '../../../control/store/open.js';
 import { localInvalidator } from '../../../core/invalidation.js';
 import { simpleParser } from 'mailparser';
 import { startMxSink, type MxSink } from '../../helpers/mx-sink.js';

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { openDatabase } from '../../../../core/sqlite/open.js';
 import { migrations } from '../../../../control/store/sqlite/migrations.js';
-import { openStore } from '../../../../control/store/index.js';
+import { openStore } from '../../../../control/store/open.js';
 import { localInvalidator } from '../../../../core/invalidation.js';
 
 const NEW = '0005_recipient_position_system_flag';
