@@ -165,7 +165,7 @@ const commands: Commands = {
   },
 };
 
-/** The auth area's commands, for the CLI's composition root (control/cli/main.ts) and createAuth. */
+/** The auth area's commands: createAuth (plugin.ts) hands them to the CLI's composition root. */
 export function authCommands(): Commands {
   return commands;
 }

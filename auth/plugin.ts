@@ -28,8 +28,15 @@ export interface Auth {
   commands: Commands;
 }
 
-/** Builds the auth capability; `plugin` and `admin` share one context (one session cache, one set of limits). */
-export function createAuth(deps: AuthDeps): Auth {
+/**
+ * Builds the auth capability; `plugin` and `admin` share one context (one session cache, one set
+ * of limits). Without deps, for the CLI (a process that calls the running control's admin API and
+ * opens no store), only the commands.
+ */
+export function createAuth(): Pick<Auth, 'commands'>;
+export function createAuth(deps: AuthDeps): Auth;
+export function createAuth(deps?: AuthDeps): Auth | Pick<Auth, 'commands'> {
+  if (!deps) return { commands: authCommands() };
   const ctx = createAuthServices(deps);
   const plugin: FastifyPluginAsync = async (app) => {
     await app.register(hostedPlugin(ctx)); // first: its browser-origin hooks reach the key routes

@@ -1,10 +1,10 @@
 // `postgate <command>`: the operator's CLI. Its composition root: the one place that
-// knows which areas bring commands (auth's come from the auth capability's own export).
+// knows which areas bring commands (auth's from createAuth(), as control/main.ts composes auth).
 import { runCli } from './run.js';
 import type { Commands } from '../../core/cli-commands.js';
 import { coreCommands } from './core-commands.js';
 import { pacingCommands } from '../pacing/cli.js';
-import { authCommands } from '../../auth/cli.js';
+import { createAuth } from '../../auth/plugin.js';
 
-const commands: Commands = { ...coreCommands, ...authCommands(), ...pacingCommands };
+const commands: Commands = { ...coreCommands, ...createAuth().commands, ...pacingCommands };
 await runCli(commands);
