@@ -10,7 +10,7 @@ export type Db = Database.Database;
 const CACHE_KIB = 4000;
 
 export interface Migration {
-  /** Stable id, recorded once applied; never change an applied migration, add a new one. */
+  /** Stable id, recorded once applied; never change an applied migration, add a new one (an id that must change goes through OpenOptions.renamedMigrations). */
   id: string;
   sql: string;
 }
@@ -25,6 +25,11 @@ export const HELPED_AUTOCHECKPOINT = 4000;
 export interface OpenOptions {
   /** Another process checkpoints this database (the supervisor, POSTGATE_WAL_CHECKPOINTER). */
   externalCheckpoints?: boolean;
+  /**
+   * Ids applied steps were once recorded under → the ids they carry now: renamed in
+   * schema_migrations before anything is applied, so a renamed step never runs twice.
+   */
+  renamedMigrations?: Readonly<Record<string, string>>;
 }
 
 export function openDatabase(file: string, migrations: readonly Migration[], opts: OpenOptions = {}): Db {
@@ -48,12 +53,16 @@ export function openDatabase(file: string, migrations: readonly Migration[], opt
   // change in CPU per message or per batch beyond the machine's spread (alternating runs).
   db.pragma(`cache_size = -${CACHE_KIB}`);
   if (opts.externalCheckpoints) db.pragma(`wal_autocheckpoint = ${HELPED_AUTOCHECKPOINT}`);
-  migrate(db, migrations);
+  migrate(db, migrations, opts.renamedMigrations ?? {});
   return db;
 }
 
-function migrate(db: Db, migrations: readonly Migration[]): void {
+function migrate(db: Db, migrations: readonly Migration[], renamed: Readonly<Record<string, string>>): void {
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (id TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)');
+  const rename = db.prepare('UPDATE schema_migrations SET id = ? WHERE id = ?');
+  db.transaction(() => {
+    for (const [from, to] of Object.entries(renamed)) rename.run(to, from);
+  })();
   const applied = new Set(db.prepare('SELECT id FROM schema_migrations').pluck().all() as string[]);
   const record = db.prepare('INSERT INTO schema_migrations (id, applied_at) VALUES (?, ?)');
   for (const m of migrations) {

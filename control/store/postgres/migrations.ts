@@ -1,13 +1,19 @@
 // The PostgreSQL schema, one versioned step at a time, recorded in schema_migrations.
 // Steps run at start inside one transaction holding a transaction-level advisory lock,
 // so nodes starting together apply each step once: the others wait, then find it done.
-// Never edit an applied step; append a new one.
+// Never edit an applied step; append a new one at the end, with the next number: ids sort in
+// the order they apply (`NNNN_name`), and a step both backends need has the same id in
+// control/store/sqlite/migrations.ts (test/control/store/renamed-migrations.test.ts checks that the
+// lists agree). `0001_schema` is SQLite's steps 0001-0007 in one (this backend came after
+// them), so the next step here is 0008; SQLite's 0013 (the request in a table of its own) has
+// no counterpart here. Ids the steps had before they were renumbered: ../renamed-migrations.ts.
 //
 // Against the SQLite schema: epoch-ms columns are BIGINT, flags BOOLEAN, structured
 // values JSONB (nothing compares their text); `request` and webhook payloads stay TEXT,
 // kept byte for byte (a payload is signed). Monthly usage has its own counter row (the
 // lock that keeps a month's quota exact across nodes), and emails and webhook messages
 // carry a claim (who hands them on, until when) so several nodes never take the same one.
+import { RENAMED_MIGRATIONS } from '../renamed-migrations.js';
 import type { Tx } from './db.js';
 
 export interface PgMigration {
@@ -313,7 +319,7 @@ export const migrations: readonly PgMigration[] = [
   },
   {
     // Scheduled sends: the email waits as 'scheduled' until scheduled_at, then is released.
-    id: '0009_scheduled_sends_domain_region',
+    id: '0008_scheduled_sends_domain_region',
     sql: `
       ALTER TABLE emails ADD COLUMN scheduled_at BIGINT;
       CREATE INDEX emails_scheduled ON emails(scheduled_at) WHERE status = 'scheduled';
@@ -323,13 +329,13 @@ export const migrations: readonly PgMigration[] = [
   },
   {
     // Webhook endpoints can be disabled (PATCH /v1/webhooks/:id {status}) without being deleted.
-    id: '0008_webhook_enabled',
+    id: '0009_webhook_enabled',
     sql: 'ALTER TABLE webhooks ADD COLUMN enabled BOOLEAN NOT NULL DEFAULT true;',
   },
   {
     // The auth audit log (auth/events.ts): sign-in events, kept auth.auditRetentionDays.
     // `seq` orders the pages; `id` is the cursor callers see.
-    id: 'auth_0003_audit_log',
+    id: '0010_auth_audit_log',
     sql: `
       CREATE TABLE auth_audit (
         seq BIGSERIAL PRIMARY KEY,
@@ -356,7 +362,7 @@ export const migrations: readonly PgMigration[] = [
   {
     // Idempotency keys (control/mail/idempotency.ts): per project, the request's hash, the email ids it
     // reserved, its answer once given, the end of its 24 h window and the lease of the attempt under way.
-    id: '0007_idempotency_keys',
+    id: '0011_idempotency_keys',
     sql: `
       CREATE TABLE idempotency_keys (
         project_id TEXT NOT NULL,
@@ -376,7 +382,7 @@ export const migrations: readonly PgMigration[] = [
   {
     // Attachment bytes, once per email (not per recipient copy, not in the request JSON, which keeps
     // only what describes them), written in the email's own transaction.
-    id: '0006_attachments',
+    id: '0012_attachments',
     sql: `
       CREATE TABLE email_attachments (
         email_id TEXT NOT NULL REFERENCES emails(id),
@@ -392,11 +398,24 @@ export const migrations: readonly PgMigration[] = [
 /** Any constant both nodes agree on: the key of the advisory lock that serialises migrations. */
 const MIGRATION_LOCK = 0x706f737467617465n; // "postgate"
 
-/** Applies the steps not yet recorded; returns their ids. Runs inside `tx`. */
-export async function migrate(tx: Tx, steps: readonly PgMigration[] = migrations): Promise<string[]> {
+/**
+ * Applies the steps not yet recorded; returns their ids. Runs inside `tx`. Rows recorded under
+ * an id a step had before (`renamed`: old → new) are renamed first, so no step runs twice.
+ */
+export async function migrate(
+  tx: Tx,
+  steps: readonly PgMigration[] = migrations,
+  renamed: Readonly<Record<string, string>> = RENAMED_MIGRATIONS,
+): Promise<string[]> {
   // Without the statement timeout: another node may hold the lock through a long step.
   await tx.exec(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`);
   await tx.exec('CREATE TABLE IF NOT EXISTS schema_migrations (id TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)');
+  const pairs = Object.entries(renamed);
+  if (pairs.length)
+    await tx.query('UPDATE schema_migrations AS m SET id = r.new_id FROM unnest($1::text[], $2::text[]) AS r(old_id, new_id) WHERE m.id = r.old_id', [
+      pairs.map(([from]) => from),
+      pairs.map(([, to]) => to),
+    ]);
   const applied = new Set((await tx.query<{ id: string }>('SELECT id FROM schema_migrations')).rows.map((r) => r.id));
   const done: string[] = [];
   for (const m of steps) {

@@ -1,6 +1,9 @@
 // The SQLite schema, one versioned step at a time. Applied steps are recorded in
-// schema_migrations; never edit an applied step, append a new one (at the end of
-// `migrations`, the order a new database applies them in).
+// schema_migrations; never edit an applied step, append a new one at the end of
+// `migrations`, the order a new database applies them in, with the next number: ids sort
+// in that order (`NNNN_name`). A step both backends need gets the same id in
+// control/store/postgres/migrations.ts (test/control/store/renamed-migrations.test.ts checks that
+// the lists agree). Ids the steps had before they were renumbered: ../renamed-migrations.ts.
 import type { Migration } from '../../../core/sqlite/open.js';
 
 const controlMigrations: Migration[] = [
@@ -193,7 +196,7 @@ controlMigrations.push({
 // The auth API's tables (users, identities, sessions, codes, providers, origins).
 const authMigrations: Migration[] = [
   {
-    id: 'auth_0001_schema',
+    id: '0005_auth_schema',
     sql: `
       CREATE TABLE auth_settings (
         project_id TEXT PRIMARY KEY REFERENCES projects(id),
@@ -310,7 +313,7 @@ const authMigrations: Migration[] = [
   {
     // Login CSRF (RFC 9700 §4.7): a sign-in is bound to the browser that started it by the hash of a
     // verifier that browser keeps; exact callback URLs narrow the allowed origins when registered.
-    id: 'auth_0002_browser_binding',
+    id: '0006_auth_browser_binding',
     sql: `
       ALTER TABLE auth_oauth_states ADD COLUMN client_challenge TEXT;
       ALTER TABLE auth_exchange_codes ADD COLUMN client_challenge TEXT;
@@ -332,7 +335,7 @@ const authMigrations: Migration[] = [
  * backfilled from exactly what those expressions answered.
  */
 const explicitColumns: Migration = {
-  id: '0005_recipient_position_system_flag',
+  id: '0007_recipient_position_system_flag',
   sql: `
     ALTER TABLE email_recipients ADD COLUMN position INTEGER NOT NULL DEFAULT 0;
     UPDATE email_recipients SET position = ordered.n
@@ -346,7 +349,7 @@ const explicitColumns: Migration = {
 
 /** Scheduled sends: the email waits as 'scheduled' until scheduled_at, then is released. */
 const scheduledSends: Migration = {
-  id: '0009_scheduled_sends_domain_region',
+  id: '0008_scheduled_sends_domain_region',
   sql: `
     ALTER TABLE emails ADD COLUMN scheduled_at INTEGER;
     CREATE INDEX emails_scheduled ON emails(scheduled_at) WHERE status = 'scheduled';
@@ -357,7 +360,7 @@ const scheduledSends: Migration = {
 
 /** Webhook endpoints can be disabled (PATCH /v1/webhooks/:id {status}) without being deleted. */
 const webhookEnabled: Migration = {
-  id: '0008_webhook_enabled',
+  id: '0009_webhook_enabled',
   sql: 'ALTER TABLE webhooks ADD COLUMN enabled INTEGER NOT NULL DEFAULT 1;',
 };
 
@@ -366,7 +369,7 @@ const webhookEnabled: Migration = {
  * the pages; `id` is the cursor callers see.
  */
 const authAudit: Migration = {
-  id: 'auth_0003_audit_log',
+  id: '0010_auth_audit_log',
   sql: `
     CREATE TABLE auth_audit (
       seq INTEGER PRIMARY KEY,
@@ -396,7 +399,7 @@ const authAudit: Migration = {
  * reserved, its answer once given, the end of its 24 h window and the lease of the attempt under way.
  */
 const idempotencyKeys: Migration = {
-  id: '0007_idempotency_keys',
+  id: '0011_idempotency_keys',
   sql: `
     CREATE TABLE idempotency_keys (
       project_id TEXT NOT NULL,
@@ -419,7 +422,7 @@ const idempotencyKeys: Migration = {
  * what describes them), written in the email's own transaction.
  */
 const attachments: Migration = {
-  id: '0006_attachments',
+  id: '0012_attachments',
   sql: `
     CREATE TABLE email_attachments (
       email_id TEXT NOT NULL REFERENCES emails(id),
@@ -435,10 +438,11 @@ const attachments: Migration = {
  * The send request (bodies included) in a table of its own. SQLite rewrites a whole row on every
  * UPDATE, overflow pages and all, so with the request in `emails` each status change (dispatched,
  * sending, sent…) rewrote the bodies: 150–450 µs and 30–100 kB of WAL per change for a 30–100 kB
- * email (bench/email-lifecycle.ts), against about 10 µs without them.
+ * email (bench/email-lifecycle.ts), against about 10 µs without them. SQLite only: PostgreSQL keeps
+ * a large value out of line (TOAST) and an UPDATE that leaves it alone does not copy it.
  */
 const emailRequests: Migration = {
-  id: '0010_email_requests',
+  id: '0013_email_requests',
   sql: `
     CREATE TABLE email_requests (
       email_id TEXT PRIMARY KEY REFERENCES emails(id),

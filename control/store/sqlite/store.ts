@@ -7,6 +7,7 @@ import { GroupWriter } from '../../../core/sqlite/group-writer.js';
 import { ProjectCache, STORE_CHANNELS } from '../cache.js';
 import type { Store, StoreConfig, WebhookRow } from '../index.js';
 import { migrations } from './migrations.js';
+import { RENAMED_MIGRATIONS } from '../renamed-migrations.js';
 import { controlDbFile } from '../../../core/data-files.js';
 import { DayTallies } from './tallies.js';
 import { StatusFanout } from './status-fanout.js';
@@ -24,7 +25,10 @@ import { SqliteAudit } from './audit.js';
 import { SqliteIdempotency } from './idempotency.js';
 
 export async function openSqliteStore(config: StoreConfig, invalidator: Invalidator): Promise<Store> {
-  const db = openDatabase(controlDbFile(config.dataDir), migrations, { externalCheckpoints: config.storage.externalCheckpoints });
+  const db = openDatabase(controlDbFile(config.dataDir), migrations, {
+    externalCheckpoints: config.storage.externalCheckpoints,
+    renamedMigrations: RENAMED_MIGRATIONS,
+  });
   return new SqliteStore(db, config.storage, invalidator);
 }
 

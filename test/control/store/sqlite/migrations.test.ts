@@ -1,16 +1,19 @@
 // A data dir written by the previous schema opens with the current code: recipient
-// positions come from the old row order and the system flag from the old request JSON.
+// positions come from the old row order and the system flag from the old request JSON, the
+// request moves to a table of its own, and steps recorded under their ids from before the
+// renumbering (control/store/renamed-migrations.ts) are not applied again.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, expect, it } from 'vitest';
-import { openDatabase } from '../../../../core/sqlite/open.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openDatabase, type Migration } from '../../../../core/sqlite/open.js';
 import { migrations } from '../../../../control/store/sqlite/migrations.js';
 import { openStore } from '../../../../control/store/open.js';
+import { RENAMED_MIGRATIONS } from '../../../../control/store/renamed-migrations.js';
 import { localInvalidator } from '../../../../core/invalidation.js';
 
-const NEW = '0005_recipient_position_system_flag';
+const NEW = '0007_recipient_position_system_flag';
 let dir: string;
 
 beforeEach(() => {
@@ -26,7 +29,7 @@ it('backfills recipient positions and the system flag of a database from before 
     0,
     migrations.findIndex((m) => m.id === NEW),
   );
-  // Every step before 0005 (later steps came after it and run too when the store opens).
+  // Every step before 0007 (later steps came after it and run too when the store opens).
   expect(previous.map((m) => m.id)).not.toContain(NEW);
   expect(previous.length).toBeGreaterThanOrEqual(6);
   const file = path.join(dir, 'postgate.db');
@@ -109,7 +112,7 @@ it('backfills recipient positions and the system flag of a database from before 
 it('moves each email request out of the emails row, and a status change leaves it as it was', async () => {
   const before = migrations.slice(
     0,
-    migrations.findIndex((m) => m.id === '0010_email_requests'),
+    migrations.findIndex((m) => m.id === '0013_email_requests'),
   );
   expect(before.length).toBeLessThan(migrations.length);
   const file = path.join(dir, 'postgate.db');
@@ -156,4 +159,57 @@ it('moves each email request out of the emails row, and a status change leaves i
   } finally {
     db.close();
   }
+});
+
+describe('a database migrated before the steps were renumbered', () => {
+  /** The same steps, in the same order, under the ids they had then. */
+  const former = Object.fromEntries(Object.entries(RENAMED_MIGRATIONS).map(([old, now]) => [now, old]));
+  const underOldIds = (steps: readonly Migration[]) => steps.map((m) => ({ ...m, id: former[m.id] ?? m.id }));
+  const open = () => openStore({ dataDir: dir, storage: { synchronous: 'NORMAL', maxBatch: 100 } }, localInvalidator());
+  const recorded = (file: string) => {
+    const db = new Database(file, { readonly: true });
+    try {
+      return db.prepare('SELECT id FROM schema_migrations ORDER BY rowid').pluck().all() as string[];
+    } finally {
+      db.close();
+    }
+  };
+
+  it('opens without applying any step again, its data kept and its rows renamed to the new ids', async () => {
+    const file = path.join(dir, 'postgate.db');
+    const old = openDatabase(file, underOldIds(migrations));
+    expect(old.prepare("SELECT count(*) FROM schema_migrations WHERE id LIKE 'auth_%'").pluck().get()).toBe(3);
+    old.prepare("INSERT INTO projects (id, slug, name, status, plan, created_at) VALUES ('p1', 'p1', 'P', 'active', 'free', 1)").run();
+    old.close();
+    // What this test guards against: the current ids alone would run the renamed steps again.
+    fs.copyFileSync(file, path.join(dir, 'copy.db'));
+    expect(() => openDatabase(path.join(dir, 'copy.db'), migrations).close()).toThrow(/already exists|duplicate column/);
+
+    const store = await open();
+    try {
+      expect((await store.projects.bySlug('p1'))?.name).toBe('P');
+    } finally {
+      await store.close();
+    }
+    expect(recorded(file)).toEqual(migrations.map((m) => m.id));
+  });
+
+  it('a database that stopped partway applies the rest once, recorded under the new ids', async () => {
+    const file = path.join(dir, 'postgate.db');
+    const upTo = migrations.findIndex((m) => m.id === '0009_webhook_enabled') + 1;
+    openDatabase(file, underOldIds(migrations.slice(0, upTo))).close();
+    expect(recorded(file)).toContain('0008_webhook_enabled');
+
+    await (await open()).close();
+    expect(recorded(file)).toEqual(migrations.map((m) => m.id));
+    const db = new Database(file, { readonly: true });
+    try {
+      // A step applied after the renumbering really ran: its table is there.
+      expect(
+        db.prepare("SELECT count(*) FROM sqlite_master WHERE name IN ('auth_audit', 'idempotency_keys', 'email_attachments', 'email_requests')").pluck().get(),
+      ).toBe(4);
+    } finally {
+      db.close();
+    }
+  });
 });
