@@ -28,6 +28,7 @@ import {
   type CheckSessionRequest,
 } from '../../proto/gen/postgate/v1/public_pb.js';
 import { grpcError } from './status.js';
+import { refuseNul } from '../../core/nul.js';
 import { attachmentBodyBytes, checkBatchAttachments } from '../mail/attachments.js';
 
 export interface SessionCheck {
@@ -98,7 +99,10 @@ export async function startPublicGrpc({ config, log, access, pipeline, store, ch
     return (call, callback) => {
       access
         .resolve(fromMetadata(call.metadata), need)
-        .then((caller) => fn(call.request, caller))
+        .then((caller) => {
+          refuseNul(call.request, 'The request'); // as HTTP does (core/nul.ts): no NUL reaches the store
+          return fn(call.request, caller);
+        })
         .then(
           (res) => callback(null, res),
           (err: unknown) => {

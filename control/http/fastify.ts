@@ -11,6 +11,7 @@ import type { Config } from '../../core/config.js';
 import type { Metrics } from '../metrics.js';
 import { bodyBudget } from './body-budget.js';
 import { lingerOnClose } from './linger.js';
+import { jsonHasNul, NUL_REFUSED } from '../../core/nul.js';
 
 /**
  * Requests Node's parser refuses never reach Fastify (bad method or framing, NUL in a header,
@@ -30,6 +31,9 @@ function clientErrorAnswer(err: NodeJS.ErrnoException, socket: Duplex): void {
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }
+
+/** A %-encoded C0 control character or DEL: never part of an id, cursor, slug, tag or any other value in a URL here. */
+const ENCODED_CONTROL = /%(?:[01][0-9a-f]|7f)/i;
 
 /** Maps whatever was thrown to the one error shape; never leaks internals. */
 function toApiError(err: FastifyError | Error): ApiError {
@@ -82,7 +86,14 @@ export function newFastify({ config, log, metrics, serverFactory, budgetBodies =
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     if (!text.trim()) return done(null, undefined);
+    if (jsonHasNul(text)) return done(new ApiError('INVALID_REQUEST', `The body ${NUL_REFUSED}`), undefined);
     parseJson(req, text, done);
+  });
+  // Control characters in the path or query string (a NUL answered 500 on PostgreSQL, 404 on SQLite):
+  // refused before any route decodes them, alike on both backends. Node refuses raw ones itself.
+  app.addHook('onRequest', (req, _reply, done) => {
+    if (req.url.includes('%') && ENCODED_CONTROL.test(req.url)) return done(new ApiError('INVALID_REQUEST', 'The URL must not contain control characters'));
+    done();
   });
 
   app.setErrorHandler((err: FastifyError, req, reply) => {

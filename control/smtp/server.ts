@@ -14,6 +14,7 @@ import { isAddress } from '../../common/address.js';
 import { RateLimiter } from '../limits/rate-limit.js';
 import { loadTls } from './tls.js';
 import { idempotencyKeyOf, parseMessage, toSendRequest } from './message.js';
+import { refuseNul } from '../../core/nul.js';
 import { checkKey, type Idempotency } from '../mail/idempotency.js';
 import { badRecipient, smtpError, smtpReply } from './replies.js';
 import { trustedNetworks } from './trusted.js';
@@ -177,6 +178,7 @@ export async function startSmtpSubmission({
         parseMessage(Buffer.concat(chunks, bytes))
           .then((mail) => {
             const request = toSendRequest(mail, recipients);
+            refuseNul(request, 'The message'); // as HTTP does (core/nul.ts): no NUL reaches the store
             const key = checkKey(idempotencyKeyOf(mail));
             if (key === undefined || !idempotency) return pipeline.submit(caller, request);
             // The same key and message within 24 h: the first answer again, nothing new sent.
