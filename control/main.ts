@@ -131,6 +131,7 @@ const grpcApi = await startPublicGrpc({
   access,
   pipeline,
   store,
+  counters,
   async checkSession(caller, token) {
     const { user, session } = await auth.sessions.check(caller, token);
     return { valid: true, userId: user.id, email: user.email ?? '', sessionId: session.id, expiresAt: new Date(session.expiresAt).toISOString() };

@@ -27,7 +27,10 @@ import {
   type GetEmailRequest,
   type CheckSessionRequest,
 } from '../../proto/gen/postgate/v1/public_pb.js';
-import { grpcError } from './status.js';
+import { grpcError, rateMetadata } from './status.js';
+import type { Counters } from '../limits/counters.js';
+import { checkRate } from '../limits/rate-limit.js';
+import { limitsOf } from '../plans.js';
 import { refuseNul } from '../../core/nul.js';
 import { attachmentBodyBytes, checkBatchAttachments } from '../mail/attachments.js';
 
@@ -48,6 +51,8 @@ export interface PublicGrpcDeps {
   access: KeyAuthenticator;
   pipeline: Pick<MailPipeline, 'submit' | 'sendMany'>;
   store: Store;
+  /** The process's fixed-window counters: every call counts against the project's API rate, as over HTTP. */
+  counters: Counters;
   checkSession?: CheckSessionFn;
 }
 
@@ -93,13 +98,19 @@ export function toSendRequest(m: SendEmailRequest): Record<string, unknown> {
 const item = (r: Accepted | ApiError): SendEmailResponse =>
   create(SendEmailResponseSchema, r instanceof ApiError ? { error: r.message, code: r.code, id: typeof r.extra.id === 'string' ? r.extra.id : '' } : r);
 
-export async function startPublicGrpc({ config, log, access, pipeline, store, checkSession }: PublicGrpcDeps): Promise<PublicGrpc> {
-  /** Wraps one unary method: key check, then the handler; any refusal becomes a status with the API code. */
+export async function startPublicGrpc({ config, log, access, pipeline, store, counters, checkSession }: PublicGrpcDeps): Promise<PublicGrpc> {
+  /**
+   * Wraps one unary method: key check, the project's API rate (the same counter as HTTP's, so one budget over
+   * both; its RateLimit-* numbers as metadata, past it RESOURCE_EXHAUSTED with `retry-after`), then the handler;
+   * any refusal becomes a status with the API code.
+   */
   function unary<Req, Res>(need: KeyRequirement, name: string, fn: (req: Req, caller: Caller) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
     return (call, callback) => {
       access
         .resolve(fromMetadata(call.metadata), need)
         .then((caller) => {
+          const { headers } = checkRate(counters, `api:${caller.project.id}`, limitsOf(caller.project, config).rateLimit);
+          call.sendMetadata(rateMetadata(headers));
           refuseNul(call.request, 'The request'); // as HTTP does (core/nul.ts): no NUL reaches the store
           return fn(call.request, caller);
         })

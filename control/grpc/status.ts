@@ -22,12 +22,20 @@ const byHttpStatus: Record<number, grpc.status> = {
 export const CODE_KEY = 'x-postgate-code';
 export const EMAIL_ID_KEY = 'x-postgate-email-id';
 
+/** The RateLimit-* headers HTTP answers with (control/limits/rate-limit.ts), as metadata of the same names in lower case. */
+export function rateMetadata(headers: Record<string, string>, metadata = new grpc.Metadata()): grpc.Metadata {
+  for (const [name, value] of Object.entries(headers)) if (/^ratelimit-/i.test(name)) metadata.set(name.toLowerCase(), value);
+  return metadata;
+}
+
 export function grpcError(err: unknown): Partial<grpc.StatusObject> {
   const e = err instanceof ApiError ? err : new ApiError('INTERNAL', 'Internal error');
   const metadata = new grpc.Metadata();
   metadata.set(CODE_KEY, e.code);
   if (typeof e.extra.id === 'string') metadata.set(EMAIL_ID_KEY, e.extra.id);
+  // Seconds, as HTTP's Retry-After (no google.rpc.RetryInfo: its proto is not among ours).
   const retryAfter = e.headers['Retry-After'];
   if (retryAfter) metadata.set('retry-after', retryAfter);
+  rateMetadata(e.headers, metadata);
   return { code: byHttpStatus[e.status] ?? grpc.status.INTERNAL, details: e.message, metadata };
 }

@@ -17,13 +17,14 @@ import {
   type CheckSessionResponse,
 } from '../../../proto/gen/postgate/v1/public_pb.js';
 import { startPublicGrpc, type PublicGrpc } from '../../../control/grpc/public.js';
+import { memoryCounters } from '../../../control/limits/counters.js';
 import type { KeyAuthenticator, Caller } from '../../../control/api-keys/authenticate.js';
 import type { MailPipeline } from '../../../control/mail/pipeline.js';
 import type { Store } from '../../../control/store/index.js';
 import type { Config } from '../../../core/config.js';
 import { ApiError } from '../../../core/errors.js';
 import { createLogger } from '../../../core/log.js';
-import { Stack, type Project } from '../../helpers/stack.js';
+import { sleep, Stack, type Project } from '../../helpers/stack.js';
 import { startDnsServer, type DnsServer } from '../../helpers/dns-server.js';
 import { startMxSink, type MxSink } from '../../helpers/mx-sink.js';
 
@@ -178,6 +179,39 @@ describe('PostgateService', () => {
     }
   });
 
+  it("counts every call against the project's API rate as HTTP does: 300 concurrent GetEmail on the free plan, RESOURCE_EXHAUSTED past 60 a second", async () => {
+    const burst = await stack.createProject('burst');
+    await stack.cli('domain', 'verify', '--project', 'burst', '--name', 'acme.test', '--force');
+    const { id } = await send(burst.keys.live, base);
+    await sleep(1100); // a window of its own for the burst
+    type Outcome = { ok: boolean; code?: grpc.status; md: grpc.Metadata };
+    const get = () =>
+      new Promise<Outcome>((resolve) => {
+        let headers = new grpc.Metadata();
+        const call = client.getEmail!(create(GetEmailRequestSchema, { id }), md(burst.keys.live), (err: grpc.ServiceError | null) =>
+          resolve(err ? { ok: false, code: err.code, md: err.metadata } : { ok: true, md: headers }),
+        ) as grpc.ClientUnaryCall;
+        call.on('metadata', (m) => (headers = m));
+      });
+    const answers = await Promise.all(Array.from({ length: 300 }, get));
+    const ok = answers.filter((a) => a.ok);
+    const refused = answers.filter((a) => !a.ok);
+    // 60 in a one-second window (HTTP answers the other 240 with 429); at most two windows on a slow machine.
+    expect(ok.length).toBeGreaterThanOrEqual(60);
+    expect(ok.length).toBeLessThanOrEqual(120);
+    expect(refused.length).toBe(300 - ok.length);
+    for (const r of refused) {
+      expect(r.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+      expect(r.md.get('x-postgate-code')).toEqual(['RATE_LIMIT_EXCEEDED']);
+      expect(Number(r.md.get('retry-after')[0])).toBeGreaterThanOrEqual(1);
+      expect(r.md.get('ratelimit-limit')).toEqual(['60']);
+      expect(r.md.get('ratelimit-remaining')).toEqual(['0']);
+    }
+    // An answered call carries the same numbers HTTP puts in its headers.
+    expect(ok[0]!.md.get('ratelimit-policy')).toEqual(['60;w=1']);
+    expect(Number(ok[0]!.md.get('ratelimit-remaining')[0])).toBeLessThan(60);
+  });
+
   it('CheckSession answers a real session of the auth API, and not once it is signed out', async () => {
     // Sign in through the auth API's test environment (the code is readable with a test-kind key).
     const auth = (method: string, p: string, body?: unknown, headers: Record<string, string> = {}) =>
@@ -218,11 +252,12 @@ describe("CheckSession with the auth area's function injected", () => {
       resolve: async (key: string | undefined) => (key === 'good' ? caller : Promise.reject(new ApiError('INVALID_API_KEY', 'Invalid API key'))),
     } as unknown as KeyAuthenticator;
     server = await startPublicGrpc({
-      config: { host: '127.0.0.1', grpcPort: 0, limits: { maxBodyBytes: 1024 } } as Config,
+      config: { host: '127.0.0.1', grpcPort: 0, limits: { maxBodyBytes: 1024 }, plans: { free: { rateLimit: 100 } } } as unknown as Config,
       log: createLogger('test', 'silent'),
       access,
       pipeline: {} as MailPipeline,
       store: {} as Store,
+      counters: memoryCounters(),
       checkSession: async (c, token) => {
         seen.push([c.project.id, token]);
         if (token === 'expired') throw new ApiError('SESSION_INVALID', 'Session expired');
