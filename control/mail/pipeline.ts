@@ -8,12 +8,18 @@ import { clock } from '../../core/clock.js';
 import { uuidv7 } from '../../core/ids.js';
 import type { Config } from '../../core/config.js';
 import type { Caller } from '../api-keys/authenticate.js';
-import type { Acceptance, AcceptGuards, NewEmail, Store } from '../store/index.js';
-import { refusalError } from './rules.js';
+import type { Acceptance, AcceptGuards, NewEmail, Refusal, Store } from '../store/index.js';
+import { refusalText } from './rules.js';
 import { limitsOf, requireSubscription } from '../plans.js';
 import { canonical, domainOf, parseMailbox } from '../../common/address.js';
 import { sendRequestSchema } from './schema.js';
 import { attachmentContents, checkAttachments, type AttachmentInput, type AttachmentMeta } from './attachments.js';
+
+/** The error a user sees for a store's refusal (`id`: the email's, when it was recorded as failed). */
+function refusalError(r: Refusal | { kind: 'suppressed' }, id?: string): ApiError {
+  const { code, message } = refusalText(r);
+  return new ApiError(code, message, r.kind === 'suppressed' && id ? { id } : undefined);
+}
 
 export interface SendRequest {
   from: string;

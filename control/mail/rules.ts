@@ -1,9 +1,8 @@
 // The ingestion limits a store judges inside the transaction that records an email
 // (quotas, bulk same-subject limit, bulk volume hold), as pure functions of counts:
 // every store backend calls these rather than re-implementing them, and the pipeline
-// turns their refusals into the errors users see.
+// turns their refusals into the errors users see (the store words them as data only).
 import crypto from 'node:crypto';
-import { ApiError } from '../../core/errors.js';
 import type { NewEmail } from '../store/index.js';
 
 export interface Quota {
@@ -87,14 +86,20 @@ export function judgeSuppressions(e: NewEmail, scopeOf: (address: string) => str
   return { email: { ...e, recipients, status: 'failed', error: SUPPRESSED.message, errorCode: SUPPRESSED.code }, suppressed: true };
 }
 
-/** The error a user sees for a refusal (`id`: the email's, when it was recorded as failed). */
-export function refusalError(r: Refusal | { kind: 'suppressed' }, id?: string): ApiError {
+/**
+ * The code and text of a refusal, as the user reads it: recorded by the store on an email it
+ * fails (a released scheduled email), and answered by the pipeline as its error.
+ */
+export function refusalText(r: Refusal | { kind: 'suppressed' }): {
+  code: 'RECIPIENT_IN_SUPPRESSION_LIST' | 'QUOTA_EXCEEDED' | 'BULK_LIMIT_EXCEEDED';
+  message: string;
+} {
   switch (r.kind) {
     case 'suppressed':
-      return new ApiError(SUPPRESSED.code, SUPPRESSED.message, id ? { id } : undefined);
+      return SUPPRESSED;
     case 'quota':
-      return new ApiError('QUOTA_EXCEEDED', `The ${r.period} quota of ${r.limit} emails is used up`);
+      return { code: 'QUOTA_EXCEEDED', message: `The ${r.period} quota of ${r.limit} emails is used up` };
     case 'bulk-subject':
-      return new ApiError('BULK_LIMIT_EXCEEDED', `The daily limit of ${r.limit} bulk emails with the same subject is reached (${r.sentToday} sent today)`);
+      return { code: 'BULK_LIMIT_EXCEEDED', message: `The daily limit of ${r.limit} bulk emails with the same subject is reached (${r.sentToday} sent today)` };
   }
 }

@@ -8,7 +8,7 @@
 // the locked counts; the accepted ones are written, then the counts moved.
 import { DAY_MS, dayOf } from '../../../core/clock.js';
 import { StoreUnavailableError } from '../../../core/errors.js';
-import { judgeBulk, judgeQuota, judgeSuppressions, refusalError, subjectHash } from '../../mail/rules.js';
+import { judgeBulk, judgeQuota, judgeSuppressions, refusalText, subjectHash } from '../../mail/rules.js';
 import type { Acceptance, AcceptGuards, NewEmail } from '../index.js';
 import { releasedEmail, toRecipient } from './rows.js';
 import type { PgDb, Tx } from './db.js';
@@ -143,7 +143,7 @@ export class Acceptor {
         }
       });
       if (outcome!.kind !== 'accepted') {
-        const err = refusalError(outcome!);
+        const err = refusalText(outcome!);
         const details = { reason: err.message, code: err.code };
         const reached = await fanout.reach(email, r.reached, 'failed', now, { type: 'failed', at: now, ...details });
         await tx.query("UPDATE emails SET status = 'failed', error = $2, error_code = $3, updated_at = $4, reached = $5 WHERE id = $1", [

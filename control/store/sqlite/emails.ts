@@ -3,7 +3,7 @@
 import { DAY_MS, dayOf } from '../../../core/clock.js';
 import type { Db } from '../../../core/sqlite/open.js';
 import type { GroupWriter } from '../../../core/sqlite/group-writer.js';
-import { judgeBulk, judgeQuota, judgeSuppressions, refusalError, subjectHash, type BulkRules, type Refusal } from '../../mail/rules.js';
+import { judgeBulk, judgeQuota, judgeSuppressions, refusalText, subjectHash, type BulkRules, type Refusal } from '../../mail/rules.js';
 import type { Acceptance, AcceptGuards, EmailOwner, EmailQuery, EmailRow, Emails, NewEmail, PendingEmail, ScheduleChange, StoredEmail } from '../index.js';
 import type { DayTallies } from './tallies.js';
 import type { StatusFanout, StatusRow } from './status-fanout.js';
@@ -209,7 +209,7 @@ export class SqliteEmails implements Emails {
       const e = releasedEmail(r, this.q.recipients.all(id) as Array<{ address: string; kind: string; status: string }>, now);
       const admitted = this.admit(e, guards, dayOf(now));
       if ('kind' in admitted) {
-        const err = refusalError(admitted);
+        const err = refusalText(admitted);
         this.q.setStatus.run('failed', err.message, err.code, now, id);
         this.q.setRecipients.run('failed', now, id);
         const details = { reason: err.message, code: err.code };
