@@ -9,6 +9,7 @@ import * as qp from 'nodemailer/lib/qp';
 import * as base64 from 'nodemailer/lib/base64';
 import { encodeWord } from 'nodemailer/lib/mime-funcs';
 import { domainOf, parseMailbox } from '../common/address.js';
+import { writableName } from '../common/attachment-name.js';
 import { encodeTextQp } from './quoted-printable.js';
 import type { Composition } from '../proto/gen/postgate/gateway/v1/gateway_pb.js';
 
@@ -134,11 +135,14 @@ export function buildMimeStream(id: string, c: MessageParts, files?: AttachmentD
 
 /** The files of a message, their bytes looked up by ref (shared by every copy that names them, never copied). */
 function attachmentsOf(c: MessageParts, files: AttachmentData | undefined) {
-  return (c.attachments ?? []).map((a) => {
+  return (c.attachments ?? []).map((a, i) => {
     const bytes = files?.[a.ref];
     if (!bytes) throw new Error(`attachment ${a.ref} is missing from the request`);
     return {
-      filename: a.filename,
+      // The name a client will show, never one control's rules refuse (a name stored before them,
+      // e.g. `=?utf-8?B?ZXZpbC5leGU=?=`, shown as evil.exe): nodemailer then writes it as MIME
+      // says (quoted, RFC 2231 filename*= and an encoded name= when not plain ASCII).
+      filename: writableName(a.filename) ?? `attachment-${i + 1}`,
       content: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
       contentType: a.contentType,
       // An inline part goes next to the HTML (multipart/related) under the id its cid: link names.

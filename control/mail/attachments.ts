@@ -6,6 +6,7 @@
 // only what describes them.
 import { randomUUID } from 'node:crypto';
 import { detectExtension, detectMimeType } from 'nodemailer/lib/mime-funcs/mime-types';
+import { decodeEncodedWords, nameProblem, refusedExtension } from '../../common/attachment-name.js';
 import type { Limits } from '../../core/config.js';
 import { invalid } from '../../core/errors.js';
 
@@ -34,18 +35,7 @@ export interface AttachmentMeta {
 
 export type AttachmentLimits = Pick<Limits, 'maxAttachments' | 'maxAttachmentBytes'>;
 
-/**
- * Types mail providers refuse to carry, as Gmail does (support.google.com/mail/answer/6590):
- * programs and scripts Windows or a browser would run when opened.
- */
-export const REFUSED_EXTENSIONS: ReadonlySet<string> = new Set(
-  (
-    'ade adp apk appx appxbundle bat cab chm cmd com cpl dll diagcab diagcfg diagpack dmg ex ex_ exe hta img ins iso isp jar jnlp js jse lib lnk ' +
-    'mde mjs msc msi msix msixbundle msp mst nsh pif ps1 scr sct shb sys vb vbe vbs vhd vxd wsc wsf wsh xll'
-  ).split(' '),
-);
-
-/** The same programs, named by type instead of by extension. */
+/** The programs common/attachment-name.ts refuses by extension (REFUSED_EXTENSIONS), named by type. */
 const REFUSED_TYPES: ReadonlySet<string> = new Set([
   'application/x-msdownload',
   'application/x-msdos-program',
@@ -91,9 +81,6 @@ const TOKEN = '[A-Za-z0-9!#$&^_.+-]+';
 const CONTENT_TYPE = new RegExp(`^${TOKEN}/${TOKEN}(\\s*;\\s*${TOKEN}=(${TOKEN}|"[^"\\\\\\r\\n]*"))*\\s*$`);
 // RFC 2392 content ids are msg-ids; the characters mail clients match in `cid:` references.
 const CONTENT_ID = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.@-]{1,200}$/;
-// C0 controls and DEL: a name with them could break the header it is written in.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /**
  * Checks a base64 string (the right alphabet, padding only at its end, a length that decodes)
@@ -108,13 +95,6 @@ function base64Size(content: string, where: string): number {
   if (pad !== -1 && (pad < body.length - 2 || /[^=]/.test(body.slice(pad)))) throw invalid(`${where}.content is not valid base64: '=' may only pad its end`);
   if (end % 4 === 1) throw invalid(`${where}.content is not valid base64: its length cannot be decoded`);
   return Math.floor((end * 3) / 4);
-}
-
-/** The lower-cased last extension of a name, ignoring the trailing dots and spaces Windows drops. */
-function extensionOf(filename: string): string {
-  const name = filename.replace(/[.\s]+$/, '');
-  const dot = name.lastIndexOf('.');
-  return dot === -1 ? '' : name.slice(dot + 1).toLowerCase();
 }
 
 const baseType = (contentType: string) => contentType.split(';')[0]!.trim().toLowerCase();
@@ -145,20 +125,22 @@ export function checkAttachments(list: AttachmentInput[] | undefined, limits: At
 
     if (a.content_type !== undefined && (typeof a.content_type !== 'string' || a.content_type.length > 200 || !CONTENT_TYPE.test(a.content_type)))
       throw invalid(`${where}.content_type is not a MIME type (type/subtype, e.g. application/pdf)`);
-    const given = a.filename === false || a.filename === undefined ? undefined : a.filename;
-    if (given !== undefined) {
-      if (typeof given !== 'string' || !given.trim()) throw invalid(`${where}.filename must be a non-empty string`);
-      if (given.length > 255) throw invalid(`${where}.filename is longer than 255 characters`);
-      if (CONTROL.test(given)) throw invalid(`${where}.filename contains control characters`);
-      if (/[/\\]/.test(given)) throw invalid(`${where}.filename must be a file name, not a path`);
+    const raw = a.filename === false || a.filename === undefined ? undefined : a.filename;
+    if (raw !== undefined) {
+      if (typeof raw !== 'string' || !raw.trim()) throw invalid(`${where}.filename must be a non-empty string`);
+      if (raw.length > 255) throw invalid(`${where}.filename is longer than 255 characters`);
     }
+    // Judged, kept and written as a client shows it: encoded words decoded (`=?utf-8?B?…?=`).
+    const given = raw === undefined ? undefined : decodeEncodedWords(raw);
+    const problem = given === undefined ? undefined : nameProblem(given);
+    if (problem) throw invalid(`${where}.filename ${problem}`);
     const contentType = a.content_type?.trim() ?? (given ? detectMimeType(given) : 'application/octet-stream');
     const type = baseType(contentType);
     if (type.startsWith('multipart/')) throw invalid(`${where}.content_type: a multipart type cannot be an attachment`);
     const ext = detectExtension(type);
     const filename = given ?? `attachment-${i + 1}${ext && ext !== 'bin' ? `.${ext}` : ''}`;
-    const extension = extensionOf(filename);
-    if (REFUSED_EXTENSIONS.has(extension))
+    const extension = refusedExtension(filename);
+    if (extension !== undefined)
       throw invalid(
         `${where}: .${extension} files are refused (programs and scripts; see docs/mail-api.md, Attachments); send them in an archive or as a link`,
       );

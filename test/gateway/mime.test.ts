@@ -3,6 +3,7 @@
 // kind of message the gateway builds without attachments, the bytes must be the same once the
 // stream's line breaks are CRLF, as nodemailer's SMTP transport sends them (the multipart
 // boundary is random in each build, so it is compared by name).
+import { simpleParser } from 'mailparser';
 import { describe, expect, it } from 'vitest';
 import { buildMime, buildMimeNow, buildMimeStream, type MessageParts } from '../../gateway/mime.js';
 
@@ -96,5 +97,30 @@ describe('buildMime', () => {
   it('leaves a message with attachments to the stream', () => {
     const parts = base({ attachments: [{ ref: 'a', filename: 'a.txt', contentType: 'text/plain', contentId: '' }] as MessageParts['attachments'] });
     expect(buildMimeNow('0193aaaa-0000-7000-8000-000000000002', parts)).toBeUndefined();
+  });
+});
+
+describe('attachment names as the receiver shows them', () => {
+  /** The message built with one attachment per name, as mailparser (a receiving client) reads it back. */
+  async function shown(names: string[]) {
+    const attachments = names.map((filename, i) => ({ ref: `r${i}`, filename, contentType: 'application/octet-stream', contentId: '' }));
+    const files = Object.fromEntries(names.map((_, i) => [`r${i}`, new Uint8Array([77, 90])]));
+    const raw = await buildMime('0193aaaa-0000-7000-8000-000000000003', base({ attachments } as Partial<MessageParts>), files);
+    return { raw: raw.toString('latin1'), names: (await simpleParser(raw)).attachments.map((a) => a.filename) };
+  }
+
+  it('a stored name that decodes to a refused one is never written as it is (a name stored before the rules)', async () => {
+    const { names } = await shown(['=?utf-8?B?ZXZpbC5leGU=?=', 'report =?utf-8?B?ZXZpbC5leGU=?=', '\u202eexe.doc', '=?utf-8?B?cmVwb3J0LnBkZg==?=']);
+    expect(names).toEqual(['attachment-1', 'attachment-2', 'attachment-3', 'report.pdf']);
+  });
+
+  it("non-ASCII in RFC 2231 (filename*=utf-8''…), quotes and semicolons escaped: each name arrives exactly as stored", async () => {
+    const stored = ['résumé.pdf', 'a "quoted"; filename=evil.exe; x=.pdf', "it's; 50% off=?.pdf", 'مستند.pdf'];
+    const { raw, names } = await shown(stored);
+    expect(names).toEqual(stored);
+    expect(raw).toContain("filename*0*=utf-8''r%C3%A9sum%C3%A9.pdf");
+    // One filename parameter per part: nothing in a name became a parameter of its own.
+    expect(raw.match(/^Content-Disposition:/gm)).toHaveLength(stored.length);
+    expect(raw).not.toMatch(/;\s*filename=evil\.exe/);
   });
 });

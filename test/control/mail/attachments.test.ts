@@ -2,6 +2,7 @@
 // request keeps, and the 400 each kind of bad attachment gets.
 import { describe, expect, it } from 'vitest';
 import { attachmentBodyBytes, attachmentContents, checkAttachments, checkBatchAttachments, type AttachmentInput } from '../../../control/mail/attachments.js';
+import { parseMessage, toSendRequest } from '../../../control/smtp/message.js';
 import { ApiError } from '../../../core/errors.js';
 
 const limits = { maxAttachments: 3, maxAttachmentBytes: 1000 };
@@ -117,6 +118,84 @@ describe('checkAttachments', () => {
       'text/plain; charset="utf-8"',
     );
     expect(checkAttachments([{ filename: false, content: b64('a'), content_type: 'image/png' }], limits)[0]!.filename).toBe('attachment-1.png');
+  });
+});
+
+describe('the name is judged as a mail client shows it', () => {
+  const refusedName = (filename: string) => refused([{ filename, content: b64('MZ') }]).message;
+
+  it('decodes RFC 2047 encoded words (B and Q) before judging, and keeps the decoded name', () => {
+    for (const filename of [
+      '=?utf-8?B?ZXZpbC5leGU=?=',
+      'report =?utf-8?B?ZXZpbC5leGU=?=',
+      '=?UTF-8?Q?evil=2Eexe?=',
+      '=?utf-8?q?invoice_2024.scr?=',
+      '=?utf-8?B?ZXZp?= =?utf-8?B?bC5leGU=?=',
+      '=?iso-8859-1?Q?r=E9sum=E9.exe?=',
+    ])
+      expect(refusedName(filename), filename).toMatch(/^attachments\[0\]: \.(exe|scr) files are refused/);
+    const [m] = checkAttachments([{ filename: '=?utf-8?B?cmVwb3J0LnBkZg==?=', content: b64('%PDF') }], limits);
+    expect(m).toMatchObject({ filename: 'report.pdf', content_type: 'application/pdf' });
+    expect(checkAttachments([{ filename: '=?utf-8?Q?r=C3=A9sum=C3=A9.pdf?=', content: b64('%PDF') }], limits)[0]!.filename).toBe('résumé.pdf');
+  });
+
+  it('refuses an encoded word that does not decode to a plain name (unknown charset, one inside another)', () => {
+    expect(refusedName('=?x-unknown?B?ZXZpbC5leGU=?=')).toMatch(/^attachments\[0\]\.filename contains a MIME encoded word/);
+    // "=?utf-8?B?ZXZpbC5leGU=?=" encoded once more: mailparser decodes RFC 2231 values twice.
+    expect(refusedName('=?utf-8?B?PT91dGYtOD9CP1pYWnBiQzVsZUdVPT89?=')).toMatch(/encoded word/);
+    expect(refusedName('=?utf-8?Q?a=0D=0AX-Evil:_1.pdf?=')).toMatch(/control characters/);
+    expect(refusedName('=?utf-8?Q?..=2F..=2Fetc=2Fpasswd?=')).toMatch(/not a path/);
+  });
+
+  it('compares after NFKC, without invisible characters, NTFS streams and trailing dots or spaces', () => {
+    for (const filename of ['evil.ｅｘｅ', 'evil．exe', 'evil.ex\u200be', 'evil.exe\u200d', 'a.exe::$DATA', 'a.exe:stream', 'a.exe.', 'a.exe . '])
+      expect(refusedName(filename), JSON.stringify(filename)).toMatch(/\.exe files are refused/);
+  });
+
+  it('refuses bidi overrides: `\u202Eexe.doc` is shown as cod.exe', () => {
+    for (const filename of ['\u202eexe.doc', 'invoice\u202efdp.pdf', 'a\u2067b.txt'])
+      expect(refusedName(filename), JSON.stringify(filename)).toMatch(/^attachments\[0\]\.filename contains bidi override characters/);
+  });
+
+  it('keeps good names as given: non-ASCII, right-to-left scripts, quotes and semicolons', () => {
+    for (const filename of ['résumé.pdf', 'مستند.pdf', 'نامه\u200cها.pdf', 'a "quoted"; name.pdf', 'x=?.pdf'])
+      expect(checkAttachments([{ filename, content: b64('a') }], limits)[0]!.filename, filename).toBe(filename);
+  });
+
+  it('over SMTP: RFC 2231 parameters (continuations, charset) are read, then judged the same', async () => {
+    const submit = async (disposition: string) => {
+      const raw = [
+        'From: a@acme.test',
+        'To: b@ok.test',
+        'Subject: x',
+        'MIME-Version: 1.0',
+        'Content-Type: multipart/mixed; boundary=b',
+        '',
+        '--b',
+        'Content-Type: text/plain',
+        '',
+        'hi',
+        '--b',
+        'Content-Type: application/octet-stream',
+        `Content-Disposition: attachment;${disposition}`,
+        'Content-Transfer-Encoding: base64',
+        '',
+        'TVo=',
+        '--b--',
+        '',
+      ].join('\r\n');
+      const req = toSendRequest(await parseMessage(Buffer.from(raw)), ['b@ok.test']);
+      return refusal(() => checkAttachments(req.attachments as AttachmentInput[], limits)).message;
+    };
+    // Continuations with a charset, and without one, of a name that is a program.
+    expect(await submit("\r\n filename*0*=utf-8''evil;\r\n filename*1*=%2Eexe")).toMatch(/\.exe files are refused/);
+    expect(await submit('\r\n filename*0="=?utf-8?B?ZXZp";\r\n filename*1="bC5leGU=?="')).toMatch(/\.exe files are refused/);
+    // Encoded words nested in an RFC 2231 value: mailparser decodes two layers, what is left is one more.
+    const wrap = (s: string) => `=?utf-8?B?${Buffer.from(s).toString('base64')}?=`;
+    const pct = [...Buffer.from(wrap(wrap('=?utf-8?B?ZXZpbC5leGU=?=')))].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
+    expect(await submit(` filename*=utf-8''${pct}`)).toMatch(/encoded word/);
+    expect(await submit(" filename*=utf-8''evil.%EF%BD%85%EF%BD%98%EF%BD%85")).toMatch(/\.exe files are refused/);
+    expect(await submit(" filename*=utf-8''%E2%80%AEexe.doc")).toMatch(/bidi override/);
   });
 });
 

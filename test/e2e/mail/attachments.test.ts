@@ -298,6 +298,169 @@ describe('bad attachments: 400 INVALID_REQUEST, nothing sent', () => {
   }, 120_000);
 });
 
+describe('attachment names: judged as the receiving client shows them', () => {
+  // Each disguises a program; before, each was taken (202) and the receiver showed a .exe (or cod.exe).
+  const disguised: Array<[string, RegExp]> = [
+    ['=?utf-8?B?ZXZpbC5leGU=?=', /\.exe files are refused/],
+    ['report =?utf-8?B?ZXZpbC5leGU=?=', /\.exe files are refused/],
+    ['=?UTF-8?Q?evil=2Eexe?=', /\.exe files are refused/],
+    ['=?utf-8?B?ZXZp?= =?utf-8?B?bC5leGU=?=', /\.exe files are refused/],
+    ['=?utf-8?B?PT91dGYtOD9CP1pYWnBiQzVsZUdVPT89?=', /filename contains a MIME encoded word/],
+    ['evil.ｅｘｅ', /\.exe files are refused/],
+    ['evil.ex\u200be', /\.exe files are refused/],
+    ['\u202eexe.doc', /filename contains bidi override characters/],
+    ['a.exe::$DATA', /\.exe files are refused/],
+    ['a.exe.', /\.exe files are refused/],
+  ];
+  // Kept as given (the encoded one decoded) and shown so: non-ASCII in RFC 2231, specials escaped.
+  const good: Array<[string, string]> = [
+    ['résumé.pdf', 'résumé.pdf'],
+    ['=?utf-8?B?cmVwb3J0LnBkZg==?=', 'report.pdf'],
+    ['a "quoted"; filename=evil.exe; x=.pdf', 'a "quoted"; filename=evil.exe; x=.pdf'],
+    ['مستند.pdf', 'مستند.pdf'],
+  ];
+  const md = () => {
+    const m = new grpc.Metadata();
+    m.set('x-service-key', p.keys.live);
+    return m;
+  };
+  const smtp = () =>
+    nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: Number(stack.env.POSTGATE_SMTP_PORT),
+      auth: { user: 'x', pass: p.keys.live },
+      tls: { rejectUnauthorized: false },
+    });
+  /** A submitted message whose one attachment's Content-Disposition parameters are written by hand (RFC 2231). */
+  const rawWith = (to: string, subject: string, params: string) =>
+    [
+      'From: hello@acme.test',
+      `To: ${to}`,
+      `Subject: ${subject}`,
+      'MIME-Version: 1.0',
+      'Content-Type: multipart/mixed; boundary=b',
+      '',
+      '--b',
+      'Content-Type: text/plain',
+      '',
+      'hi',
+      '--b',
+      'Content-Type: application/octet-stream',
+      `Content-Disposition: attachment;${params}`,
+      'Content-Transfer-Encoding: base64',
+      '',
+      'TVo=',
+      '--b--',
+      '',
+    ].join('\r\n');
+
+  it('REST, batch and gRPC refuse a disguised program (400 INVALID_REQUEST); nothing reaches the receiver', async () => {
+    const before = sink.messages.length;
+    for (const [filename, message] of disguised) {
+      const r = await send({ subject: 'Refused name', attachments: [{ filename, content: 'TVo=' }] });
+      expect(r.status, filename).toBe(400);
+      expect(r.body, filename).toMatchObject({ code: 'INVALID_REQUEST', error: expect.stringMatching(message) });
+    }
+    const batch = await stack.api(
+      'POST',
+      '/v1/emails/batch',
+      p.keys.live,
+      disguised.map(([filename]) => ({
+        from: 'hello@acme.test',
+        to: rcpt(),
+        subject: 'Refused name',
+        text: 'x',
+        attachments: [{ filename, content: 'TVo=' }],
+      })),
+    );
+    expect(batch.status).toBe(202);
+    for (const [i, [filename, message]] of disguised.entries())
+      expect(batch.body.data[i], filename).toMatchObject({ code: 'INVALID_REQUEST', error: expect.stringMatching(message) });
+    for (const [filename] of disguised) {
+      const req = create(SendEmailRequestSchema, {
+        from: 'hello@acme.test',
+        to: [rcpt()],
+        subject: 'Refused name',
+        text: 'x',
+        attachments: [{ filename, content: pdf }],
+      });
+      const err = await unary(client, 'sendEmail', req, md()).then(
+        () => undefined,
+        (e: grpc.ServiceError) => e,
+      );
+      expect(err?.code, filename).toBe(grpc.status.INVALID_ARGUMENT);
+    }
+    await sleep(1000);
+    const subjects = await Promise.all(sink.messages.slice(before).map(async (m) => (await parse(m)).subject));
+    expect(subjects.filter((s) => s === 'Refused name')).toEqual([]);
+  }, 60_000);
+
+  it('SMTP: RFC 2231 and encoded-word forms are read, then refused the same (550 5.6.0)', async () => {
+    const t = smtp();
+    const wrap = (s: string) => `=?utf-8?B?${Buffer.from(s).toString('base64')}?=`;
+    const pct = (s: string) => [...Buffer.from(s)].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
+    try {
+      for (const params of [
+        "\r\n filename*0*=utf-8''evil;\r\n filename*1*=%2Eexe",
+        '\r\n filename*0="=?utf-8?B?ZXZp";\r\n filename*1="bC5leGU=?="',
+        // mailparser (as many clients) decodes the RFC 2231 value, then encoded words twice: one more layer is left.
+        ` filename*=utf-8''${pct(wrap(wrap('=?utf-8?B?ZXZpbC5leGU=?=')))}`,
+        ` filename*=utf-8''${pct('evil.ｅｘｅ')}`,
+        ` filename*=utf-8''${pct('\u202eexe.doc')}`,
+        ' filename="a.exe::$DATA"',
+      ]) {
+        const to = rcpt();
+        await expect(t.sendMail({ envelope: { from: 'hello@acme.test', to }, raw: rawWith(to, 'Refused name', params) }), params).rejects.toMatchObject({
+          responseCode: 550,
+          response: expect.stringMatching(/^550 5\.6\.0 INVALID_REQUEST: attachments\[0\]/),
+        });
+      }
+      // A good non-ASCII name in RFC 2231 continuations arrives shown as it was sent.
+      const to = rcpt();
+      const info = await t.sendMail({
+        envelope: { from: 'hello@acme.test', to },
+        raw: rawWith(to, 'Good name', "\r\n filename*0*=utf-8''r%C3%A9sum;\r\n filename*1*=%C3%A9.pdf"),
+      });
+      const id = /queued as ([0-9a-f-]{36})$/.exec(info.response)?.[1];
+      const mail = await parse((await received(id!))[0]!);
+      expect(mail.attachments.map((a) => a.filename)).toEqual(['résumé.pdf']);
+    } finally {
+      t.close();
+    }
+  }, 60_000);
+
+  it('good names arrive shown as given: non-ASCII in RFC 2231, an encoded word as its decoded name, specials escaped', async () => {
+    const r = await send({ subject: 'Good names', attachments: good.map(([filename]) => ({ filename, content: pdf.toString('base64') })) });
+    expect(r.status, JSON.stringify(r.body)).toBe(202);
+    const [m] = await received(r.body.id);
+    const mail = await parse(m!);
+    expect(mail.attachments.map((a) => a.filename)).toEqual(good.map(([, shown]) => shown));
+    for (const a of mail.attachments) expect(a.content.equals(pdf)).toBe(true);
+    const raw = m!.raw.toString('latin1');
+    expect(raw).toContain("filename*0*=utf-8''r%C3%A9sum%C3%A9.pdf");
+    // No raw encoded word and no parameter a name could have added.
+    expect(raw).not.toContain('cmVwb3J0LnBkZg==');
+    expect(raw).not.toMatch(/;\s*filename=evil\.exe/);
+    expect((await authResults(m!.raw, m!.mailFrom, dns)).dkim).toEqual(['pass']);
+    const email = await stack.waitEmail(p.keys.live, r.body.id, (e) => e.status === 'sent');
+    expect(email.attachments.map((a: { filename: string }) => a.filename)).toEqual(good.map(([, shown]) => shown));
+    // Over gRPC, the same.
+    const one = await unary<SendEmailResponse>(
+      client,
+      'sendEmail',
+      create(SendEmailRequestSchema, {
+        from: 'hello@acme.test',
+        to: [rcpt()],
+        subject: 'Good names',
+        text: 'x',
+        attachments: good.map(([filename]) => ({ filename, content: pdf })),
+      }),
+      md(),
+    );
+    expect((await parse((await received(one.id))[0]!)).attachments.map((a) => a.filename)).toEqual(good.map(([, shown]) => shown));
+  }, 60_000);
+});
+
 describe('durability', () => {
   it("an accepted email's files survive both processes dying before the gateway got it", async () => {
     // The gateway is stopped before the send, so nothing can reach it: after both die, only control's store has the files.
