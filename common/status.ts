@@ -8,8 +8,15 @@
  */
 export const EMAIL_STATUSES = ['queued', 'sending', 'sent', 'delivered', 'bounced', 'rejected', 'complained', 'failed', 'scheduled', 'canceled'] as const;
 export type EmailStatus = (typeof EMAIL_STATUSES)[number];
+/** A recipient's status: an email's but `scheduled` (a scheduled email's recipients wait as `queued`). */
+export type RecipientStatus = Exclude<EmailStatus, 'scheduled'>;
 /** What a webhook can subscribe to: every status, and `deferred` (an attempt that will be retried). */
 export const EVENT_KINDS = [...EMAIL_STATUSES, 'deferred'] as const;
+export type EventKind = (typeof EVENT_KINDS)[number];
+/** What a gateway reports of a delivery (proto/events.ts names the wire's enum so). */
+export type DeliveryEventType = 'sending' | 'sent' | 'deferred' | 'bounced' | 'rejected' | 'delivered' | 'complained' | 'unsubscribed';
+/** What an email's event log holds: the statuses it reached, the gateways' events, and control's own. */
+export type EmailEventType = EmailStatus | DeliveryEventType | 'rescheduled';
 
 /**
  * Recipient status order: an event never moves a recipient backwards, except that a
