@@ -33,8 +33,11 @@ export interface GatewayRuntime extends GatewayContext {
   pacer: Pacer;
   /** Writes warm-up counters not yet saved, to the outbox and to Redis, and closes Redis (at shutdown). */
   flushUsage(): Promise<void>;
-  /** Appends events durably, then wakes the Events streams. `finished`: queue files they close (Outbox.appendEvents). */
-  record(events: readonly NewDeliveryEvent[], finished?: readonly string[]): Promise<DeliveryEventRow[]>;
+  /**
+   * Appends events durably, then wakes the Events streams. `finished`: queue files they close; `now`:
+   * committed before this returns (Outbox.appendEvents).
+   */
+  record(events: readonly NewDeliveryEvent[], finished?: readonly string[], now?: boolean): Promise<DeliveryEventRow[]>;
 }
 
 let context: GatewayContext | undefined;
@@ -90,10 +93,11 @@ async function open(): Promise<GatewayRuntime> {
       await saveUsage();
       await redis?.close();
     },
-    async record(events, finished) {
+    async record(events, finished, now) {
       const rows = await outbox.appendEvents(
         events.filter((e) => e.emailId),
         finished,
+        now,
       );
       if (rows.length) feed.published(rows[rows.length - 1]!.seq);
       return rows;

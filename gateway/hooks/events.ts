@@ -26,8 +26,8 @@ export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> 
   const { retryDelays, rejectRetryDelays } = rt.config.delivery;
 
   /** Records, logging (not throwing) a failure: the outcome already happened. */
-  const record = (hmail: HMailItem, events: Parameters<typeof rt.record>[0], closesFile = false) =>
-    rt.record(events, closesFile ? [hmail.filename] : []).then(
+  const record = (hmail: HMailItem, events: Parameters<typeof rt.record>[0], closesFile = false, now = false) =>
+    rt.record(events, closesFile ? [hmail.filename] : [], now).then(
       () => undefined,
       (err) => log.error({ err, emailId: hmail.todo.notes.email_id, types: [...new Set(events.map((e) => e.type))] }, 'could not record events'),
     );
@@ -52,7 +52,10 @@ export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> 
       // Recipients that failed were split off into a file of their own, which may not be written yet:
       // this file is finished only when every recipient in it was accepted.
       const all = params[6].length >= hmail.todo.rcpt_to.length;
-      void record(hmail, sentEvents(hmail, params, clock.now()), all).finally(() => {
+      // The remote server has the message: committed now, before anything else runs (the other plugins'
+      // delivered hooks, the QUIT or RSET, other connections' work), so a kill -9 from here on cannot
+      // send it again. Haraka deletes the file once the commit is fsynced (next).
+      void record(hmail, sentEvents(hmail, params, clock.now()), all, true).finally(() => {
         finished(hmail);
         next();
       });

@@ -210,11 +210,14 @@ export class Outbox {
    * 'pending' enqueue row flips to 'queued' in the same transaction: after that,
    * even pruned events cannot make a crash recovery forget it.
    * `finished`: queue files these events close for good, recorded in the same transaction.
+   * `now`: committed before this returns (with whatever else is queued), not at the end of this turn of
+   * the event loop: a remote server's 250 reaches the database file before anything else runs, so a kill -9
+   * cannot lose it from then on; the promise still settles once the commit is fsynced (a power loss).
    */
-  appendEvents(events: readonly NewDeliveryEvent[], finished: readonly string[] = []): Promise<DeliveryEventRow[]> {
+  appendEvents(events: readonly NewDeliveryEvent[], finished: readonly string[] = [], now = false): Promise<DeliveryEventRow[]> {
     if (!events.length && !finished.length) return Promise.resolve([]);
-    return this.writer.run(() => {
-      const now = Date.now();
+    const written = this.writer.run(() => {
+      const at = Date.now();
       const rows: DeliveryEventRow[] = [];
       const ids = new Set<string>();
       for (const e of events) {
@@ -237,10 +240,12 @@ export class Outbox {
         rows.push({ ...row, seq: Number(lastInsertRowid) });
         ids.add(e.emailId);
       }
-      for (const id of ids) this.stmt.setQueued.run(now, id);
-      for (const file of finished) this.stmt.insertFinished.run(file, now);
+      for (const id of ids) this.stmt.setQueued.run(at, id);
+      for (const file of finished) this.stmt.insertFinished.run(file, at);
       return rows;
     });
+    if (now) this.writer.flush();
+    return written;
   }
 
   async appendEvent(event: NewDeliveryEvent): Promise<DeliveryEventRow> {

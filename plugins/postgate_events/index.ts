@@ -11,7 +11,8 @@ let hooks: EventHooks | undefined;
 export function register(this: HarakaPlugin): void {
   this.register_hook('init_master', 'load');
   this.register_hook('send_email', 'on_send_email');
-  this.register_hook('delivered', 'on_delivered');
+  // First of every plugin's delivered hook (the lowest priority runs first): the remote 250 is recorded before any other work.
+  this.register_hook('delivered', 'on_delivered', -100);
   this.register_hook('deferred', 'on_deferred');
   this.register_hook('bounce', 'on_bounce');
 }
