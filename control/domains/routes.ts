@@ -109,13 +109,25 @@ export const domainRoutes: FastifyPluginAsync<DomainRoutesOptions> = async (app,
     },
   );
 
-  app.get(
+  app.get<{ Querystring: { limit?: string; after?: string; before?: string } }>(
     '/v1/domains',
     {
       schema: {
-        summary: "List the project's domains with their status (verified ones can send)",
+        summary: "List the project's domains with their status (verified ones can send), oldest first",
+        description:
+          'Every domain unless `limit` is given; then a page at a time as Resend: `after` (a domain id) gives the next page, `before` the one before; `has_more` says whether more lie that way.',
         tags: ['domains'],
         security,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            // Query strings are not coerced (control/http/fastify.ts): a number arrives as digits.
+            limit: { type: 'string', pattern: '^(100|[1-9][0-9]?)$', description: '1 to 100; every domain when omitted' },
+            after: { type: 'string', maxLength: 100, description: 'A domain id: the domains after it' },
+            before: { type: 'string', maxLength: 100, description: 'A domain id: the domains before it' },
+          },
+        },
         response: {
           200: {
             type: 'object',
@@ -125,7 +137,17 @@ export const domainRoutes: FastifyPluginAsync<DomainRoutesOptions> = async (app,
         },
       },
     },
-    async (req) => ({ object: 'list', has_more: false, data: (await store.domains.list(req.caller!.project.id)).map(domainView) }),
+    async (req) => {
+      const { limit, after, before } = req.query;
+      if (after !== undefined && before !== undefined) throw invalid('Give after or before, not both');
+      const page = await store.domains.list(req.caller!.project.id, {
+        ...(limit !== undefined ? { limit: Number(limit) } : {}),
+        ...(after !== undefined ? { after } : {}),
+        ...(before !== undefined ? { before } : {}),
+      });
+      if (!page) throw invalid(`${after !== undefined ? 'after' : 'before'} names no domain of this project`);
+      return { object: 'list', has_more: page.hasMore, data: page.domains.map(domainView) };
+    },
   );
 
   app.get<{ Params: { id: string } }>(

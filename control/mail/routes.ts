@@ -24,6 +24,7 @@ import { emailListItem, emailView } from './email-view.js';
 import { attachmentBodyBytes, checkBatchAttachments } from './attachments.js';
 import { clock } from '../../core/clock.js';
 import type { ScheduleChange } from '../store/index.js';
+import type { EmailStatus } from '../../common/status.js';
 import { scheduledTime } from './pipeline.js';
 import { Idempotency, MAX_IDEMPOTENCY_KEY, resumeMany, resumeOne } from './idempotency.js';
 
@@ -221,7 +222,10 @@ const emailRoutes: FastifyPluginAsync<Pick<MailRoutesOptions, 'config' | 'store'
     },
     async (req) => {
       const q = req.query;
-      if (q.after && q.before) throw invalid('give after or before, not both');
+      if (q.after !== undefined && q.before !== undefined) throw invalid('give after or before, not both');
+      // A cursor that is no email id names no place in the list: refused, not read as "from the start".
+      for (const c of ['after', 'before'] as const)
+        if (q[c] !== undefined && !EMAIL_ID.test(q[c])) throw invalid(`${c} must be an email id, as the list gives it`);
       const page = await store.emails.list(req.caller!.project.id, {
         limit: q.limit ? Number(q.limit) : 20,
         ...(q.after ? { after: q.after } : {}),
@@ -288,11 +292,15 @@ interface ListQuery {
   limit?: string;
   after?: string;
   before?: string;
-  status?: string;
+  /** One of EMAIL_STATUSES (the schema's enum). */
+  status?: EmailStatus;
   tag?: string;
   since?: string;
   until?: string;
 }
+
+/** Email ids are UUIDs (time-ordered, core/ids.ts). */
+const EMAIL_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function instant(field: string, value: string): number {
   const ms = /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/i.test(value) ? Date.parse(value) : Number.NaN;

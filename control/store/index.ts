@@ -478,9 +478,20 @@ export interface Suppressions {
   unsubscribe(projectId: string, emailId: string, address: string, source: string, at: number): Promise<void>;
 }
 
+/**
+ * A page of GET /v1/domains, in list order (oldest first: created_at, then name). Without `limit`, every domain
+ * (as Resend, whose domain list pages only when asked to); `after` and `before` are domain ids, not both.
+ */
+export interface DomainQuery {
+  limit?: number;
+  after?: string;
+  before?: string;
+}
+
 export interface Domains {
   create(d: Omit<DomainRow, 'verifiedAt' | 'checkedAt'>): Promise<void>;
-  list(projectId: string): Promise<DomainRow[]>;
+  /** Undefined when the cursor names no domain of the project. */
+  list(projectId: string, q?: DomainQuery): Promise<{ domains: DomainRow[]; hasMore: boolean } | undefined>;
   get(projectId: string, id: string): Promise<DomainRow | undefined>;
   byName(projectId: string, name: string): Promise<DomainRow | undefined>;
   /** The hot path's question (every send): is this sender domain verified? */

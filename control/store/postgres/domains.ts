@@ -2,7 +2,8 @@
 // it is cached per project, and every change publishes the project's id once committed.
 import type { Invalidator } from '../../../core/invalidation.js';
 import { STORE_CHANNELS, type ProjectCache } from '../cache.js';
-import type { DomainRow, Domains } from '../index.js';
+import type { DomainQuery, DomainRow, Domains } from '../index.js';
+import { pageOf } from '../page.js';
 import type { PgDb, Tx } from './db.js';
 import { toDomain } from './rows.js';
 
@@ -29,8 +30,27 @@ export class PgDomains implements Domains {
     });
   }
 
-  async list(projectId: string): Promise<DomainRow[]> {
-    return (await this.db.query('SELECT * FROM domains WHERE project_id = $1 ORDER BY created_at, name', [projectId])).rows.map(toDomain);
+  async list(projectId: string, q: DomainQuery = {}): Promise<{ domains: DomainRow[]; hasMore: boolean } | undefined> {
+    // List order is (created_at, name), unique per project: a cursor is a place in it. LIMIT NULL: no limit.
+    const cursorId = q.after ?? q.before;
+    const backwards = q.after === undefined && q.before !== undefined;
+    const args: unknown[] = [projectId, q.limit === undefined ? null : q.limit + 1];
+    let where = '';
+    if (cursorId !== undefined) {
+      const at = (
+        await this.db.query<{ created_at: string | number; name: string }>('SELECT created_at, name FROM domains WHERE id = $1 AND project_id = $2', [
+          cursorId,
+          projectId,
+        ])
+      ).rows[0];
+      if (!at) return undefined;
+      args.push(at.created_at, at.name);
+      where = `AND (created_at, name) ${backwards ? '<' : '>'} ($3, $4)`;
+    }
+    const order = backwards ? 'DESC' : 'ASC';
+    const r = await this.db.query(`SELECT * FROM domains WHERE project_id = $1 ${where} ORDER BY created_at ${order}, name ${order} LIMIT $2`, args);
+    const { items, hasMore } = pageOf(r.rows, q.limit ?? Number.POSITIVE_INFINITY, backwards, toDomain);
+    return { domains: items, hasMore };
   }
 
   async get(projectId: string, id: string): Promise<DomainRow | undefined> {

@@ -19,6 +19,7 @@ import type {
 } from '../index.js';
 import { type Acceptor, emailEvent } from './accept.js';
 import type { PgDb } from './db.js';
+import { pageOf } from '../page.js';
 import { DB_NOW, EMAIL_COLUMNS, RECIPIENTS_SQL, toEmail, toRecipient } from './rows.js';
 
 /** How long a node's claim on an email lasts: longer than one dispatch round takes. */
@@ -67,8 +68,8 @@ export class PgEmails implements Emails {
     // `before` pages towards newer emails: read upwards from the cursor, then show newest first.
     const order = q.before && !q.after ? 'ASC' : 'DESC';
     const r = await this.db.query(`SELECT ${EMAIL_COLUMNS} FROM emails WHERE ${where.join(' AND ')} ORDER BY id ${order} LIMIT ${arg(q.limit + 1)}`, args);
-    const page = r.rows.slice(0, q.limit).map(toEmail);
-    return { emails: order === 'ASC' ? page.reverse() : page, hasMore: r.rows.length > q.limit };
+    const { items, hasMore } = pageOf(r.rows, q.limit, order === 'ASC', toEmail);
+    return { emails: items, hasMore };
   }
 
   async due(now: number, limit: number): Promise<Array<{ id: string; projectId: string }>> {

@@ -4,7 +4,8 @@ import type { Db } from '../../../core/sqlite/open.js';
 import type { GroupWriter } from '../../../core/sqlite/group-writer.js';
 import type { Invalidator } from '../../../core/invalidation.js';
 import { STORE_CHANNELS, type ProjectCache } from '../cache.js';
-import type { DomainRow, Domains } from '../index.js';
+import type { DomainQuery, DomainRow, Domains } from '../index.js';
+import { pageOf } from '../page.js';
 import { toDomain } from './rows.js';
 
 export class SqliteDomains implements Domains {
@@ -19,7 +20,11 @@ export class SqliteDomains implements Domains {
     this.q = {
       insert: db.prepare(`INSERT INTO domains (id, project_id, name, status, selector, dkim_private, dkim_public, records, created_at, region)
         VALUES (@id, @projectId, @name, @status, @selector, @dkimPrivate, @dkimPublic, @records, @createdAt, @region)`),
-      list: db.prepare('SELECT * FROM domains WHERE project_id = ? ORDER BY created_at, name'),
+      // List order is (created_at, name), unique per project: a cursor is a place in it. LIMIT -1: no limit.
+      list: db.prepare('SELECT * FROM domains WHERE project_id = ? ORDER BY created_at, name LIMIT ?'),
+      listAfter: db.prepare('SELECT * FROM domains WHERE project_id = ? AND (created_at, name) > (?, ?) ORDER BY created_at, name LIMIT ?'),
+      listBefore: db.prepare('SELECT * FROM domains WHERE project_id = ? AND (created_at, name) < (?, ?) ORDER BY created_at DESC, name DESC LIMIT ?'),
+      cursor: db.prepare('SELECT created_at, name FROM domains WHERE id = ? AND project_id = ?'),
       get: db.prepare('SELECT * FROM domains WHERE id = ? AND project_id = ?'),
       byName: db.prepare('SELECT * FROM domains WHERE project_id = ? AND name = ?'),
       status: db.prepare('SELECT status FROM domains WHERE project_id = ? AND name = ?').pluck(),
@@ -44,8 +49,19 @@ export class SqliteDomains implements Domains {
     });
   }
 
-  async list(projectId: string): Promise<DomainRow[]> {
-    return this.q.list.all(projectId).map(toDomain);
+  async list(projectId: string, q: DomainQuery = {}): Promise<{ domains: DomainRow[]; hasMore: boolean } | undefined> {
+    const limit = q.limit ?? -1;
+    const read = limit < 0 ? -1 : limit + 1;
+    const cursorId = q.after ?? q.before;
+    let rows: unknown[];
+    if (cursorId === undefined) rows = this.q.list.all(projectId, read);
+    else {
+      const at = this.q.cursor.get(cursorId, projectId) as { created_at: number; name: string } | undefined;
+      if (!at) return undefined;
+      rows = (q.after !== undefined ? this.q.listAfter : this.q.listBefore).all(projectId, at.created_at, at.name, read);
+    }
+    const { items, hasMore } = pageOf(rows, limit < 0 ? Number.POSITIVE_INFINITY : limit, q.after === undefined && q.before !== undefined, toDomain);
+    return { domains: items, hasMore };
   }
 
   async get(projectId: string, id: string): Promise<DomainRow | undefined> {

@@ -5,6 +5,7 @@ import type { Db } from '../../../core/sqlite/open.js';
 import type { GroupWriter } from '../../../core/sqlite/group-writer.js';
 import { judgeBulk, judgeQuota, judgeSuppressions, refusalText, subjectHash, type BulkRules, type Refusal } from '../../mail/rules.js';
 import type { Acceptance, AcceptGuards, EmailOwner, EmailQuery, EmailRow, Emails, NewEmail, PendingEmail, ScheduleChange, StoredEmail } from '../index.js';
+import { pageOf } from '../page.js';
 import type { DayTallies } from './tallies.js';
 import type { StatusFanout, StatusRow } from './status-fanout.js';
 import { EMAIL_COLUMNS, RECIPIENTS_SQL, releasedEmail, toEmail, toRecipient } from './rows.js';
@@ -193,9 +194,8 @@ export class SqliteEmails implements Emails {
     // `before` pages towards newer emails: read upwards from the cursor, then show newest first.
     const order = q.before && !q.after ? 'ASC' : 'DESC';
     const rows = this.db.prepare(`SELECT ${EMAIL_COLUMNS} FROM emails WHERE ${where.join(' AND ')} ORDER BY id ${order} LIMIT ?`).all(...args, q.limit + 1);
-    const hasMore = rows.length > q.limit;
-    const page = rows.slice(0, q.limit).map(toEmail);
-    return { emails: order === 'ASC' ? page.reverse() : page, hasMore };
+    const { items, hasMore } = pageOf(rows, q.limit, order === 'ASC', toEmail);
+    return { emails: items, hasMore };
   }
 
   async due(now: number, limit: number): Promise<Array<{ id: string; projectId: string }>> {

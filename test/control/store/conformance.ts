@@ -413,6 +413,50 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
       });
     });
 
+    it('domains.list: every domain in (created_at, name) order, or pages with limit and a cursor both ways; a foreign cursor is refused', async () => {
+      const domain = (name: string, createdAt: number) => ({
+        id: crypto.randomUUID(),
+        projectId,
+        name,
+        status: 'pending' as const,
+        selector: 's',
+        dkimPrivate: 'k',
+        dkimPublic: 'p',
+        records: [],
+        createdAt,
+      });
+      // Two created in the same millisecond: the name orders them.
+      const ds = [domain('a.test', now), domain('b.test', now + 1), domain('d.test', now + 2), domain('c.test', now + 2), domain('e.test', now + 3)];
+      for (const d of ds) await store.domains.create(d);
+      const names = (p: { domains: Array<{ name: string }> } | undefined) => p?.domains.map((d) => d.name);
+      const all = await store.domains.list(projectId);
+      expect(names(all)).toEqual(['a.test', 'b.test', 'c.test', 'd.test', 'e.test']);
+      expect(all?.hasMore).toBe(false);
+      const first = await store.domains.list(projectId, { limit: 2 });
+      expect(names(first)).toEqual(['a.test', 'b.test']);
+      expect(first?.hasMore).toBe(true);
+      const byName = Object.fromEntries(ds.map((d) => [d.name, d.id]));
+      const second = await store.domains.list(projectId, { limit: 2, after: byName['b.test'] });
+      expect(names(second)).toEqual(['c.test', 'd.test']);
+      expect(second?.hasMore).toBe(true);
+      const last = await store.domains.list(projectId, { limit: 2, after: byName['d.test'] });
+      expect(names(last)).toEqual(['e.test']);
+      expect(last?.hasMore).toBe(false);
+      const back = await store.domains.list(projectId, { limit: 2, before: byName['d.test'] });
+      expect(names(back)).toEqual(['b.test', 'c.test']);
+      expect(back?.hasMore).toBe(true);
+      expect(names(await store.domains.list(projectId, { after: byName['c.test'] }))).toEqual(['d.test', 'e.test']);
+      await reopen();
+      expect(names(await store.domains.list(projectId, { limit: 1, before: byName['b.test'] }))).toEqual(['a.test']);
+      // A cursor of another project, or of nothing, names no place in this list.
+      await store.projects.create({ id: `${projectId}_b`, slug: `${projectId}_b`, name: 'Other', plan: 'free', createdAt: now }, []);
+      const foreign = domain('f.test', now);
+      await store.domains.create({ ...foreign, projectId: `${projectId}_b` });
+      expect(await store.domains.list(projectId, { limit: 2, after: foreign.id })).toBeUndefined();
+      expect(await store.domains.list(projectId, { before: 'not-an-id' })).toBeUndefined();
+      expect(names(await store.domains.list(`${projectId}_b`))).toEqual(['f.test']);
+    });
+
     it('caches follow writes: a domain verified or a webhook added counts at once', async () => {
       const d = {
         id: crypto.randomUUID(),

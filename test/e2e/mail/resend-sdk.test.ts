@@ -221,6 +221,30 @@ describe('resend SDK: domains', () => {
     expect((await resend.domains.get(d.id)).error).toMatchObject({ statusCode: 404 });
   });
 
+  it('domains.list pages with limit and after, as emails.list does; a malformed cursor is refused', async () => {
+    for (const name of ['page-a.test', 'page-b.test', 'page-c.test']) expect((await resend.domains.create({ name })).error).toBeNull();
+    const all = (await resend.domains.list()).data!;
+    expect(all.has_more).toBe(false);
+    const names = all.data.map((d) => d.name);
+    const first = await resend.domains.list({ limit: 1 });
+    expect(first.error).toBeNull();
+    expect(first.data).toMatchObject({ object: 'list', has_more: true });
+    expect(first.data!.data.map((d) => d.name)).toEqual(names.slice(0, 1));
+    const seen = [...first.data!.data];
+    for (let page = first.data!; page.has_more; ) {
+      const next = await resend.domains.list({ limit: 2, after: seen.at(-1)!.id });
+      expect(next.error).toBeNull();
+      page = next.data!;
+      seen.push(...page.data);
+    }
+    expect(seen.map((d) => d.name)).toEqual(names);
+    const back = await resend.domains.list({ limit: 1, before: seen[1]!.id });
+    expect(back.data!.data.map((d) => d.id)).toEqual([seen[0]!.id]);
+    const bad = await resend.domains.list({ limit: 1, after: 'not-an-id' });
+    expect(bad.data).toBeNull();
+    expect(bad.error).toMatchObject({ statusCode: 400, name: 'validation_error' });
+  });
+
   it('a custom return path is the envelope sender of the mail that domain sends', async () => {
     const created = await resend.domains.create({ name: 'rp-shop.test', customReturnPath: 'mail-back' });
     await stack.verifyDomain('from-resend', 'rp-shop.test');

@@ -123,7 +123,9 @@ describe('listing', () => {
   });
 
   it('bad list parameters are 400 with a code', async () => {
-    for (const q of ['limit=0', 'limit=101', 'limit=x', 'status=lost', 'since=yesterday', 'after=a&before=b', 'color=red']) {
+    // A cursor that is no email id is refused too, not read as the first page.
+    const cursors = ['after=not-an-id', 'before=not-an-id', 'after=', `after=${'0'.repeat(36)}`];
+    for (const q of ['limit=0', 'limit=101', 'limit=x', 'status=lost', 'since=yesterday', 'after=a&before=b', 'color=red', ...cursors]) {
       const r = await stack.api('GET', `/v1/emails?${q}`, a.keys.live);
       expect(r.status, q).toBe(400);
       expect(r.body.code, q).toBe('INVALID_REQUEST');
