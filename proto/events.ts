@@ -1,6 +1,7 @@
 // Delivery event vocabulary on the wire. The store, the API and webhooks show the
 // lower-case names; the gateway sends enums. One table each way, so both sides
 // agree on every name.
+import type { DeliveryEventType } from '../common/status.js';
 import { EventCause, EventSource, EventType } from './gen/postgate/gateway/v1/gateway_pb.js';
 
 const TYPES = {
@@ -13,7 +14,7 @@ const TYPES = {
   [EventType.DELIVERED]: 'delivered',
   [EventType.COMPLAINED]: 'complained',
   [EventType.UNSUBSCRIBED]: 'unsubscribed',
-} as const satisfies Record<EventType, string>;
+} as const satisfies Record<EventType, DeliveryEventType | ''>;
 
 const CAUSES = {
   [EventCause.UNSPECIFIED]: '',
@@ -30,6 +31,7 @@ const SOURCES = {
   [EventSource.MAILTO]: 'mailto',
 } as const satisfies Record<EventSource, string>;
 
+/** A delivery event type (common/status.ts) that the wire has a value for. */
 export type EventTypeName = Exclude<(typeof TYPES)[EventType], ''>;
 /** '' when the event is not a delay or refusal. */
 export type EventCauseName = (typeof CAUSES)[EventCause];

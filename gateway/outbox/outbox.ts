@@ -5,8 +5,7 @@
 // removes one cannot send it again). All of the gateway's SQL is here.
 import { openDatabase, type Db, type Migration } from '../../core/sqlite/open.js';
 import { GroupWriter } from '../../core/sqlite/group-writer.js';
-
-export type DeliveryEventType = 'sending' | 'sent' | 'deferred' | 'bounced' | 'rejected' | 'delivered' | 'complained' | 'unsubscribed';
+import type { DeliveryEventType } from '../../common/status.js';
 
 export interface NewDeliveryEvent {
   emailId: string;
