@@ -46,8 +46,8 @@ const store = await openStore(config, invalidator).catch((err: unknown) => {
   return process.exit(78);
 });
 const metrics = new Metrics();
-const gateways = new GatewayClients(config.gateways);
 const secret = masterSecret(config);
+const gateways = new GatewayClients(config.gateways, secret);
 const tokens = new MailTokens(secret);
 const deliverability: DispatchDeliverability = { tokens, dkimSealer: sealer(secret, 'dkim'), baseUrl: config.baseUrl };
 // How busy control's event loop is: the dispatcher holds back for a burst only while it is, and operators see it.

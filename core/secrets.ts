@@ -17,13 +17,19 @@ function dataDirSecret(config: Config, file: string, fromEnv: string | undefined
   }
   fs.mkdirSync(config.dataDir, { recursive: true });
   const value = crypto.randomBytes(32).toString('base64url');
+  // Written whole under another name, then linked into place: control and its gateway read the
+  // secret as they start, and one must never read the other's file created but not yet written.
+  const tmp = `${p}.${process.pid}.${crypto.randomBytes(4).toString('hex')}`;
+  fs.writeFileSync(tmp, `${value}\n`, { mode: 0o600, flag: 'wx' });
   try {
-    fs.writeFileSync(p, `${value}\n`, { mode: 0o600, flag: 'wx' });
+    fs.linkSync(tmp, p);
     return value;
   } catch (err) {
     // Another process created it first: use theirs.
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') return fs.readFileSync(p, 'utf8').trim();
     throw err;
+  } finally {
+    fs.rmSync(tmp, { force: true });
   }
 }
 

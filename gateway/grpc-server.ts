@@ -1,6 +1,7 @@
 // The internal gRPC service (proto/postgate/gateway/v1/gateway.proto) that control
 // calls: Enqueue, the resumable Events stream, Ack, SetThrottles, QueueStats. Enqueue
 // and Events first check that control speaks this build's contract (proto/contract.ts).
+// Every call must carry control's MAC of POSTGATE_SECRET (proto/rpc-auth.ts), checked before any handler runs.
 import { once } from 'node:events';
 import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
@@ -27,6 +28,9 @@ import {
   type SetThrottlesRequest,
 } from '../proto/gen/postgate/gateway/v1/gateway_pb.js';
 import { CONTRACT, contractMismatch } from '../proto/contract.js';
+import { gatewayAuth } from '../proto/rpc-auth.js';
+import { RpcMac } from '../core/rpc-mac.js';
+import { masterSecret } from '../core/secrets.js';
 import { eventCauseOf, eventSourceOf, eventTypeOf } from '../proto/events.js';
 import type { DeliveryEventRow } from './outbox/outbox.js';
 import type { Enqueuer } from './enqueue.js';
@@ -190,11 +194,14 @@ export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCou
   };
 
   // Control bounds the attachment bytes of one Enqueue (an email with 40 MB of them goes alone).
-  const server = new grpc.Server({ 'grpc.max_receive_message_length': 256 * 1024 * 1024 });
+  // Only a control holding POSTGATE_SECRET may call, on loopback too: any local process could otherwise
+  // send as a tenant's domain, read every project's events and change throttles.
+  const auth = gatewayAuth(new RpcMac(masterSecret(rt.config)), log);
+  const server = new grpc.Server({ 'grpc.max_receive_message_length': 256 * 1024 * 1024, interceptors: [auth] });
   server.addService(grpcDefinition(GatewayService), handlers);
-  // The internal API enqueues mail without authentication: it listens on loopback unless
-  // POSTGATE_GATEWAY_HOST names a private interface (controls on other machines), never on
-  // POSTGATE_HOST, the public one.
+  // Loopback unless POSTGATE_GATEWAY_HOST names a private interface (controls on other machines),
+  // never POSTGATE_HOST, the public one: the MAC authenticates calls, it does not encrypt them
+  // (DKIM keys cross this link).
   const host = rt.config.gatewayHost;
   const { gatewayPort } = rt.config;
   const port = await new Promise<number>((resolve, reject) =>

@@ -6,7 +6,9 @@
 // Enqueue answer states the gateway's own: one built before this check states none,
 // and control refuses its answer the same way.
 // 2: attachments (Composition.attachments, EnqueueRequest.attachments): a gateway of 1 would send the mail without its files.
-export const CONTRACT = 2;
+// 3: every call carries a MAC of POSTGATE_SECRET and every answer a proof (proto/rpc-auth.ts): a gateway of 2
+//    answers anyone, and refuses this control's Enqueue and Events by their number instead.
+export const CONTRACT = 3;
 
 const shown = (n: number) => (n ? String(n) : 'none (a build from before contract versions)');
 

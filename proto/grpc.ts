@@ -31,7 +31,7 @@ export function grpcDefinition(svc: DescService): grpc.ServiceDefinition {
 /** A method of a generic gRPC client (their shapes are known only at run time). */
 type AnyMethod = (...args: any[]) => any;
 
-export function grpcClient(svc: DescService, address: string, options: grpc.ChannelOptions = {}): grpc.Client & Record<string, AnyMethod> {
+export function grpcClient(svc: DescService, address: string, options: grpc.ClientOptions = {}): grpc.Client & Record<string, AnyMethod> {
   const Ctor = grpc.makeGenericClientConstructor(grpcDefinition(svc), svc.name);
   return new Ctor(address, grpc.credentials.createInsecure(), options) as grpc.Client & Record<string, AnyMethod>;
 }

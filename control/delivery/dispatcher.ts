@@ -317,7 +317,7 @@ export class Dispatcher {
             if (why === 'refused')
               this.log.error(
                 { gateway: gw.name, err: (err as { details?: string }).details ?? (err as Error).message },
-                'gateway refuses this control (contract mismatch): mail waits until both run the same build',
+                'gateway refuses this control, or cannot prove it holds POSTGATE_SECRET: mail waits until both run the same build with the same secret',
               );
             else this.log.warn({ gateway: gw.name, err: (err as Error).message }, 'gateway unavailable; will retry');
             return;

@@ -113,14 +113,14 @@ class Consumer {
       if (!this.stopped) this.deps.log.debug({ gateway: this.gw.name, why }, 'event stream closed; reconnecting');
       setTimeout(() => void this.connect(), wait).unref();
     };
-    /** A gateway of another build: one error line, nothing recorded, asked again now and then. */
+    /** A gateway of another build or another secret: one error line, nothing recorded, asked again now and then. */
     let refused = false;
     const refuse = (why: string) => {
       refused = true;
       if (!this.refused)
         this.deps.log.error(
           { gateway: this.gw.name, err: why },
-          'gateway refuses this control (contract mismatch): its delivery events wait until both run the same build',
+          'gateway refuses this control, or cannot prove it holds POSTGATE_SECRET: its delivery events wait until both run the same build with the same secret',
         );
       this.refused = true;
       retry(why, REFUSED_RECONNECT_MS);

@@ -23,9 +23,18 @@ import {
 } from '../../proto/gen/postgate/gateway/v1/gateway_pb.js';
 import type { HostPort } from '../../core/config.js';
 import { CONTRACT, mismatchText } from '../../proto/contract.js';
+import { controlAuth } from '../../proto/rpc-auth.js';
+import { RpcMac } from '../../core/rpc-mac.js';
 
-/** The gateway was built from another commit and refuses this control (see proto/contract.ts). */
-export const contractRefused = (err: unknown): boolean => (err as Partial<grpc.ServiceError> | undefined)?.code === grpc.status.FAILED_PRECONDITION;
+/**
+ * The gateway was built from another commit and refuses this control (see proto/contract.ts), or
+ * one of the two cannot prove it holds POSTGATE_SECRET (proto/rpc-auth.ts): asking again soon
+ * changes nothing until someone redeploys or fixes the secret.
+ */
+export const contractRefused = (err: unknown): boolean => {
+  const code = (err as Partial<grpc.ServiceError> | undefined)?.code;
+  return code === grpc.status.FAILED_PRECONDITION || code === grpc.status.UNAUTHENTICATED;
+};
 
 export interface Gateway {
   name: string;
@@ -35,10 +44,12 @@ export interface Gateway {
 export class GatewayClients {
   readonly list: Gateway[];
 
-  constructor(addresses: HostPort[]) {
+  /** `secret`: POSTGATE_SECRET (core/secrets.ts masterSecret), which signs every call and checks every answer. */
+  constructor(addresses: HostPort[], secret: string) {
+    const mac = new RpcMac(secret);
     this.list = addresses.map(({ host, port }) => {
       const name = `${host}:${port}`;
-      return { name, client: grpcClient(GatewayService, name, { 'grpc.keepalive_time_ms': 10_000 }) };
+      return { name, client: grpcClient(GatewayService, name, { 'grpc.keepalive_time_ms': 10_000, interceptors: [controlAuth(mac, name)] }) };
     });
   }
 

@@ -2,6 +2,7 @@
 // control's supervisor starts it, driven over gRPC, delivering to a real SMTP sink
 // found through a real DNS server, all on loopback with free ports.
 import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,7 +16,11 @@ import {
   EnqueueRequestSchema,
   EventsRequestSchema,
   GatewayService,
+  PacingStatsRequestSchema,
   QueueStatsRequestSchema,
+  SetClockRequestSchema,
+  SetThrottlesRequestSchema,
+  ThrottleSchema,
   type DeliveryEvent,
   type EnqueueResponse,
   type QueueStatsResponse,
@@ -23,9 +28,12 @@ import {
 import { Outbox } from '../../gateway/outbox/outbox.js';
 import { enqueueKeyOf, queueFiles } from '../../gateway/queue-scan.js';
 import { CONTRACT } from '../../proto/contract.js';
+import { CALL_MAC, controlAuth } from '../../proto/rpc-auth.js';
+import { RpcMac } from '../../core/rpc-mac.js';
 import { eventTypeName } from '../../proto/events.js';
 import { startDnsServer, type DnsServer } from '../helpers/dns-server.js';
 import { replies, startMxSink, tempFailFirst, type MxSink } from '../helpers/mx-sink.js';
+import { until } from '../helpers/until.js';
 
 const repo = path.resolve(import.meta.dirname, '../..');
 type Client = ReturnType<typeof grpcClient>;
@@ -58,7 +66,9 @@ async function startGateway(env: NodeJS.ProcessEnv): Promise<Gateway> {
       }
     });
   });
-  return { proc, address, client: grpcClient(GatewayService, address), log };
+  // Calls as control makes them: signed with POSTGATE_SECRET, answers checked.
+  const client = grpcClient(GatewayService, address, { interceptors: [controlAuth(new RpcMac(env.POSTGATE_SECRET!), address)] });
+  return { proc, address, client, log };
 }
 
 async function stopGateway(gw: Gateway, signal: NodeJS.Signals): Promise<number | null> {
@@ -119,6 +129,46 @@ async function enqueue(client: Client, ...messages: ReturnType<typeof message>[]
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+const SERVICE = `/${GatewayService.typeName}`;
+
+/** Every RPC of the internal API with a request it would act on: mail to send as a tenant, a sequence to ack, throttles to replace… */
+const harmful = () => [
+  {
+    method: 'enqueue',
+    path: `${SERVICE}/Enqueue`,
+    req: create(EnqueueRequestSchema, { contract: CONTRACT, messages: [message('em_forged', ['victim@ok.test'])] }),
+  },
+  { method: 'events', path: `${SERVICE}/Events`, req: create(EventsRequestSchema, { contract: CONTRACT, afterSeq: 0n }) },
+  { method: 'ack', path: `${SERVICE}/Ack`, req: create(AckRequestSchema, { seq: 1_000_000n }) },
+  {
+    method: 'setThrottles',
+    path: `${SERVICE}/SetThrottles`,
+    req: create(SetThrottlesRequestSchema, { throttles: [create(ThrottleSchema, { provider: 'forged', ratePerMinute: 1 })] }),
+  },
+  { method: 'queueStats', path: `${SERVICE}/QueueStats`, req: create(QueueStatsRequestSchema) },
+  { method: 'pacingStats', path: `${SERVICE}/PacingStats`, req: create(PacingStatsRequestSchema, { projectId: 'prj_test' }) },
+  { method: 'setClock', path: `${SERVICE}/SetClock`, req: create(SetClockRequestSchema, { offsetMs: 86_400_000n }) },
+];
+
+/** How a call ends: its status code, or 'data' when the event stream gave an event (then it is cancelled). */
+function outcome(client: Client, method: string, req: unknown, metadata = new grpc.Metadata()): Promise<grpc.status | 'data'> {
+  if (method === 'events') {
+    return new Promise((resolve) => {
+      const stream = client.events!(req, metadata) as grpc.ClientReadableStream<DeliveryEvent>;
+      stream.on('data', () => {
+        resolve('data');
+        stream.cancel();
+      });
+      stream.on('error', (err: grpc.ServiceError) => resolve(err.code));
+      stream.on('end', () => resolve(grpc.status.OK));
+    });
+  }
+  return unary(client, method, req, metadata, 5_000).then(
+    () => grpc.status.OK,
+    (err: grpc.ServiceError) => err.code,
+  );
+}
+
 describe('gateway process', () => {
   let dns: DnsServer;
   let sink: MxSink;
@@ -147,6 +197,7 @@ describe('gateway process', () => {
       POSTGATE_DELIVERY_PORT: String(sink.port),
       POSTGATE_CONFIG: configFile,
       POSTGATE_LOG_LEVEL: 'info',
+      POSTGATE_SECRET: crypto.randomBytes(32).toString('hex'),
     });
     gw = await startGateway(env);
     feed = follow(gw.client, 0n);
@@ -275,6 +326,102 @@ describe('gateway process', () => {
     expect(ok.results).toMatchObject([{ emailId: 'em_other', duplicate: false, error: '' }]);
     await feed.until(() => feed.of('em_other').some((e) => e.type === 'sent'));
   }, 30_000);
+
+  describe('authentication: only a caller holding POSTGATE_SECRET is served, on loopback too', () => {
+    const refusedLines = () => gw.log.filter((l) => l.includes('internal gRPC call refused'));
+    /** Each refused call leaves exactly one log line, with its reason and without the secret or a MAC. */
+    async function expectOneLineEach(before: number, calls: number) {
+      await until(() => refusedLines().length >= before + calls, 5_000, 'refusal lines');
+      await sleep(200);
+      const lines = refusedLines().slice(before);
+      expect(lines).toHaveLength(calls);
+      for (const l of lines) {
+        expect(JSON.parse(l)).toMatchObject({ call: expect.stringMatching(/^\/postgate\.gateway\.v1\.GatewayService\//), reason: expect.any(String) });
+        expect(l).not.toContain(env.POSTGATE_SECRET!);
+      }
+      return lines;
+    }
+
+    it('refuses a plain client (no credential) on every RPC with UNAUTHENTICATED, before anything is done', async () => {
+      const plain = grpcClient(GatewayService, gw.address);
+      const before = refusedLines().length;
+      const statsBefore = await unary<QueueStatsResponse>(gw.client, 'queueStats', create(QueueStatsRequestSchema));
+      for (const c of harmful()) expect([c.method, await outcome(plain, c.method, c.req)]).toEqual([c.method, grpc.status.UNAUTHENTICATED]);
+      plain.close();
+      const lines = await expectOneLineEach(before, harmful().length);
+      expect(lines.map((l) => JSON.parse(l).reason as string).every((r) => r.includes('no MAC'))).toBe(true);
+      // Nothing was acked away, and the forged message was never queued: sent now by control, it is no duplicate.
+      const statsAfter = await unary<QueueStatsResponse>(gw.client, 'queueStats', create(QueueStatsRequestSchema));
+      expect(statsBefore.outboxPending).toBeGreaterThan(0n);
+      expect(statsAfter.outboxPending).toBeGreaterThanOrEqual(statsBefore.outboxPending);
+      expect(sink.messages.some((m) => m.emailId === 'em_forged')).toBe(false);
+      expect(await enqueue(gw.client, message('em_forged', ['victim@ok.test']))).toMatchObject([{ duplicate: false, error: '' }]);
+      await feed.until(() => feed.of('em_forged').some((e) => e.type === 'sent'));
+    }, 30_000);
+
+    it('refuses a MAC under another key, and one whose time is more than 60 s off either way', async () => {
+      const plain = grpcClient(GatewayService, gw.address);
+      const before = refusedLines().length;
+      const macs = [
+        new RpcMac('another secret'),
+        new RpcMac(env.POSTGATE_SECRET!, { now: () => Date.now() - 61_000 }),
+        new RpcMac(env.POSTGATE_SECRET!, { now: () => Date.now() + 61_000 }),
+      ];
+      for (const mac of macs) {
+        for (const c of harmful()) {
+          // Headers made as control makes them, sent by a plain client: what is measured is the gateway's answer.
+          const md = new grpc.Metadata();
+          md.set(CALL_MAC, mac.sign(c.path).value);
+          expect([c.method, await outcome(plain, c.method, c.req, md)]).toEqual([c.method, grpc.status.UNAUTHENTICATED]);
+        }
+      }
+      plain.close();
+      const reasons = (await expectOneLineEach(before, macs.length * harmful().length)).map((l) => JSON.parse(l).reason as string);
+      expect(reasons.slice(0, harmful().length).every((r) => r.includes('does not match'))).toBe(true);
+      expect(reasons.slice(harmful().length).every((r) => /time is -?6\d s from/.test(r))).toBe(true);
+    }, 30_000);
+
+    it('tells a control with another key why it is refused', async () => {
+      const wrongKey = grpcClient(GatewayService, gw.address, { interceptors: [controlAuth(new RpcMac('another secret'), gw.address)] });
+      const err = await unary(wrongKey, 'queueStats', create(QueueStatsRequestSchema)).catch((e: grpc.ServiceError) => e);
+      wrongKey.close();
+      // The gateway refused first: control's own key was wrong.
+      expect(err).toMatchObject({ code: grpc.status.UNAUTHENTICATED, details: expect.stringContaining('gateway refuses the call') });
+      expect(await outcome(gw.client, 'queueStats', create(QueueStatsRequestSchema))).toBe(grpc.status.OK);
+    }, 30_000);
+
+    it('refuses a replayed header set, and a MAC made for another RPC', async () => {
+      const plain = grpcClient(GatewayService, gw.address);
+      const mac = new RpcMac(env.POSTGATE_SECRET!);
+      // Requests that change nothing, so the first (accepted) call of each is harmless.
+      const requests: Record<string, unknown> = {
+        enqueue: create(EnqueueRequestSchema, { contract: CONTRACT }),
+        events: create(EventsRequestSchema, { contract: CONTRACT, afterSeq: 0n }),
+        ack: create(AckRequestSchema, { seq: 0n }),
+        setThrottles: create(SetThrottlesRequestSchema),
+        queueStats: create(QueueStatsRequestSchema),
+        pacingStats: create(PacingStatsRequestSchema, { projectId: 'prj_test' }),
+        setClock: create(SetClockRequestSchema),
+      };
+      const before = refusedLines().length;
+      for (const c of harmful()) {
+        const md = new grpc.Metadata();
+        md.set(CALL_MAC, mac.sign(c.path).value);
+        // Served once (its own answer: data, OK, or the handler's refusal of an empty request)...
+        expect([c.method, await outcome(plain, c.method, requests[c.method], md)]).not.toEqual([c.method, grpc.status.UNAUTHENTICATED]);
+        // ...and never again with the same headers.
+        expect([c.method, await outcome(plain, c.method, requests[c.method], md)]).toEqual([c.method, grpc.status.UNAUTHENTICATED]);
+      }
+      // A MAC is bound to its method: QueueStats' fresh one does not open Enqueue.
+      const md = new grpc.Metadata();
+      md.set(CALL_MAC, mac.sign(`${SERVICE}/QueueStats`).value);
+      expect(await outcome(plain, 'enqueue', harmful()[0]!.req, md)).toBe(grpc.status.UNAUTHENTICATED);
+      plain.close();
+      const reasons = (await expectOneLineEach(before, harmful().length + 1)).map((l) => JSON.parse(l).reason as string);
+      expect(reasons.slice(0, -1).every((r) => r.includes('replays'))).toBe(true);
+      expect(reasons.at(-1)).toContain('does not match');
+    }, 30_000);
+  });
 
   it('resumes Events from a cursor, and Ack prunes what control has recorded', async () => {
     const before = [...feed.events];
