@@ -120,3 +120,15 @@ export class StoreUnavailableError extends ApiError {
     if (cause !== undefined) this.cause = cause;
   }
 }
+
+/**
+ * Text the database cannot store: PostgreSQL refuses a NUL (U+0000) in text and jsonb values. Every
+ * door refuses NUL before the store (core/nul.ts); this is the last line, 400 rather than 500.
+ */
+export class UnstorableTextError extends ApiError {
+  constructor(cause?: unknown) {
+    super('INVALID_REQUEST', 'Text must not contain the NUL character (U+0000)');
+    this.name = 'UnstorableTextError';
+    if (cause !== undefined) this.cause = cause;
+  }
+}

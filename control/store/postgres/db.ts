@@ -3,8 +3,7 @@
 // Every statement is prepared once per connection (named by its text), so the hot
 // paths pay no parse or plan per call.
 import pg from 'pg';
-import { ApiError, StoreUnavailableError } from '../../../core/errors.js';
-import { NUL_REFUSED } from '../../../core/nul.js';
+import { StoreUnavailableError, UnstorableTextError } from '../../../core/errors.js';
 
 export interface Rows<R> {
   rows: R[];
@@ -69,14 +68,11 @@ const isStalePlan = (err: unknown) =>
 /** Deadlock, serialization failure or a stale prepared statement: the whole transaction may simply run again. */
 const isRetryable = (err: unknown) => ['40P01', '40001'].includes((err as { code?: string })?.code ?? '') || isStalePlan(err);
 
-/**
- * Text PostgreSQL cannot store: a NUL in a text value (22021, "invalid byte sequence") or a \u0000 in
- * jsonb (22P05). Every door refuses NUL before the store; this is the last line, a 400 rather than a 500.
- */
+/** A NUL in a text value (22021, "invalid byte sequence for encoding") or a \u0000 in jsonb (22P05): UnstorableTextError. */
 const isUnstorableText = (err: unknown) => ['22021', '22P05'].includes((err as { code?: string })?.code ?? '');
 
 const wrap = (err: unknown): unknown => {
-  if (isUnstorableText(err)) return Object.assign(new ApiError('INVALID_REQUEST', `Text ${NUL_REFUSED}`), { cause: err });
+  if (isUnstorableText(err)) return new UnstorableTextError(err);
   return isUnavailable(err) && !(err instanceof StoreUnavailableError) ? new StoreUnavailableError(err) : err;
 };
 
