@@ -1,6 +1,7 @@
 // What a webhook message says (Standard Webhooks envelope {type, timestamp, data}, plus
 // Resend's top-level `created_at`: the same instant), and which endpoints want it. Pure:
 // the store queues the result in the same transaction as the change.
+import type { AuthEventType } from '../store/index.js';
 
 /** The email as its webhook messages describe it. */
 export interface PayloadEmail {
@@ -27,7 +28,7 @@ export const wantsEvent = (w: Subscriber, status: string, event: Record<string, 
   w.enabled && (!w.statuses.length || w.statuses.includes(String(event.type)) || w.statuses.includes(status));
 
 /** Auth events (user.created, …): only endpoints that list the type. */
-export const wantsAuthEvent = (w: Subscriber, type: string): boolean => w.enabled && w.statuses.includes(type);
+export const wantsAuthEvent = (w: Subscriber, type: AuthEventType): boolean => w.enabled && w.statuses.includes(type);
 
 const envelope = (type: string, at: number, data: Record<string, unknown>): string => {
   const when = new Date(at).toISOString();
@@ -50,4 +51,4 @@ export function webhookPayload(email: PayloadEmail, status: string, at: number, 
 }
 
 /** The message body for an auth event (auth/events.ts builds `data`, without secrets). */
-export const authEventPayload = (type: string, at: number, data: Record<string, unknown>): string => envelope(type, at, data);
+export const authEventPayload = (type: AuthEventType, at: number, data: Record<string, unknown>): string => envelope(type, at, data);
