@@ -108,18 +108,32 @@ export class OAuthFlows {
     const verifier = oauth.generateRandomCodeVerifier();
     const nonce = a.oidc ? oauth.generateRandomNonce() : null;
     const now = clock.now();
-    await this.d.store.insertState({
-      stateHash: sha256(state),
-      projectId: caller.project.id,
-      env: envOf(caller),
-      provider: def.id,
-      callbackUrl: callback.toString(),
-      codeVerifier: this.d.crypto.encrypt(verifier),
-      nonce,
-      clientChallenge,
-      createdAt: now,
-      expiresAt: now + settings.oauthStateTtlMs,
-    });
+    const cap = this.d.config.auth.pendingSignInsPerProject;
+    const stored = await this.d.store.insertState(
+      {
+        stateHash: sha256(state),
+        projectId: caller.project.id,
+        env: envOf(caller),
+        provider: def.id,
+        callbackUrl: callback.toString(),
+        codeVerifier: this.d.crypto.encrypt(verifier),
+        nonce,
+        clientChallenge,
+        createdAt: now,
+        expiresAt: now + settings.oauthStateTtlMs,
+      },
+      cap,
+    );
+    // Each start keeps a state until its callback or for oauthStateTtlMs: a script starting sign-ins must not fill the store.
+    if (!stored) {
+      this.d.log.warn({ project: caller.project.slug, cap }, 'oauth sign-ins waiting for their callback reached the project cap');
+      throw new ApiError(
+        'TOO_MANY_PENDING_SIGN_INS',
+        `This project has ${cap} sign-ins waiting for their provider; try again in a minute`,
+        {},
+        { 'Retry-After': '60' },
+      );
+    }
     const url = new URL(as.authorization_endpoint!);
     url.searchParams.set('response_type', 'code');
     url.searchParams.set('client_id', cfg.clientId!);

@@ -379,6 +379,8 @@ export const callbackRoutes =
           },
         },
         async (req, reply) => {
+          // Per address only: the project is known from the state, which a start (limited per project) stored.
+          ctx.keyless.ip(req, 'callback');
           const query = new URLSearchParams(req.query);
           const target = await ctx.oauth.callback(req.params.provider, query, { ip: connectionIp(req), userAgent: req.headers['user-agent'] ?? null });
           reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer');

@@ -12,6 +12,7 @@ import { Codes, type SendSystemMail } from './codes.js';
 import type { Limiter } from './limiter.js';
 import { OAuthFlows } from './oauth.js';
 import { AuthEvents } from './events.js';
+import { KeylessLimits } from './keyless.js';
 
 /** What the composition root gives the auth capability. */
 export interface AuthDeps {
@@ -43,6 +44,8 @@ export interface AuthServices {
   oauth: OAuthFlows;
   /** Sign-in events: the audit log and auth webhooks (auth/events.ts). */
   events: AuthEvents;
+  /** Per-address and per-project limits of the routes that take no key (auth/keyless.ts). */
+  keyless: KeylessLimits;
 }
 
 export function createAuthServices(o: AuthDeps): AuthServices {
@@ -62,5 +65,6 @@ export function createAuthServices(o: AuthDeps): AuthServices {
     onCapped: o.onCodeSendsCapped,
   });
   const oauth = new OAuthFlows({ config: o.config, log: o.log, store, crypto, sessions, projects, events });
-  return { config: o.config, log: o.log, store, projectsStore: o.store, access: o.access, projects, sessions, codes, oauth, events };
+  const keyless = new KeylessLimits(o.limiter, o.config.auth);
+  return { config: o.config, log: o.log, store, projectsStore: o.store, access: o.access, projects, sessions, codes, oauth, events, keyless };
 }

@@ -146,6 +146,18 @@ export interface AuthSettings {
   codeSendsPerProjectHour: number;
   /** Days the auth audit log keeps an entry (sign-ins, sessions, failures); older ones are deleted by control. */
   auditRetentionDays: number;
+  /**
+   * Requests a minute one client address may make to each keyless auth route (the hosted widget's calls and
+   * files, the embed script, the OAuth callback): anyone can call them, and any client can send an allowed Origin.
+   */
+  keylessPerIpMinute: number;
+  /** Requests a minute to each keyless auth route that names a project, per project, over every client. */
+  keylessPerProjectMinute: number;
+  /**
+   * OAuth sign-ins a project may have started and not finished (each a stored state, kept 10 minutes):
+   * past it a start answers 429 TOO_MANY_PENDING_SIGN_INS.
+   */
+  pendingSignInsPerProject: number;
 }
 
 export interface SmtpTrusted {
@@ -253,7 +265,7 @@ const defaults = {
     scale: { dailyQuota: 1_000_000, monthlyQuota: 20_000_000, rateLimit: 1_000 },
   },
   webhooks: { retryDelays: [5, 300, 1800, 7200, 18000, 36000], maxAgeSeconds: 86400, timeoutMs: 10_000, allowCidrs: [] as string[] },
-  auth: { codeSendsPerProjectHour: 1000, auditRetentionDays: 90 },
+  auth: { codeSendsPerProjectHour: 1000, auditRetentionDays: 90, keylessPerIpMinute: 60, keylessPerProjectMinute: 1200, pendingSignInsPerProject: 10_000 },
   http: {
     requestTimeoutMs: 30_000,
     headersTimeoutMs: 10_000,
@@ -295,6 +307,8 @@ function authSettings(over: unknown): AuthSettings {
   const a = merge(defaults.auth, over, 'auth');
   if (!Number.isInteger(a.auditRetentionDays) || a.auditRetentionDays < 1 || a.auditRetentionDays > 3650)
     throw new Error(`POSTGATE_CONFIG: auth.auditRetentionDays must be a whole number of days from 1 to 3650, got ${JSON.stringify(a.auditRetentionDays)}`);
+  for (const k of ['keylessPerIpMinute', 'keylessPerProjectMinute', 'pendingSignInsPerProject'] as const)
+    if (!Number.isInteger(a[k]) || a[k] < 1) throw new Error(`POSTGATE_CONFIG: auth.${k} must be a whole number of at least 1, got ${JSON.stringify(a[k])}`);
   return a;
 }
 

@@ -95,6 +95,7 @@ export const errorKeys: Record<string, Key> = {
   CODE_EXPIRED: 'errExpired',
   TOO_MANY_ATTEMPTS: 'errTooMany',
   RATE_LIMIT_EXCEEDED: 'errWait',
+  TOO_MANY_PENDING_SIGN_INS: 'errWait',
   PROVIDER_NOT_ENABLED: 'errProvider',
   REGION_NOT_ALLOWED: 'errRegion',
   REDIRECT_NOT_ALLOWED: 'errRedirect',

@@ -67,8 +67,10 @@ export const hostedRoutes =
         },
       },
       async (req) => {
+        ctx.keyless.ip(req, 'hosted-config');
         const project = await hosted.project(req.params.slug);
         await hosted.checkRequestOrigin(req, project.id);
+        ctx.keyless.project('hosted-config', project.id);
         return {
           slug: project.slug,
           name: project.name,
@@ -92,9 +94,11 @@ export const hostedRoutes =
         },
       },
       async (req) => {
+        ctx.keyless.ip(req, 'hosted-start');
         const { slug, provider, redirectUri } = req.body;
         const project = await hosted.project(slug);
         await hosted.requireRequestOrigin(req, project.id);
+        ctx.keyless.project('hosted-start', project.id);
         const def = providers.get(provider);
         if (!def?.oauth) throw new ApiError('PROVIDER_NOT_ENABLED', `${provider} has no OAuth sign-in`);
         const cfg = await hosted.enabled(req, project.id, provider, 'oauth');
@@ -113,8 +117,10 @@ export const hostedRoutes =
         },
       },
       async (req) => {
+        ctx.keyless.ip(req, 'hosted-email-send');
         const project = await hosted.project(req.body.slug);
         await hosted.requireRequestOrigin(req, project.id);
+        ctx.keyless.project('hosted-email-send', project.id);
         await ctx.oauth.checkCallbackUrl(project.id, req.body.redirectUri);
         const to = emailOf(req.body.email);
         const cfg = await hosted.enabled(req, project.id, 'email', 'otp');
@@ -135,8 +141,10 @@ export const hostedRoutes =
         },
       },
       async (req) => {
+        ctx.keyless.ip(req, 'hosted-email-verify');
         const project = await hosted.project(req.body.slug);
         await hosted.requireRequestOrigin(req, project.id);
+        ctx.keyless.project('hosted-email-verify', project.id);
         const back = await ctx.oauth.checkCallbackUrl(project.id, req.body.redirectUri);
         const clientChallenge = await ctx.oauth.checkChallenge(project.id, req.body.codeChallenge);
         const address = emailOf(req.body.email);
@@ -168,10 +176,12 @@ export const hostedRoutes =
         },
       },
       async (req, reply) => {
+        ctx.keyless.ip(req, 'hosted-widget');
         const q = req.query;
         const lang = pickLang(q.lang, req.headers['accept-language']);
         const a = await assets();
         const project = await ctx.projectsStore.projects.bySlug(q.slug);
+        if (project) ctx.keyless.project('hosted-widget', project.id);
         const origins = project ? await hosted.originsOf(project.id) : [];
         let error: Key | undefined;
         if (!project) error = 'errNotFound';
@@ -219,13 +229,22 @@ export const hostedRoutes =
       },
     );
 
-    app.get(`${P}/hosted/widget.js`, { schema: { summary: "Hosted widget: the form's script", tags, response: schemas.asset.response } }, async (_req, reply) =>
-      sendAsset(reply, (await assets()).widget, 86400),
+    // The files name no project: counted per address only.
+    app.get(
+      `${P}/hosted/widget.js`,
+      { schema: { summary: "Hosted widget: the form's script", tags, response: schemas.asset.response } },
+      async (req, reply) => {
+        ctx.keyless.ip(req, 'hosted-asset');
+        return sendAsset(reply, (await assets()).widget, 86400);
+      },
     );
     app.get(
       `${P}/hosted/widget.css`,
       { schema: { summary: "Hosted widget: the form's stylesheet", tags, response: schemas.asset.response } },
-      async (_req, reply) => sendAsset(reply, (await assets()).css, 86400),
+      async (req, reply) => {
+        ctx.keyless.ip(req, 'hosted-asset');
+        return sendAsset(reply, (await assets()).css, 86400);
+      },
     );
     // Apps embed this address, so it is cached briefly: a new version reaches them within minutes.
     app.get(
@@ -237,6 +256,9 @@ export const hostedRoutes =
           response: schemas.asset.response,
         },
       },
-      async (_req, reply) => sendAsset(reply, (await assets()).embed, 300),
+      async (req, reply) => {
+        ctx.keyless.ip(req, 'embed');
+        return sendAsset(reply, (await assets()).embed, 300);
+      },
     );
   };

@@ -560,7 +560,12 @@ export interface SignInStore {
   /** False when the URL was not on the list. */
   removeCallbackUrl(projectId: string, url: string): Promise<boolean>;
 
-  insertState(s: OAuthStateRow & { stateHash: string; createdAt: number }): Promise<void>;
+  /**
+   * Records an OAuth transaction unless its project already has `maxLive` that have not expired (at
+   * `createdAt`), counted over both environments in the store itself, so every node sees one total; false
+   * when refused. Concurrent inserts never pass the cap together.
+   */
+  insertState(s: OAuthStateRow & { stateHash: string; createdAt: number }, maxLive: number): Promise<boolean>;
   /** Removes and returns the state: a state is usable once, whoever comes first. */
   takeState(stateHash: string): Promise<OAuthStateRow | undefined>;
 

@@ -14,12 +14,33 @@ function withConfig(json: unknown) {
 
 describe('auth.auditRetentionDays', () => {
   it('is 90 days unless set, and keeps the other auth settings', () => {
-    expect(loadConfig({}).auth).toEqual({ codeSendsPerProjectHour: 1000, auditRetentionDays: 90 });
-    expect(withConfig({ auth: { auditRetentionDays: 7 } })().auth).toEqual({ codeSendsPerProjectHour: 1000, auditRetentionDays: 7 });
+    const auth = {
+      codeSendsPerProjectHour: 1000,
+      auditRetentionDays: 90,
+      keylessPerIpMinute: 60,
+      keylessPerProjectMinute: 1200,
+      pendingSignInsPerProject: 10_000,
+    };
+    expect(loadConfig({}).auth).toEqual(auth);
+    expect(withConfig({ auth: { auditRetentionDays: 7 } })().auth).toEqual({ ...auth, auditRetentionDays: 7 });
   });
 
   it.each([0, -1, 1.5, '30', null, 3651])('refuses %j with one line naming the setting', (value) => {
     expect(withConfig({ auth: { auditRetentionDays: value } })).toThrow(/^POSTGATE_CONFIG: auth\.auditRetentionDays must be /);
+  });
+});
+
+describe('the limits of the keyless auth routes', () => {
+  it('are taken from the file', () => {
+    expect(withConfig({ auth: { keylessPerIpMinute: 5, keylessPerProjectMinute: 50, pendingSignInsPerProject: 3 } })().auth).toMatchObject({
+      keylessPerIpMinute: 5,
+      keylessPerProjectMinute: 50,
+      pendingSignInsPerProject: 3,
+    });
+  });
+
+  it.each(['keylessPerIpMinute', 'keylessPerProjectMinute', 'pendingSignInsPerProject'])('refuses 0 and fractions for %s', (key) => {
+    for (const value of [0, 2.5]) expect(withConfig({ auth: { [key]: value } })).toThrow(new RegExp(`^POSTGATE_CONFIG: auth\\.${key} must be a whole number`));
   });
 });
 

@@ -393,6 +393,11 @@ export const migrations: readonly PgMigration[] = [
       );
     `,
   },
+  {
+    // OAuth states are counted per project before each new one (SignInStore.insertState's cap).
+    id: '0014_auth_states_by_project',
+    sql: 'CREATE INDEX auth_oauth_states_project ON auth_oauth_states(project_id, expires_at);',
+  },
 ];
 
 /** Any constant both nodes agree on: the key of the advisory lock that serialises migrations. */

@@ -24,6 +24,8 @@ import { toProvider, toSession, toUser } from '../rows.js';
 
 const OTP_KEY = 'project_id = $1 AND env = $2 AND channel = $3 AND target = $4';
 const isUniqueViolation = (err: unknown) => (err as { code?: string })?.code === '23505';
+/** The first key of the per-project advisory lock around counting and inserting OAuth states. */
+const STATES_LOCK = 0x7374; // "st"
 
 export class PgSignIn implements SignInStore {
   constructor(private readonly db: PgDb) {}
@@ -113,12 +115,24 @@ export class PgSignIn implements SignInStore {
 
   // OAuth transactions
 
-  async insertState(s: OAuthStateRow & { stateHash: string; createdAt: number }): Promise<void> {
-    await this.db.query(
-      `INSERT INTO auth_oauth_states (state_hash, project_id, env, provider, callback_url, code_verifier, nonce, client_challenge, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-      [s.stateHash, s.projectId, s.env, s.provider, s.callbackUrl, s.codeVerifier, s.nonce, s.clientChallenge, s.createdAt, s.expiresAt],
-    );
+  /**
+   * The project's transaction-level advisory lock (its own key space: two int keys) makes the inserts of
+   * one project take turns on every node, so the count each reads includes the others' commits.
+   */
+  async insertState(s: OAuthStateRow & { stateHash: string; createdAt: number }, maxLive: number): Promise<boolean> {
+    return this.db.tx(async (tx) => {
+      await tx.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [STATES_LOCK, s.projectId]);
+      const live = (
+        await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM auth_oauth_states WHERE project_id = $1 AND expires_at > $2', [s.projectId, s.createdAt])
+      ).rows[0]!.n;
+      if (live >= maxLive) return false;
+      await tx.query(
+        `INSERT INTO auth_oauth_states (state_hash, project_id, env, provider, callback_url, code_verifier, nonce, client_challenge, created_at, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+        [s.stateHash, s.projectId, s.env, s.provider, s.callbackUrl, s.codeVerifier, s.nonce, s.clientChallenge, s.createdAt, s.expiresAt],
+      );
+      return true;
+    });
   }
 
   async takeState(stateHash: string): Promise<OAuthStateRow | undefined> {

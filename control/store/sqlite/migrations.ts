@@ -453,6 +453,12 @@ const emailRequests: Migration = {
   `,
 };
 
+/** OAuth states are counted per project before each new one (SignInStore.insertState's cap). */
+const authStatesByProject: Migration = {
+  id: '0014_auth_states_by_project',
+  sql: 'CREATE INDEX auth_oauth_states_project ON auth_oauth_states(project_id, expires_at);',
+};
+
 export const migrations: readonly Migration[] = [
   ...controlMigrations,
   ...authMigrations,
@@ -463,4 +469,5 @@ export const migrations: readonly Migration[] = [
   idempotencyKeys,
   attachments,
   emailRequests,
+  authStatesByProject,
 ];

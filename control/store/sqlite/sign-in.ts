@@ -56,6 +56,7 @@ export class SqliteSignIn implements SignInStore {
         p(`INSERT INTO auth_oauth_states (state_hash, project_id, env, provider, callback_url, code_verifier, nonce, client_challenge, created_at, expires_at)
         VALUES (@stateHash, @projectId, @env, @provider, @callbackUrl, @codeVerifier, @nonce, @clientChallenge, @createdAt, @expiresAt)`),
       takeState: p('DELETE FROM auth_oauth_states WHERE state_hash = ? RETURNING *'),
+      liveStates: p('SELECT count(*) FROM auth_oauth_states WHERE project_id = ? AND expires_at > ?').pluck(),
 
       identity: p('SELECT user_id FROM auth_identities WHERE project_id = ? AND env = ? AND provider = ? AND subject = ?').pluck(),
       insertIdentity: p('INSERT INTO auth_identities (project_id, env, provider, subject, user_id, created_at) VALUES (?, ?, ?, ?, ?, ?)'),
@@ -172,8 +173,13 @@ export class SqliteSignIn implements SignInStore {
 
   // OAuth transactions
 
-  insertState(s: OAuthStateRow & { stateHash: string; createdAt: number }): Promise<void> {
-    return this.writer.run(() => void this.q.insertState.run(s));
+  /** Counts and inserts in one writer call: no other write comes between. */
+  insertState(s: OAuthStateRow & { stateHash: string; createdAt: number }, maxLive: number): Promise<boolean> {
+    return this.writer.run(() => {
+      if ((this.q.liveStates.get(s.projectId, s.createdAt) as number) >= maxLive) return false;
+      this.q.insertState.run(s);
+      return true;
+    });
   }
 
   takeState(stateHash: string): Promise<OAuthStateRow | undefined> {

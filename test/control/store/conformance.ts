@@ -720,7 +720,7 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
           createdAt: now,
           expiresAt: now + 600_000,
         };
-        await store.signIn.insertState(state);
+        expect(await store.signIn.insertState(state, 10)).toBe(true);
         const taken = await Promise.all([store.signIn.takeState(sha('state')), store.signIn.takeState(sha('state'))]);
         expect(taken.filter(Boolean)).toEqual([
           {
@@ -735,6 +735,54 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
           },
         ]);
         expect(await store.signIn.takeState(sha('state'))).toBeUndefined();
+      });
+
+      it("refuses a new OAuth state past the cap of the project's live ones; expired, taken and other projects' states do not count", async () => {
+        const state = (name: string, o: { project?: string; env?: 'live' | 'test'; at?: number } = {}) => ({
+          stateHash: sha(name),
+          projectId: o.project ?? projectId,
+          env: o.env ?? ('live' as const),
+          provider: 'github',
+          callbackUrl: 'https://app.test/cb',
+          codeVerifier: 'sealed',
+          nonce: null,
+          clientChallenge: null,
+          createdAt: o.at ?? now,
+          expiresAt: (o.at ?? now) + 600_000,
+        });
+        expect(await store.signIn.insertState(state('old', { at: now - 700_000 }), 2)).toBe(true); // expired by now
+        expect(await store.signIn.insertState(state('s1'), 2)).toBe(true);
+        expect(await store.signIn.insertState(state('s2', { env: 'test' }), 2)).toBe(true); // both environments count
+        expect(await store.signIn.insertState(state('s3'), 2)).toBe(false);
+        expect(await store.signIn.takeState(sha('s3'))).toBeUndefined(); // the refused one was not stored
+        expect(await store.signIn.insertState(state('other', { project: 'prj_other' }), 2)).toBe(true);
+        await store.signIn.takeState(sha('s1'));
+        expect(await store.signIn.insertState(state('s4'), 2)).toBe(true);
+        // Later, once the live ones have expired, there is room again.
+        expect(await store.signIn.insertState(state('s5', { at: now + 600_001 }), 2)).toBe(true);
+      });
+
+      it('concurrent new OAuth states never pass the cap together', async () => {
+        const results = await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            store.signIn.insertState(
+              {
+                stateHash: sha(`race${i}`),
+                projectId,
+                env: 'live',
+                provider: 'github',
+                callbackUrl: 'https://app.test/cb',
+                codeVerifier: 'sealed',
+                nonce: null,
+                clientChallenge: null,
+                createdAt: now,
+                expiresAt: now + 600_000,
+              },
+              5,
+            ),
+          ),
+        );
+        expect(results.filter(Boolean)).toHaveLength(5);
       });
     });
 
@@ -1035,20 +1083,44 @@ export function describeSeveralNodes(name: string, open: () => Promise<NodesFixt
       });
 
       it('an OAuth state is taken by one node only', async () => {
-        await a.signIn.insertState({
-          stateHash: sha('st'),
-          projectId,
-          env: 'live',
-          provider: 'github',
-          callbackUrl: 'https://app.test/cb',
-          codeVerifier: 'sealed',
-          nonce: null,
-          clientChallenge: null,
-          createdAt: now,
-          expiresAt: now + 600_000,
-        });
+        await a.signIn.insertState(
+          {
+            stateHash: sha('st'),
+            projectId,
+            env: 'live',
+            provider: 'github',
+            callbackUrl: 'https://app.test/cb',
+            codeVerifier: 'sealed',
+            nonce: null,
+            clientChallenge: null,
+            createdAt: now,
+            expiresAt: now + 600_000,
+          },
+          10,
+        );
         const taken = await Promise.all([a.signIn.takeState(sha('st')), b.signIn.takeState(sha('st'))]);
         expect(taken.filter(Boolean)).toHaveLength(1);
+      });
+
+      it("new OAuth states on two nodes at once never pass the project's cap together", async () => {
+        const insert = (s: Store, i: number) =>
+          s.signIn.insertState(
+            {
+              stateHash: sha(`two${i}`),
+              projectId,
+              env: 'live',
+              provider: 'github',
+              callbackUrl: 'https://app.test/cb',
+              codeVerifier: 'sealed',
+              nonce: null,
+              clientChallenge: null,
+              createdAt: now,
+              expiresAt: now + 600_000,
+            },
+            5,
+          );
+        const results = await Promise.all(Array.from({ length: 16 }, (_, i) => insert(i % 2 ? a : b, i)));
+        expect(results.filter(Boolean)).toHaveLength(5);
       });
 
       it('the same new user signing in on two nodes at once is created once', async () => {
