@@ -1,0 +1,87 @@
+// gateway/pacing/pacer.ts, the pacer's decisions without processes: bulk held over the day's
+// warm-up norm, scheduled retries, connections per provider, the rate per minute. Shared pacing
+// over Redis is in test/gateway/pacing-shared.test.ts.
+import { describe, expect, it } from 'vitest';
+import { clock, dayOf, nextDayStart } from '../../../core/clock.js';
+import { Pacer, type PaceRequest } from '../../../gateway/pacing/pacer.js';
+
+describe('pacer', () => {
+  const throttle = (p: Partial<{ dailyNorm: number; ratePerMinute: number; connections: number }>) => ({
+    google: { dailyNorm: p.dailyNorm ?? 0, growth: 2, maxDailyNorm: 0, ratePerMinute: p.ratePerMinute ?? 0, connections: p.connections ?? 0 },
+    other: { dailyNorm: 0, growth: 1, maxDailyNorm: 0, ratePerMinute: 0, connections: 0 },
+  });
+  const req = (key: string, over: Partial<PaceRequest> = {}): PaceRequest => ({
+    key,
+    projectId: 'p1',
+    bulk: true,
+    domain: 'gmail.com',
+    provider: 'google',
+    recipients: 1,
+    warmupStartMs: 0,
+    notBeforeMs: 0,
+    ...over,
+  });
+
+  it("holds bulk over the day's norm until the next UTC day, never transactional; a new day lets it go", () => {
+    const persisted: unknown[] = [];
+    const pacer = new Pacer(throttle({ dailyNorm: 2 }), (rows) => persisted.push(...rows));
+    const woken: string[] = [];
+    const wake = (k: string) => () => woken.push(k);
+    expect(pacer.decide(req('t1', { bulk: false }), wake('t1'))).toEqual({ kind: 'go' });
+    expect(pacer.decide(req('b1'), wake('b1'))).toEqual({ kind: 'go' });
+    const held = pacer.decide(req('b2'), wake('b2'));
+    expect(held).toMatchObject({ kind: 'hold', hold: 'warmup', untilMs: nextDayStart(clock.now()), norm: 2, used: 2 });
+    expect(pacer.decide(req('t2', { bulk: false }), wake('t2'))).toEqual({ kind: 'go' });
+    expect(pacer.stats('p1', dayOf(clock.now()))).toEqual([{ provider: 'google', transactional: 2, bulk: 1, heldBulk: 1 }]);
+    expect(persisted).toHaveLength(3);
+    // Another project has its own budget.
+    expect(pacer.decide(req('x1', { projectId: 'p2' }), wake('x1'))).toEqual({ kind: 'go' });
+
+    const offset = clock.offset();
+    try {
+      clock.setOffset(nextDayStart(clock.now()) - Date.now() + 1000);
+      expect(pacer.reconsider()).toBe(1);
+      expect(woken).toEqual(['b2']);
+      // Day 2 (growth 2): the norm is 4, counted afresh.
+      expect(pacer.decide(req('b2'), wake('b2'))).toEqual({ kind: 'go' });
+    } finally {
+      clock.setOffset(offset);
+    }
+  });
+
+  it('raising the norm releases held bulk at once', () => {
+    const pacer = new Pacer(throttle({ dailyNorm: 1 }), () => {});
+    const woken: string[] = [];
+    pacer.decide(req('a'), () => woken.push('a'));
+    expect(pacer.decide(req('b'), () => woken.push('b'))).toMatchObject({ hold: 'warmup' });
+    pacer.setThrottles([{ provider: 'google', dailyNorm: 10, growth: 1, maxDailyNorm: 0, ratePerMinute: 0, connections: 0 }]);
+    expect(woken).toEqual(['b']);
+  });
+
+  it('keeps a scheduled retry until it is due', () => {
+    const pacer = new Pacer(throttle({}), () => {});
+    const d = pacer.decide(req('r', { notBeforeMs: clock.now() + 90_000 }), () => {});
+    expect(d).toMatchObject({ kind: 'hold', hold: 'retry' });
+    expect((d as { delaySec: number }).delaySec).toBeGreaterThanOrEqual(89);
+  });
+
+  it('caps connections per provider and hands a freed slot to transactional mail first', () => {
+    const pacer = new Pacer(throttle({ connections: 1 }), () => {});
+    const woken: string[] = [];
+    expect(pacer.decide(req('first'), () => woken.push('first'))).toEqual({ kind: 'go' });
+    expect(pacer.decide(req('bulk'), () => woken.push('bulk'))).toMatchObject({ kind: 'hold', hold: 'limit', waitedMs: expect.any(Number) });
+    expect(pacer.decide(req('trans', { bulk: false }), () => woken.push('trans'))).toMatchObject({ kind: 'hold', hold: 'limit' });
+    pacer.release('first');
+    expect(woken).toEqual(['trans']);
+    // The woken item comes back through decide() and finds its reserved slot.
+    expect(pacer.decide(req('trans', { bulk: false }), () => {})).toEqual({ kind: 'go' });
+    pacer.done('trans');
+    expect(woken).toEqual(['trans', 'bulk']);
+  });
+
+  it('paces to the rate per minute', () => {
+    const pacer = new Pacer(throttle({ ratePerMinute: 60 }), () => {});
+    expect(pacer.decide(req('a', { bulk: false }), () => {})).toEqual({ kind: 'go' });
+    expect(pacer.decide(req('b', { bulk: false }), () => {})).toMatchObject({ kind: 'hold', hold: 'limit' });
+  });
+});
