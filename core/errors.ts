@@ -93,6 +93,9 @@ const resendNames: Partial<Record<ErrorCode, string>> = {
   INVALID_API_KEY: 'invalid_api_key',
   UNAUTHORIZED: 'missing_api_key',
   DOMAIN_NOT_VERIFIED: 'validation_error',
+  // Resend has no name for a state conflict (canceling an email already sent, a domain added twice): it
+  // answers validation_error whatever the status, so its SDK's ErrorResponse type holds ours.
+  CONFLICT: 'validation_error',
   QUOTA_EXCEEDED: 'monthly_quota_exceeded',
   INTERNAL: 'internal_server_error',
   IDEMPOTENCY_CONFLICT: 'invalid_idempotent_request',

@@ -44,6 +44,9 @@ const webhookSchema = {
     },
   },
 } as const;
+/** An endpoint in the list: as Resend's list, without its signing secret (create and the single GET give it). */
+const { secret: _secret, signing_secret: _signingSecret, deliveries: _deliveries, ...listedProperties } = webhookSchema.properties;
+const listedWebhookSchema = { type: 'object', properties: listedProperties } as const;
 const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 100 } } } as const;
 /** The fields POST and PATCH share; the checks across fields are in filterOf and targetOf. */
 const fields = {
@@ -76,20 +79,19 @@ function filterOf(body: Fields): string[] | undefined {
 }
 
 export const webhookRoutes: FastifyPluginAsync<{ store: Store; sealer: Sealer; targets: WebhookTargets }> = async (app, { store, sealer, targets }) => {
+  const listed = (w: WebhookRow) => ({
+    object: 'webhook',
+    id: w.id,
+    url: w.url,
+    endpoint: w.url,
+    statuses: w.statuses,
+    events: eventsOfFilter(w.statuses),
+    status: w.enabled ? 'enabled' : 'disabled',
+    created_at: new Date(w.createdAt).toISOString(),
+  });
   const view = (w: WebhookRow) => {
     const secret = sealer.open(w.secret);
-    return {
-      object: 'webhook',
-      id: w.id,
-      url: w.url,
-      endpoint: w.url,
-      statuses: w.statuses,
-      events: eventsOfFilter(w.statuses),
-      status: w.enabled ? 'enabled' : 'disabled',
-      secret,
-      signing_secret: secret,
-      created_at: new Date(w.createdAt).toISOString(),
-    };
+    return { ...listed(w), secret, signing_secret: secret };
   };
 
   /** The target a request sets (`url` or `endpoint`), checked against the SSRF rules; undefined when it sets none. */
@@ -144,7 +146,7 @@ export const webhookRoutes: FastifyPluginAsync<{ store: Store; sealer: Sealer; t
     '/v1/webhooks',
     {
       schema: {
-        summary: 'List endpoints, oldest first (every one unless `limit` is given)',
+        summary: 'List endpoints, oldest first (every one unless `limit` is given), without their signing secrets',
         tags: ['webhooks'],
         security,
         querystring: {
@@ -160,7 +162,7 @@ export const webhookRoutes: FastifyPluginAsync<{ store: Store; sealer: Sealer; t
         response: {
           200: {
             type: 'object',
-            properties: { object: { type: 'string', enum: ['list'] }, has_more: { type: 'boolean' }, data: { type: 'array', items: webhookSchema } },
+            properties: { object: { type: 'string', enum: ['list'] }, has_more: { type: 'boolean' }, data: { type: 'array', items: listedWebhookSchema } },
           },
           ...errors,
         },
@@ -179,7 +181,8 @@ export const webhookRoutes: FastifyPluginAsync<{ store: Store; sealer: Sealer; t
       }
       const n = limit ? Number(limit) : list.length;
       const page = before !== undefined ? list.slice(Math.max(0, list.length - n)) : list.slice(0, n);
-      return { object: 'list', has_more: page.length < list.length, data: page.map(view) };
+      // The secrets stay out of the list (a key that may list need not sign), and are not even unsealed.
+      return { object: 'list', has_more: page.length < list.length, data: page.map(listed) };
     },
   );
 

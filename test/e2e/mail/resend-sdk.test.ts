@@ -133,6 +133,11 @@ describe('resend SDK: emails', () => {
     expect(canceled.error).toBeNull();
     expect(canceled.data).toMatchObject({ object: 'email', id: data!.id });
     expect((await resend.emails.get(data!.id)).data?.last_event).toBe('canceled');
+    // An email that is not scheduled: refused with one of the names the SDK knows.
+    const { data: now } = await resend.emails.send({ from: 'hello@acme.test', to: to(), subject: 'Now', text: 'x' });
+    const late = await resend.emails.cancel(now!.id);
+    expect(late.data).toBeNull();
+    expect(late.error).toMatchObject({ statusCode: 409, name: 'validation_error' });
   });
 
   it('idempotencyKey: a retry answers the first id and sends nothing new', async () => {
@@ -261,11 +266,20 @@ describe('resend SDK: webhooks', () => {
     expect(created.error).toBeNull();
     const id = created.data!.id;
     expect(created.data).toMatchObject({ object: 'webhook', id });
+    const secret = created.data!.signing_secret;
+    expect(secret).toMatch(/^whsec_/);
     const list = await resend.webhooks.list();
     expect(list.error).toBeNull();
     expect(list.data!.data.map((w) => w.id)).toContain(id);
+    // As Resend's list: no signing secret in it; the single get has it.
+    expect(list.data!.data.filter((w) => 'signing_secret' in w || 'secret' in w)).toEqual([]);
     const got = await resend.webhooks.get(id);
-    expect(got.data).toMatchObject({ id, endpoint: 'https://hooks.example.com/resend', events: expect.arrayContaining(['email.delivered', 'email.bounced']) });
+    expect(got.data).toMatchObject({
+      id,
+      endpoint: 'https://hooks.example.com/resend',
+      events: expect.arrayContaining(['email.delivered', 'email.bounced']),
+      signing_secret: secret,
+    });
     const updated = await resend.webhooks.update(id, { events: ['email.complained'] });
     expect(updated.error).toBeNull();
     expect((await resend.webhooks.get(id)).data?.events).toEqual(['email.complained']);
