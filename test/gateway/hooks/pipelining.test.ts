@@ -5,9 +5,9 @@
 import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
-import type { HarakaAddress, HMailItem } from '../../gateway/haraka.js';
-import type { HMailProto, OutboundSocket } from '../../gateway/hooks/connection-reuse.js';
-import { commandsAhead, installPipelining } from '../../gateway/hooks/pipelining.js';
+import type { HarakaAddress, HMailItem } from '../../../gateway/haraka.js';
+import type { HMailProto, OutboundSocket } from '../../../gateway/hooks/connection-reuse.js';
+import { commandsAhead, installPipelining } from '../../../gateway/hooks/pipelining.js';
 
 const harakaRequire = createRequire(createRequire(import.meta.url).resolve('Haraka/package.json'));
 const { Address } = harakaRequire('@haraka/email-address') as { Address: new (a: string) => HarakaAddress };

@@ -5,8 +5,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase, type Db } from '../../core/sqlite/open.js';
-import { GroupWriter } from '../../core/sqlite/group-writer.js';
+import { openDatabase, type Db } from '../../../core/sqlite/open.js';
+import { GroupWriter } from '../../../core/sqlite/group-writer.js';
 
 let dir: string;
 let db: Db;

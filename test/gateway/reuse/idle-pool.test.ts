@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { IdlePool } from '../../gateway/reuse/idle-pool.js';
+import { IdlePool } from '../../../gateway/reuse/idle-pool.js';
 
 afterEach(() => vi.useRealTimers());
 

@@ -6,8 +6,8 @@ import path from 'node:path';
 import { setImmediate as turn } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { afterAll, expect, it } from 'vitest';
-import { walProgress, WalCheckpointer } from '../../core/sqlite/checkpointer.js';
-import { HELPED_AUTOCHECKPOINT, openDatabase } from '../../core/sqlite/open.js';
+import { walProgress, WalCheckpointer } from '../../../core/sqlite/checkpointer.js';
+import { HELPED_AUTOCHECKPOINT, openDatabase } from '../../../core/sqlite/open.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pg-ckpt-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -5,10 +5,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { NewEmail, Store } from '../../../control/store/index.js';
-import { openStore } from '../../../control/store/open.js';
-import { localInvalidator } from '../../../core/invalidation.js';
-import { uuidv7 } from '../../../core/ids.js';
+import type { NewEmail, Store } from '../../../../control/store/index.js';
+import { openStore } from '../../../../control/store/open.js';
+import { localInvalidator } from '../../../../core/invalidation.js';
+import { uuidv7 } from '../../../../core/ids.js';
 
 let dir: string;
 let store: Store;
