@@ -6,6 +6,7 @@ import '../../core/ajv-length.js'; // before the send schema is compiled
 import { ApiError, invalid, StoreUnavailableError } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import { uuidv7 } from '../../core/ids.js';
+import { parseWhen, WHEN_EXAMPLES } from '../../core/when.js';
 import type { Config } from '../../core/config.js';
 import type { Caller } from '../api-keys/authenticate.js';
 import type { Acceptance, AcceptGuards, NewEmail, Refusal, Store } from '../store/index.js';
@@ -88,13 +89,20 @@ const asList = (v: string | string[] | undefined): string[] => (v === undefined 
 export const MAX_SCHEDULE_MS = 30 * 24 * 3600_000;
 
 /**
- * When a scheduled email leaves (epoch ms), or undefined to send it now: absent, or a
- * time already past. An ISO 8601 date-time with a zone; more than 30 days ahead is refused.
+ * When a scheduled email leaves (epoch ms), or undefined to send it now: absent, or a time already past.
+ * An ISO 8601 date-time with a zone, or a time in words as Resend takes them ("in 1 min", "tomorrow at
+ * 9am", core/when.ts) read against `now`; more than 30 days ahead is refused. Every door (REST, batch,
+ * gRPC, PATCH) comes through here.
  */
 export function scheduledTime(value: string | undefined, now: number): number | undefined {
   if (value === undefined) return undefined;
-  const at = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i.test(value.trim()) ? Date.parse(value.trim()) : Number.NaN;
-  if (!Number.isFinite(at)) throw invalid('scheduled_at must be an ISO 8601 date-time with a time zone, e.g. 2026-12-01T09:00:00Z');
+  const iso = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i.test(value.trim());
+  const at = iso ? Date.parse(value.trim()) : (parseWhen(value, now) ?? Number.NaN);
+  if (!Number.isFinite(at)) {
+    throw invalid(
+      `scheduled_at must be an ISO 8601 date-time with a time zone (2026-12-01T09:00:00Z) or a time in words: ${WHEN_EXAMPLES.map((x) => JSON.stringify(x)).join(', ')} (in words, UTC unless a zone is given)`,
+    );
+  }
   if (at - now > MAX_SCHEDULE_MS) throw invalid('scheduled_at may be at most 30 days ahead');
   return at > now ? at : undefined;
 }

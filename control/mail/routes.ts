@@ -18,7 +18,7 @@ import { type KeyAuthenticator, MAIL_KEYS, type Caller } from '../api-keys/authe
 import type { Store } from '../store/index.js';
 import type { MailPipeline, SendRequest } from './pipeline.js';
 import { errorSchema } from '../http/schemas.js';
-import { emailListQuerySchema, emailListSchema, emailSchema, sendRequestSchema, sendResponseSchema } from './schema.js';
+import { emailListQuerySchema, emailListSchema, emailSchema, scheduledAtSchema, sendRequestSchema, sendResponseSchema } from './schema.js';
 import type { Config } from '../../core/config.js';
 import { emailListItem, emailView } from './email-view.js';
 import { attachmentBodyBytes, checkBatchAttachments } from './attachments.js';
@@ -255,7 +255,7 @@ const emailRoutes: FastifyPluginAsync<Pick<MailRoutesOptions, 'config' | 'store'
           type: 'object',
           additionalProperties: false,
           required: ['scheduled_at'],
-          properties: { scheduled_at: { type: 'string', minLength: 10, maxLength: 40 } },
+          properties: { scheduled_at: scheduledAtSchema },
         },
         response: { 200: changed, ...errors },
       },

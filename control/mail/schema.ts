@@ -17,6 +17,15 @@ const resendTag = {
   properties: { name: tagPart, value: tagPart },
 } as const;
 
+/** scheduled_at on a send and on PATCH /v1/emails/:id; what it may say is checked by scheduledTime (pipeline.ts). */
+export const scheduledAtSchema = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 64,
+  description:
+    'When the email leaves, at most 30 days ahead: an ISO 8601 date-time with a zone, or a time in words as Resend takes them ("in 1 min", "in 2 hours", "tomorrow at 9am", "friday at 3pm ET", "next monday at 09:30 Europe/Berlin"; UTC unless a zone is given). The email is `scheduled` until then; a past time sends at once.',
+} as const;
+
 export function sendRequestSchema(limits: Limits) {
   const addressList = { type: 'array', items: addressString, minItems: 1, maxItems: limits.maxRecipients } as const;
   return {
@@ -49,12 +58,7 @@ export function sendRequestSchema(limits: Limits) {
       },
       bulk: { type: 'boolean', description: 'true marks a bulk mailing (List-Unsubscribe, unsubscribes apply); omitted = transactional.' },
       attachments: attachmentsSchema(limits),
-      scheduled_at: {
-        type: 'string',
-        minLength: 10,
-        maxLength: 40,
-        description: 'ISO 8601 date-time, at most 30 days ahead: the email is `scheduled` until then (a past time sends at once).',
-      },
+      scheduled_at: scheduledAtSchema,
     },
   } as const;
 }

@@ -105,8 +105,14 @@ describe('PostgateService', () => {
     expect(res).toMatchObject({ status: 'scheduled' });
     const rest = (await stack.api('GET', `/v1/emails/${res.id}`, acme.keys.live)).body;
     expect(rest).toMatchObject({ status: 'scheduled', scheduled_at: at });
-    const bad = await failure(send(acme.keys.live, { ...base, scheduledAt: 'tomorrow' }));
+    // In words too, as REST takes them; anything else is refused with the forms it takes.
+    const words = await send(acme.keys.live, { ...base, scheduledAt: 'in 2 hours' });
+    expect(words).toMatchObject({ status: 'scheduled' });
+    const later = Date.parse((await stack.api('GET', `/v1/emails/${words.id}`, acme.keys.live)).body.scheduled_at);
+    expect(Math.abs(later - (Date.now() + 7_200_000))).toBeLessThan(60_000);
+    const bad = await failure(send(acme.keys.live, { ...base, scheduledAt: 'someday' }));
     expect(bad.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(bad.details).toContain('"in 1 min"');
   });
 
   it('SendBatch answers each email in request order; one bad item does not lose the others', async () => {

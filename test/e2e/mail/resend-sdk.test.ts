@@ -140,6 +140,19 @@ describe('resend SDK: emails', () => {
     expect(late.error).toMatchObject({ statusCode: 409, name: 'validation_error' });
   });
 
+  it("scheduledAt in words, as Resend's docs write it", async () => {
+    const before = Date.now();
+    const { data, error } = await resend.emails.send({ from: 'hello@acme.test', to: to(), subject: 'In a minute', text: 'x', scheduledAt: 'in 1 min' });
+    expect(error).toBeNull();
+    const got = (await resend.emails.get(data!.id)).data!;
+    expect(got.last_event).toBe('scheduled');
+    expect(Date.parse(got.scheduled_at!) - before).toBeGreaterThanOrEqual(60_000);
+    const moved = await resend.emails.update({ id: data!.id, scheduledAt: 'tomorrow at 9am' });
+    expect(moved.error).toBeNull();
+    expect((await resend.emails.get(data!.id)).data?.scheduled_at).toMatch(/T09:00:00\.000Z$/);
+    expect((await resend.emails.cancel(data!.id)).error).toBeNull();
+  });
+
   it('idempotencyKey: a retry answers the first id and sends nothing new', async () => {
     const email = { from: 'hello@acme.test', to: to(), subject: 'Once', text: 'only once' };
     const a = await resend.emails.send(email, { idempotencyKey: 'order-123/welcome' });

@@ -166,12 +166,43 @@ describe('scheduled sending', () => {
     expect((await stack.api('POST', `/v1/emails/${r.body.id}/cancel`, b.keys.live)).status).toBe(404);
   });
 
-  it('refuses times more than 30 days ahead and bad dates', async () => {
-    for (const scheduled_at of [inSeconds(31 * 86400), 'tomorrow', '2026-13-45T00:00:00Z', '2026-12-01T09:00:00']) {
+  it('takes the times in words Resend takes, on a send, in a batch and on PATCH', async () => {
+    const before = Date.now();
+    const r = await stack.api('POST', '/v1/emails', a.keys.live, mail({ scheduled_at: 'in 1 min' }));
+    expect([r.status, r.body.status]).toEqual([202, 'scheduled']);
+    const at = Date.parse((await stack.api('GET', `/v1/emails/${r.body.id}`, a.keys.live)).body.scheduled_at);
+    expect(at).toBeGreaterThanOrEqual(before + 60_000);
+    expect(at).toBeLessThanOrEqual(Date.now() + 60_000);
+    const batch = await stack.api('POST', '/v1/emails/batch', a.keys.live, [mail({ scheduled_at: 'tomorrow at 9am' }), mail({ scheduled_at: 'in 2 hours' })], {
+      'x-batch-validation': 'strict',
+    });
+    expect(batch.status).toBe(202);
+    expect(batch.body.data.map((d: any) => d.status)).toEqual(['scheduled', 'scheduled']);
+    // 09:00 UTC of the day after the one the request was read on (either side of a midnight the test may cross).
+    const nineAm = [before, Date.now()].map((t) => `${new Date(t + 86_400_000).toISOString().slice(0, 10)}T09:00:00.000Z`);
+    expect(nineAm).toContain((await stack.api('GET', `/v1/emails/${batch.body.data[0].id}`, a.keys.live)).body.scheduled_at);
+    const moved = await stack.api('PATCH', `/v1/emails/${r.body.id}`, a.keys.live, { scheduled_at: 'in 3 days' });
+    expect(moved.status).toBe(200);
+    const movedAt = Date.parse((await stack.api('GET', `/v1/emails/${r.body.id}`, a.keys.live)).body.scheduled_at);
+    expect(movedAt - Date.now()).toBeGreaterThan(3 * 86_400_000 - 60_000);
+    expect((await stack.api('POST', `/v1/emails/${r.body.id}/cancel`, a.keys.live)).status).toBe(200);
+  });
+
+  it('refuses times more than 30 days ahead and bad dates, saying which forms it takes', async () => {
+    for (const scheduled_at of [inSeconds(31 * 86400), 'in 31 days', 'someday', 'tomorrow at 25pm', '2026-13-45T00:00:00Z', '2026-12-01T09:00:00']) {
       const r = await stack.api('POST', '/v1/emails', a.keys.live, mail({ scheduled_at }));
       expect(r.status, scheduled_at).toBe(400);
       expect(r.body.code).toBe('INVALID_REQUEST');
     }
+    const r = await stack.api('POST', '/v1/emails', a.keys.live, mail({ scheduled_at: 'someday' }));
+    expect(r.body.error).toContain('ISO 8601');
+    expect(r.body.error).toContain('"in 1 min"');
+    expect(r.body.error).toContain('"tomorrow at 9am"');
+    const waiting = await stack.api('POST', '/v1/emails', a.keys.live, mail({ scheduled_at: 'in 1 hour' }));
+    const patch = await stack.api('PATCH', `/v1/emails/${waiting.body.id}`, a.keys.live, { scheduled_at: 'whenever' });
+    expect([patch.status, patch.body.code]).toEqual([400, 'INVALID_REQUEST']);
+    expect(patch.body.error).toContain('"in 2 hours"');
+    await stack.api('POST', `/v1/emails/${waiting.body.id}/cancel`, a.keys.live);
   });
 
   it('counts the quota when the email leaves, not when it is scheduled', async () => {
