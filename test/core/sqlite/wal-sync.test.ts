@@ -48,8 +48,9 @@ it('syncs the file SQLite writes: the -wal beside the database', () => {
 
 it('a failed fdatasync rejects the commits waiting on it', async () => {
   const wal = new WalSync(file);
-  vi.spyOn(fs, 'fdatasync').mockImplementation(((_fd: number, cb: (err: NodeJS.ErrnoException | null) => void) =>
-    setImmediate(() => cb(Object.assign(new Error('EIO: i/o error'), { code: 'EIO' })))) as typeof fs.fdatasync);
+  vi.spyOn(fs, 'fdatasync').mockImplementation(((_fd: number, cb: (err: NodeJS.ErrnoException | null) => void) => {
+    setImmediate(() => cb(Object.assign(new Error('EIO: i/o error'), { code: 'EIO' })));
+  }) as unknown as typeof fs.fdatasync);
   await expect(wal.sync()).rejects.toThrow(/EIO/);
   wal.close();
 });
