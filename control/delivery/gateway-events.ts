@@ -15,8 +15,6 @@ const RECONNECT_MS = 500;
 const REFUSED_RECONNECT_MS = 5000;
 const ACK_EVERY_MS = 1000;
 
-export type AppliedEvent = GatewayEvent & { emailStatus: string; projectId: string };
-
 export interface GatewayEventStreamOptions {
   /** Checks the tokens of reports that came back (DSN, ARF, unsubscribe mails). */
   tokens: MailTokens;
@@ -31,6 +29,8 @@ export interface GatewayEventStreamOptions {
  */
 export function toGatewayEvent(e: DeliveryEvent, tokens: MailTokens, log?: Logger): GatewayEvent {
   const type = eventTypeName(e.type);
+  // The consumer stops at a type it does not know (a gateway of another build) before it gets here.
+  if (!type) throw new Error(`delivery event ${e.seq} has a type this control does not know (${e.type})`);
   const cause = eventCauseName(e.cause);
   const source = eventSourceName(e.source);
   const details: Record<string, unknown> = {};
@@ -45,8 +45,7 @@ export function toGatewayEvent(e: DeliveryEvent, tokens: MailTokens, log?: Logge
   const ev: GatewayEvent = {
     seq: Number(e.seq),
     emailId: e.emailId,
-    // The consumer stops at a type it does not know (a gateway of another build) before it gets here.
-    type: type ?? '',
+    type,
     recipient: e.recipient,
     at: Number(e.atMs),
     attempt: e.attempt,
@@ -189,7 +188,7 @@ class Consumer {
 }
 
 export class GatewayEventStream {
-  /** Emits 'event' with each AppliedEvent after it is committed (webhooks, analytics). */
+  /** Emits 'event' with each AppliedEvent (the store's) after it is committed (webhooks, analytics). */
   readonly bus = new EventEmitter();
   private readonly consumers: Consumer[];
 
