@@ -67,7 +67,7 @@ export class OAuthFlows {
     return u;
   }
 
-  /** The browser binding of a start: a project may require one (auth set --require-code-verifier on). */
+  /** The browser binding of a start: required unless the project turned it off (auth set --require-code-verifier off). */
   async checkChallenge(projectId: string, clientChallenge: string | undefined): Promise<string | null> {
     if (clientChallenge !== undefined) return clientChallenge;
     if ((await this.d.projects.settings(projectId)).requireCodeVerifier) {

@@ -45,7 +45,7 @@ export interface SettingsInput {
   sessionTtlSeconds?: number | null;
   codeFrom?: string | null;
   telegramWindowSeconds?: number | null;
-  /** null restores the default (false). */
+  /** null restores the default (on). */
   requireCodeVerifier?: boolean | null;
 }
 
@@ -251,7 +251,9 @@ export class ProjectAuthConfig {
       sessionTtlMs: s.sessionTtlSeconds ? s.sessionTtlSeconds * 1000 : settings.sessionTtlMs,
       codeFrom: s.codeFrom,
       telegramWindowMs: s.telegramWindowSeconds ? s.telegramWindowSeconds * 1000 : settings.telegramWindowMs,
-      requireCodeVerifier: s.requireCodeVerifier,
+      // Required unless the project turned it off: the SDK and the embed script always bind. Projects that existed
+      // before this default keep it off (migration 0015) until `auth set --require-code-verifier on`.
+      requireCodeVerifier: s.requireCodeVerifier ?? true,
     };
   }
 
@@ -266,7 +268,7 @@ export class ProjectAuthConfig {
         sessionTtlSeconds: pick('sessionTtlSeconds') as number | null,
         codeFrom: pick('codeFrom') as string | null,
         telegramWindowSeconds: pick('telegramWindowSeconds') as number | null,
-        requireCodeVerifier: input.requireCodeVerifier === undefined ? cur.requireCodeVerifier : input.requireCodeVerifier === true,
+        requireCodeVerifier: input.requireCodeVerifier === undefined ? cur.requireCodeVerifier : input.requireCodeVerifier,
       },
       clock.now(),
     );

@@ -88,7 +88,7 @@ export const codeChallenge = {
   type: 'string',
   pattern: '^[A-Za-z0-9_-]{43}$',
   description:
-    'base64url(SHA-256(codeVerifier)). Binds the sign-in to the browser that started it: exchange-code must then send codeVerifier. The SDK and the embed script do it for you',
+    'base64url(SHA-256(codeVerifier)). Binds the sign-in to the browser that started it: exchange-code must then send codeVerifier. Required unless the project turned the binding off (a new project requires it). The SDK and the embed script do it for you',
 } as const;
 export const codeVerifier = {
   type: 'string',

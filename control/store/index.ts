@@ -278,8 +278,11 @@ export interface AuthSettingsRow {
   sessionTtlSeconds: number | null;
   codeFrom: string | null;
   telegramWindowSeconds: number | null;
-  /** Every exchange-code must carry the verifier of a challenge given at the start. */
-  requireCodeVerifier: boolean;
+  /**
+   * Every exchange-code must carry the verifier of a challenge given at the start; null: not set, the
+   * default applies (auth/project-config.ts).
+   */
+  requireCodeVerifier: boolean | null;
 }
 
 export interface ProviderRow {

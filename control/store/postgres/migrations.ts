@@ -398,6 +398,16 @@ export const migrations: readonly PgMigration[] = [
     id: '0014_auth_states_by_project',
     sql: 'CREATE INDEX auth_oauth_states_project ON auth_oauth_states(project_id, expires_at);',
   },
+  {
+    // The browser binding becomes required unless a project says otherwise (auth/project-config.ts): NULL
+    // is "not set"; the projects that exist now keep what they had, off, written down.
+    id: '0015_auth_code_verifier_default',
+    sql: `
+      ALTER TABLE auth_settings ALTER COLUMN require_code_verifier DROP NOT NULL, ALTER COLUMN require_code_verifier DROP DEFAULT;
+      INSERT INTO auth_settings (project_id, require_code_verifier, updated_at)
+        SELECT id, false, created_at FROM projects WHERE id NOT IN (SELECT project_id FROM auth_settings);
+    `,
+  },
 ];
 
 /** Any constant both nodes agree on: the key of the advisory lock that serialises migrations. */

@@ -38,7 +38,7 @@ export class PgSignIn implements SignInStore {
       sessionTtlSeconds: r?.session_ttl_seconds ?? null,
       codeFrom: r?.code_from ?? null,
       telegramWindowSeconds: r?.telegram_window_seconds ?? null,
-      requireCodeVerifier: r?.require_code_verifier === true,
+      requireCodeVerifier: r?.require_code_verifier ?? null,
     };
   }
 

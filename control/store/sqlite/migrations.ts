@@ -459,6 +459,19 @@ const authStatesByProject: Migration = {
   sql: 'CREATE INDEX auth_oauth_states_project ON auth_oauth_states(project_id, expires_at);',
 };
 
+/**
+ * The browser binding becomes required unless a project says otherwise (auth/project-config.ts): the
+ * projects that exist now keep what they had, off, written down, so only new projects get the default.
+ */
+const codeVerifierDefault: Migration = {
+  id: '0015_auth_code_verifier_default',
+  sql: `
+    UPDATE auth_settings SET require_code_verifier = 0 WHERE require_code_verifier IS NULL;
+    INSERT INTO auth_settings (project_id, require_code_verifier, updated_at)
+      SELECT id, 0, created_at FROM projects WHERE id NOT IN (SELECT project_id FROM auth_settings);
+  `,
+};
+
 export const migrations: readonly Migration[] = [
   ...controlMigrations,
   ...authMigrations,
@@ -470,4 +483,5 @@ export const migrations: readonly Migration[] = [
   attachments,
   emailRequests,
   authStatesByProject,
+  codeVerifierDefault,
 ];

@@ -106,12 +106,13 @@ export class SqliteSignIn implements SignInStore {
       sessionTtlSeconds: r?.session_ttl_seconds ?? null,
       codeFrom: r?.code_from ?? null,
       telegramWindowSeconds: r?.telegram_window_seconds ?? null,
-      requireCodeVerifier: r?.require_code_verifier === 1,
+      requireCodeVerifier: r?.require_code_verifier == null ? null : r.require_code_verifier === 1,
     };
   }
 
   putSettings(projectId: string, s: AuthSettingsRow, at: number): Promise<void> {
-    return this.writer.run(() => void this.q.putSettings.run({ projectId, ...s, requireCodeVerifier: s.requireCodeVerifier ? 1 : 0, at }));
+    const requireCodeVerifier = s.requireCodeVerifier === null ? null : s.requireCodeVerifier ? 1 : 0;
+    return this.writer.run(() => void this.q.putSettings.run({ projectId, ...s, requireCodeVerifier, at }));
   }
 
   async providers(projectId: string): Promise<ProviderRow[]> {

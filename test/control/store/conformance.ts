@@ -643,6 +643,20 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
       const origin = { ip: '203.0.113.1', userAgent: 'test' };
       const session = (token: string) => ({ id: crypto.randomUUID(), tokenHash: sha(token), createdAt: now, expiresAt: now + 3_600_000 });
 
+      it('auth settings: a new project has none set (null: the defaults apply); what is put is read back, null included', async () => {
+        expect(await store.signIn.settings(projectId)).toEqual({
+          sessionTtlSeconds: null,
+          codeFrom: null,
+          telegramWindowSeconds: null,
+          requireCodeVerifier: null,
+        });
+        for (const requireCodeVerifier of [false, true, null]) {
+          const put = { sessionTtlSeconds: 3600, codeFrom: 'a@acme.test', telegramWindowSeconds: null, requireCodeVerifier };
+          await store.signIn.putSettings(projectId, put, now);
+          expect(await store.signIn.settings(projectId)).toEqual(put);
+        }
+      });
+
       it('an exchange code opens one session; its reuse revokes that session', async () => {
         const opened = await store.signIn.signIn(projectId, 'live', profile, origin, now, {
           exchange: { codeHash: sha('code'), expiresAt: now + 60_000, clientChallenge: null },

@@ -136,14 +136,16 @@ describe('CLI', () => {
     await expect(admin('DELETE', 'origins', { origin: 'http://localhost:3000' })).rejects.toThrow(/not allowed/);
   });
 
-  it('auth set / show: session lifetime, code sender, Telegram window', async () => {
-    expect(await cli('auth', 'show')).toEqual({ sessionTtlSeconds: 2592000, codeFrom: null, telegramWindowSeconds: 600, requireCodeVerifier: false });
+  it('auth set / show: session lifetime, code sender, Telegram window, the browser binding (on for a new project)', async () => {
+    expect(await cli('auth', 'show')).toEqual({ sessionTtlSeconds: 2592000, codeFrom: null, telegramWindowSeconds: 600, requireCodeVerifier: true });
     expect(await cli('auth', 'set', '--session-ttl', '86400', '--code-from', 'Acme <login@acme.test>')).toEqual({
       sessionTtlSeconds: 86400,
       codeFrom: 'Acme <login@acme.test>',
       telegramWindowSeconds: 600,
-      requireCodeVerifier: false,
+      requireCodeVerifier: true,
     });
+    expect(await cli('auth', 'set', '--require-code-verifier', 'off')).toMatchObject({ requireCodeVerifier: false });
+    expect(await cli('auth', 'set', '--require-code-verifier', 'default')).toMatchObject({ requireCodeVerifier: true });
     expect(await admin('PATCH', 'settings', { sessionTtlSeconds: null, codeFrom: null })).toMatchObject({ sessionTtlSeconds: 2592000, codeFrom: null });
     await expect(admin('PATCH', 'settings', { sessionTtlSeconds: 5 })).rejects.toThrow(/>= 60/);
     await expect(stack.cli('auth', 'set', '--project', p.slug, '--require-code-verifier', 'maybe')).rejects.toThrow(/takes on or off/);
@@ -164,6 +166,8 @@ describe('GET /providers and the regional filter', () => {
   it('hides and refuses a provider in a denied country (X-Service-Client-IP from a server key; CIDR rules win)', async () => {
     const q = await stack.createProject('cfg-region');
     await stack.admin('POST', `/admin/v1/projects/${q.slug}/auth/origins`, { origin: APP });
+    // The regional filter is under test here, not the browser binding (login-csrf.test.ts): starts without a challenge.
+    await stack.admin('PATCH', `/admin/v1/projects/${q.slug}/auth/settings`, { requireCodeVerifier: false });
     await stack.admin('PUT', `/admin/v1/projects/${q.slug}/auth/providers/github`, {
       clientId: 'g',
       clientSecret: 's',

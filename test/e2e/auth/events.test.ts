@@ -54,6 +54,8 @@ beforeAll(async () => {
   base = `http://localhost:${new URL(stack.url).port}`;
   idp = await startOpenIdProvider([{ client_id: 'ev-client', client_secret: 'ev-secret', redirect_uris: [`${base}/callback/oidc`] }]);
   p = await stack.createProject('events');
+  // The events are under test here, not the browser binding (login-csrf.test.ts): OAuth sign-ins exchange svc_code bare.
+  await stack.admin('PATCH', `/admin/v1/projects/${p.slug}/auth/settings`, { requireCodeVerifier: false });
   await provider(stack, p, 'email', { methods: ['otp'] });
   await provider(stack, p, 'oidc', { clientId: 'ev-client', clientSecret: 'ev-secret', issuer: idp.issuer });
   await allowOrigin(stack, p);

@@ -23,6 +23,8 @@ beforeAll(async () => {
   p = await stack.createProject('csrf');
   await allowOrigin(stack, p);
   await provider(stack, p, 'oidc', { clientId: 'oidc-client', clientSecret: 'oidc-secret', issuer: idp.issuer });
+  // Most tests here are of a project that does not require the binding (as one made before it became the default).
+  await stack.cli('auth', 'set', '--project', p.slug, '--require-code-verifier', 'off');
 });
 afterAll(async () => {
   await idp?.close();
@@ -30,16 +32,16 @@ afterAll(async () => {
 });
 
 /** Signs in at the provider as `sub` and answers the app callback URL postgate sends the browser to. */
-async function svcCode(body: Record<string, unknown>, sub: string): Promise<{ status: number; code: string | null; body: any }> {
+async function svcCode(body: Record<string, unknown>, sub: string, project = p): Promise<{ status: number; code: string | null; body: any }> {
   idp.loginAs({ sub, email: `${sub}@corp.test`, email_verified: true, name: sub });
-  const start = await client(stack, p.keys.live).post('/sign-in/social', { provider: 'oidc', method: 'oauth', callbackURL: `${APP}/auth/done`, ...body });
+  const start = await client(stack, project.keys.live).post('/sign-in/social', { provider: 'oidc', method: 'oauth', callbackURL: `${APP}/auth/done`, ...body });
   if (start.status !== 200) return { status: start.status, code: null, body: start.body };
   const back = await browse(start.body.url, (u) => u.startsWith(`${base}/callback/`), viaLoopback);
   const res = await fetch(viaLoopback(back), { redirect: 'manual' });
   return { status: 200, code: new URL(res.headers.get('location')!).searchParams.get('svc_code'), body: start.body };
 }
-const exchange = (code: string, codeVerifier?: string) =>
-  client(stack, p.keys.live).post('/exchange-code', { code, ...(codeVerifier ? { codeVerifier } : {}) });
+const exchange = (code: string, codeVerifier?: string, project = p) =>
+  client(stack, project.keys.live).post('/exchange-code', { code, ...(codeVerifier ? { codeVerifier } : {}) });
 
 describe('browser binding of svc_code', () => {
   it("refuses the attacker's bound code to the victim (no verifier, or another), and keeps it for its owner", async () => {
@@ -84,6 +86,48 @@ describe('browser binding of svc_code', () => {
     } finally {
       await stack.cli('auth', 'set', '--project', p.slug, '--require-code-verifier', 'off');
     }
+  });
+});
+
+describe('the binding by default', () => {
+  it('a new project requires it: no start without a challenge (keyed or hosted), no exchange without the verifier; the switch turns it off', async () => {
+    const fresh = await stack.createProject('bound-by-default');
+    await allowOrigin(stack, fresh);
+    await provider(stack, fresh, 'oidc', { clientId: 'oidc-client', clientSecret: 'oidc-secret', issuer: idp.issuer });
+    expect(JSON.parse(await stack.cli('auth', 'show', '--project', fresh.slug, '--json')).requireCodeVerifier).toBe(true);
+
+    const bare = await svcCode({}, 'unbound', fresh);
+    expect([bare.status, bare.body.code]).toEqual([400, 'INVALID_REQUEST']);
+    expect(bare.body.error).toMatch(/requires codeChallenge/);
+    const hostedStart = await stack.api(
+      'POST',
+      '/api/v1/auth/hosted-start',
+      undefined,
+      { slug: fresh.slug, provider: 'oidc', redirectUri: `${APP}/auth/done` },
+      { origin: APP },
+    );
+    expect([hostedStart.status, hostedStart.body.code]).toEqual([400, 'INVALID_REQUEST']);
+    const hostedVerify = await stack.api(
+      'POST',
+      '/api/v1/auth/hosted/email-otp/verify',
+      undefined,
+      { slug: fresh.slug, email: 'x@corp.test', code: '123456', redirectUri: `${APP}/auth/done` },
+      { origin: APP },
+    );
+    expect(hostedVerify.body.error).toMatch(/requires codeChallenge/);
+
+    const v = verifier();
+    const bound = await svcCode({ codeChallenge: challenge(v) }, 'bound', fresh);
+    expect((await exchange(bound.code!, undefined, fresh)).body.code).toBe('INVALID_CODE');
+    expect((await exchange(bound.code!, v, fresh)).status).toBe(200);
+
+    // The switch stays: a project whose callback can only exchange on the server may turn it off.
+    await stack.cli('auth', 'set', '--project', fresh.slug, '--require-code-verifier', 'off');
+    const plain = await svcCode({}, 'plain', fresh);
+    expect((await exchange(plain.code!, undefined, fresh)).status).toBe(200);
+    // "default" is on again.
+    await stack.cli('auth', 'set', '--project', fresh.slug, '--require-code-verifier', 'default');
+    expect((await svcCode({}, 'again', fresh)).status).toBe(400);
   });
 });
 

@@ -53,6 +53,8 @@ beforeAll(async () => {
     startGitHub('gh-app', 'gh-secret'),
   ]);
   [p, tp] = await Promise.all([stack.createProject('oauth'), stack.createProject('tokens')]);
+  // The providers' flows are under test here, not the browser binding (login-csrf.test.ts): the app exchanges svc_code bare.
+  await stack.admin('PATCH', `/admin/v1/projects/${p.slug}/auth/settings`, { requireCodeVerifier: false });
   api = client(stack, tp.keys.live);
   const jwks = { issuer: idp.issuer, jwksUrl: `${idp.issuer}/jwks` };
   await Promise.all([

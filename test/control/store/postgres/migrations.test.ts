@@ -77,3 +77,32 @@ describe('postgres: a database migrated before the steps were renumbered', () =>
     expect(tables.rows[0].n).toBe(3);
   });
 });
+
+describe('postgres: the browser binding becomes the default (0015)', () => {
+  it('keeps it off, written down, for the projects that existed before; a new project has it unset (on)', async () => {
+    const before = migrations.slice(
+      0,
+      migrations.findIndex((m) => m.id === '0015_auth_code_verifier_default'),
+    );
+    const bare = new PgDb(db.url);
+    try {
+      await bare.tx((tx) => migrate(tx, before));
+    } finally {
+      await bare.close();
+    }
+    await client.query(
+      "INSERT INTO projects (id, slug, name, status, plan, created_at) VALUES ('p1', 'p1', 'P1', 'active', 'free', 1), ('p2', 'p2', 'P2', 'active', 'free', 1)",
+    );
+    await client.query("INSERT INTO auth_settings (project_id, session_ttl_seconds, require_code_verifier, updated_at) VALUES ('p2', 3600, true, 1)");
+
+    const store = await open(db.url);
+    try {
+      expect((await store.signIn.settings('p1')).requireCodeVerifier).toBe(false);
+      expect(await store.signIn.settings('p2')).toMatchObject({ sessionTtlSeconds: 3600, requireCodeVerifier: true });
+      await store.projects.create({ id: 'p3', slug: 'p3', name: 'P3', plan: 'free', createdAt: 2 }, []);
+      expect((await store.signIn.settings('p3')).requireCodeVerifier).toBeNull();
+    } finally {
+      await store.close();
+    }
+  });
+});

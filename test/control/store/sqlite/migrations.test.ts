@@ -213,3 +213,34 @@ describe('a database migrated before the steps were renumbered', () => {
     }
   });
 });
+
+describe('the browser binding becomes the default (0015)', () => {
+  it('keeps it off, written down, for the projects that existed before; a new project has it unset (on)', async () => {
+    const file = path.join(dir, 'postgate.db');
+    const old = openDatabase(
+      file,
+      migrations.slice(
+        0,
+        migrations.findIndex((m) => m.id === '0015_auth_code_verifier_default'),
+      ),
+    );
+    old.prepare("INSERT INTO projects (id, slug, name, status, plan, created_at) VALUES ('p1', 'p1', 'P1', 'active', 'free', 1)").run();
+    old.prepare("INSERT INTO projects (id, slug, name, status, plan, created_at) VALUES ('p2', 'p2', 'P2', 'active', 'free', 1)").run();
+    old.prepare("INSERT INTO projects (id, slug, name, status, plan, created_at) VALUES ('p3', 'p3', 'P3', 'active', 'free', 1)").run();
+    // Settings written before (the column NULL unless set), one project with the binding on.
+    old.prepare("INSERT INTO auth_settings (project_id, session_ttl_seconds, updated_at) VALUES ('p2', 3600, 1)").run();
+    old.prepare("INSERT INTO auth_settings (project_id, require_code_verifier, updated_at) VALUES ('p3', 1, 1)").run();
+    old.close();
+
+    const store = await openStore({ dataDir: dir, storage: { synchronous: 'NORMAL', maxBatch: 100 } }, localInvalidator());
+    try {
+      expect((await store.signIn.settings('p1')).requireCodeVerifier).toBe(false);
+      expect(await store.signIn.settings('p2')).toMatchObject({ sessionTtlSeconds: 3600, requireCodeVerifier: false });
+      expect((await store.signIn.settings('p3')).requireCodeVerifier).toBe(true);
+      await store.projects.create({ id: 'p4', slug: 'p4', name: 'P4', plan: 'free', createdAt: 2 }, []);
+      expect((await store.signIn.settings('p4')).requireCodeVerifier).toBeNull();
+    } finally {
+      await store.close();
+    }
+  });
+});
