@@ -232,7 +232,7 @@ export const hostedRoutes =
     // The files name no project: counted per address only.
     app.get(
       `${P}/hosted/widget.js`,
-      { schema: { summary: "Hosted widget: the form's script", tags, response: schemas.asset.response } },
+      { schema: { summary: "Hosted widget: the form's script", tags, response: schemas.script.response } },
       async (req, reply) => {
         ctx.keyless.ip(req, 'hosted-asset');
         return sendAsset(reply, (await assets()).widget, 86400);
@@ -240,7 +240,7 @@ export const hostedRoutes =
     );
     app.get(
       `${P}/hosted/widget.css`,
-      { schema: { summary: "Hosted widget: the form's stylesheet", tags, response: schemas.asset.response } },
+      { schema: { summary: "Hosted widget: the form's stylesheet", tags, response: schemas.stylesheet.response } },
       async (req, reply) => {
         ctx.keyless.ip(req, 'hosted-asset');
         return sendAsset(reply, (await assets()).css, 86400);
@@ -253,7 +253,7 @@ export const hostedRoutes =
         schema: {
           summary: 'The embed script: <script src="{id_url}/embed/v1.js" data-slug data-redirect-uri data-id-host> shows the sign-in form in an iframe',
           tags,
-          response: schemas.asset.response,
+          response: schemas.script.response,
         },
       },
       async (req, reply) => {

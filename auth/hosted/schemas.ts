@@ -4,6 +4,8 @@ import { errorSchema } from '../../control/http/schemas.js';
 import { codeChallenge } from '../schemas.js';
 
 const s = { type: 'string' } as const;
+/** A page or a file: text of its own media type, not JSON. */
+const text = { type: 'string' } as const;
 const slug = { ...s, minLength: 1, maxLength: 64, description: 'The project slug' } as const;
 const redirectUri = { ...s, minLength: 1, maxLength: 2048, description: "The app's callback address; its origin must be allowed for the project" } as const;
 const email = { ...s, minLength: 3, maxLength: 254 } as const;
@@ -98,11 +100,16 @@ export const schemas = {
       },
     },
     // A refusal (unknown project, callback or origin not allowed) is an HTML page too, with status 404 or 400; a malformed query is {error, code}.
+    // Each answer is documented with the media type it really has, so a generated client never parses the page as JSON.
     response: {
-      200: { description: "The sign-in form (HTML), frameable by the project's allowed origins only", type: 'string' },
-      400: errorSchema,
-      404: errorSchema,
+      200: { description: "The sign-in form, frameable by the project's allowed origins only", content: { 'text/html': { schema: text } } },
+      400: {
+        description: 'A malformed query ({error, code}), or the refusal page when the callback URL or the origin is not allowed for the project',
+        content: { 'application/json': { schema: errorSchema }, 'text/html': { schema: text } },
+      },
+      404: { description: 'No project has this slug: the refusal page', content: { 'text/html': { schema: text } } },
     },
   },
-  asset: { response: { 200: { description: 'A static asset of the widget', type: 'string' } } },
+  script: { response: { 200: { description: 'A script of the widget', content: { 'text/javascript': { schema: text } } } } },
+  stylesheet: { response: { 200: { description: "The widget's stylesheet", content: { 'text/css': { schema: text } } } } },
 };

@@ -23,7 +23,7 @@ interface OperationInfo {
   id: string;
   /** Error statuses the operation can answer beyond those derived from its shape. */
   errors?: number[];
-  /** A static asset: no parameters, no store, no credentials (only a 500 can go wrong). */
+  /** A static file: no parameters, no store, no credentials (beyond `errors`, only a 500 can go wrong). */
   asset?: boolean;
 }
 
@@ -69,17 +69,19 @@ export const OPERATIONS: Record<string, OperationInfo> = {
   'GET /api/v1/auth/session': { id: 'getSession' },
   'POST /api/v1/auth/sign-out': { id: 'signOut' },
   'GET /api/v1/auth/test/code': { id: 'getTestCode' },
-  'GET /api/v1/auth/callback/:provider': { id: 'oauthCallback' },
-  'GET /callback/:provider': { id: 'oauthCallbackShort' },
-  // The hosted sign-in form and its assets (public).
-  'GET /api/v1/auth/hosted-config/:slug': { id: 'getHostedConfig', errors: [403] },
-  'POST /api/v1/auth/hosted-start': { id: 'startHostedSignIn', errors: [403] },
+  // The routes that take no key are limited per address (and project) all the same (auth/keyless.ts): 429.
+  'GET /api/v1/auth/callback/:provider': { id: 'oauthCallback', errors: [429] },
+  'GET /callback/:provider': { id: 'oauthCallbackShort', errors: [429] },
+  // The hosted sign-in form and its files (public). The page, scripts and stylesheet are documented with their own
+  // media types (auth/hosted/schemas.ts), the errors any of them can give as {error, code}.
+  'GET /api/v1/auth/hosted-config/:slug': { id: 'getHostedConfig', errors: [403, 429] },
+  'POST /api/v1/auth/hosted-start': { id: 'startHostedSignIn', errors: [403, 429] },
   'POST /api/v1/auth/hosted/email-otp/send': { id: 'sendHostedEmailOtp', errors: [403, 429] },
   'POST /api/v1/auth/hosted/email-otp/verify': { id: 'verifyHostedEmailOtp', errors: [403, 429] },
-  'GET /api/v1/auth/hosted/widget': { id: 'getHostedWidget' },
-  'GET /api/v1/auth/hosted/widget.js': { id: 'getHostedWidgetScript', asset: true },
-  'GET /api/v1/auth/hosted/widget.css': { id: 'getHostedWidgetStyles', asset: true },
-  'GET /embed/v1.js': { id: 'getEmbedScript', asset: true },
+  'GET /api/v1/auth/hosted/widget': { id: 'getHostedWidget', errors: [429] },
+  'GET /api/v1/auth/hosted/widget.js': { id: 'getHostedWidgetScript', asset: true, errors: [429] },
+  'GET /api/v1/auth/hosted/widget.css': { id: 'getHostedWidgetStyles', asset: true, errors: [429] },
+  'GET /embed/v1.js': { id: 'getEmbedScript', asset: true, errors: [429] },
   // One-click unsubscribe (public).
   'GET /unsubscribe/:token': { id: 'getUnsubscribePage' },
   'POST /unsubscribe/:token': { id: 'unsubscribeOneClick' },
@@ -219,7 +221,7 @@ function typeableAnyOf(v: unknown): void {
 
 /** The statuses an operation can answer with an error, from what it is. */
 function errorStatuses(op: Json, info: OperationInfo | undefined, hasPathParams: boolean): number[] {
-  if (info?.asset) return [500];
+  if (info?.asset) return [...new Set([500, ...(info.errors ?? [])])].sort((a, b) => a - b);
   const params: Json[] = op.parameters ?? [];
   const secured = Array.isArray(op.security) && op.security.some((s: Json) => Object.keys(s).length > 0);
   const jsonBody = !!op.requestBody?.content?.['application/json'];

@@ -15,6 +15,8 @@ import { completeOpenapi } from '../../control/http/openapi.js';
 import { Stack, type Project } from '../helpers/stack.js';
 
 const exec = promisify(execFile);
+/** The operations that answer a browser with a page, refusals included. */
+const HTML_PAGES = ['/api/v1/auth/hosted/widget'];
 type Json = Record<string, any>;
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
@@ -137,8 +139,13 @@ describe('the document', () => {
       const errors = statuses.filter((s) => /^[45]/.test(s));
       expect(errors, where).toContain('500');
       for (const s of errors) {
-        const schema = deref(answerSchema(method, p, Number(s)) ?? {});
-        expect(schema.required, `${where} ${s}`).toEqual(expect.arrayContaining(['error', 'code']));
+        const json = answerSchema(method, p, Number(s));
+        // An error a browser is shown as a page (the widget's refusals) is documented as that page.
+        if (!json && HTML_PAGES.includes(p)) {
+          expect(Object.keys(deref(op.responses[s]).content), `${where} ${s}`).toEqual(['text/html']);
+          continue;
+        }
+        expect(deref(json ?? {}).required, `${where} ${s}`).toEqual(expect.arrayContaining(['error', 'code']));
       }
       if (op.security.length) expect(errors, where).toEqual(expect.arrayContaining(['401', '429']));
       if (op.requestBody?.content?.['application/json']) expect(errors, where).toEqual(expect.arrayContaining(['400', '413']));
@@ -155,6 +162,32 @@ describe('the document', () => {
     for (const t of used) expect(doc.tags.find((x: Json) => x.name === t)?.description, t).toEqual(expect.any(String));
     expect(doc.components.schemas.Error.required).toEqual(['error', 'code']);
     expect(Object.keys(doc.components.schemas).filter((k) => /^def-\d+$/.test(k) && doc.components.schemas[k].title)).toEqual([]);
+  });
+
+  it('documents the widget page, its files and the embed script as what they are, not JSON, and they answer so', async () => {
+    const media = (p: string, status: number) => Object.keys(deref(doc.paths[p].get.responses[String(status)]).content ?? {});
+    expect(media('/api/v1/auth/hosted/widget', 200)).toEqual(['text/html']);
+    expect(media('/api/v1/auth/hosted/widget.js', 200)).toEqual(['text/javascript']);
+    expect(media('/api/v1/auth/hosted/widget.css', 200)).toEqual(['text/css']);
+    expect(media('/embed/v1.js', 200)).toEqual(['text/javascript']);
+    // What each really answers is among what its status documents: the files, a refused widget (no such
+    // project: 404; a callback the project does not allow: 400, both pages) and a malformed query (400, JSON).
+    const widget = '/api/v1/auth/hosted/widget';
+    const calls: Array<[string, string, number]> = [
+      ['/api/v1/auth/hosted/widget.js', '', 200],
+      ['/api/v1/auth/hosted/widget.css', '', 200],
+      ['/embed/v1.js', '', 200],
+      [widget, '?slug=no-such-project&redirect_uri=https%3A%2F%2Fapp.test%2Fcb', 404],
+      [widget, '?slug=openapi&redirect_uri=https%3A%2F%2Fnot-allowed.test%2Fcb', 400],
+      [widget, '?slug=openapi', 400],
+    ];
+    for (const [p, query, status] of calls) {
+      const res = await fetch(`${stack.url}${p}${query}`);
+      await res.arrayBuffer();
+      expect(res.status, p + query).toBe(status);
+      const type = (res.headers.get('content-type') ?? '').split(';')[0]!.trim();
+      expect(media(p, status), `${p}${query}: ${type}`).toContain(type);
+    }
   });
 
   it('keeps hidden routes out', () => {
