@@ -7,10 +7,12 @@ import path from 'node:path';
 import type { Caller } from '../../control/api-keys/authenticate.js';
 import type { KeyKind, KeyScope, Project, Store } from '../../control/store/index.js';
 import { openStore } from '../../control/store/open.js';
-import { localInvalidator } from '../../core/invalidation.js';
+import { type Invalidator, localInvalidator } from '../../core/invalidation.js';
 
 export interface UnitStore {
   store: Store;
+  /** The bus the store publishes its committed changes on (caches built on it hear them). */
+  invalidator: Invalidator;
   project: Project;
   /** A caller of `project` with a key of this kind and scope. */
   caller(kind?: KeyKind, scope?: KeyScope, project?: Project): Caller;
@@ -21,12 +23,14 @@ export interface UnitStore {
 
 export async function unitStore(slug = 'acme'): Promise<UnitStore> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pg-unit-'));
-  const store = await openStore({ dataDir: dir, storage: { synchronous: 'NORMAL', maxBatch: 100 } }, localInvalidator());
+  const invalidator = localInvalidator();
+  const store = await openStore({ dataDir: dir, storage: { synchronous: 'NORMAL', maxBatch: 100 } }, invalidator);
   const create = (s: string) =>
     store.projects.create({ id: `prj_${s}`, slug: s, name: s[0]!.toUpperCase() + s.slice(1), plan: 'free', createdAt: Date.now() }, []);
   const project = await create(slug);
   return {
     store,
+    invalidator,
     project,
     caller: (kind = 'live', scope = 'all', p = project) => ({
       project: p,
