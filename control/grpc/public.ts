@@ -141,14 +141,38 @@ export async function startPublicGrpc({ config, log, access, pipeline, store, co
     getEmail: unary<GetEmailRequest, unknown>(MAIL_KEYS, 'GetEmail', async (req, caller) => {
       const view = req.id && req.id.length <= 100 ? await emailView(store, caller.project.id, req.id) : undefined;
       if (!view) throw notFound('Email not found');
+      // REST's view, field for field (proto3 has no null: a null is empty; html and text keep their absence).
       const s = (v: unknown) => (typeof v === 'string' ? v : '');
+      const list = (v: unknown) => (Array.isArray(v) ? (v as string[]) : []);
+      const records = (v: unknown) => (Array.isArray(v) ? (v as Array<Record<string, unknown>>) : []);
+      const error = view.error as { error?: unknown; code?: unknown } | null;
       return create(EmailSchema, {
         id: view.id,
         status: view.status,
         from: s(view.from),
-        to: Array.isArray(view.to) ? (view.to as string[]) : [],
+        to: list(view.to),
         subject: s(view.subject),
         createdAt: s(view.created_at),
+        scheduledAt: s(view.scheduled_at),
+        lastEvent: s(view.last_event),
+        ...(typeof view.html === 'string' ? { html: view.html } : {}),
+        ...(typeof view.text === 'string' ? { text: view.text } : {}),
+        attachments: records(view.attachments).map((a) => ({
+          id: s(a.id),
+          filename: s(a.filename),
+          contentType: s(a.content_type),
+          size: BigInt(typeof a.size === 'number' ? a.size : 0),
+          contentId: s(a.content_id),
+        })),
+        cc: list(view.cc),
+        bcc: list(view.bcc),
+        replyTo: list(view.reply_to),
+        tags: list(view.tags),
+        bulk: view.bulk === true,
+        updatedAt: s(view.updated_at),
+        messageId: s(view.message_id),
+        recipients: records(view.recipients).map((r) => ({ email: s(r.email), kind: s(r.kind), status: s(r.status), updatedAt: s(r.updated_at) })),
+        ...(error ? { error: { error: s(error.error), code: s(error.code) } } : {}),
         events: view.events.map((e) => ({
           type: e.type,
           at: e.at,

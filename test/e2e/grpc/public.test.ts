@@ -99,6 +99,61 @@ describe('PostgateService', () => {
     expect(rest).toMatchObject({ cc: ['cc@ok.test'], bcc: ['bcc@ok.test'], reply_to: ['support@acme.test'], tags: ['welcome'], bulk: true });
   });
 
+  it('GetEmail shows what REST shows: bodies, scheduled_at, last_event, attachments, recipients and a refusal', async () => {
+    const pdf = Buffer.from('%PDF-1.4 a small file');
+    const at = new Date(Date.now() + 3600_000).toISOString();
+    const res = await send(acme.keys.live, {
+      ...base,
+      cc: ['cc@ok.test'],
+      html: '<p>Hello <img src="cid:logo"></p>',
+      tags: ['t1'],
+      scheduledAt: at,
+      attachments: [
+        { filename: 'a.pdf', content: pdf },
+        { filename: 'logo.png', content: Buffer.from('89504e47', 'hex'), contentType: 'image/png', contentId: 'logo' },
+      ],
+    });
+    const get = (id: string) => unary<Email>(client, 'getEmail', create(GetEmailRequestSchema, { id }), md(acme.keys.live));
+    const email = await get(res.id);
+    const rest = (await stack.api('GET', `/v1/emails/${res.id}`, acme.keys.live)).body;
+    expect(email).toMatchObject({
+      scheduledAt: rest.scheduled_at,
+      lastEvent: 'scheduled',
+      html: rest.html,
+      text: 'Hello',
+      cc: ['cc@ok.test'],
+      bcc: [],
+      replyTo: [],
+      tags: ['t1'],
+      bulk: false,
+      updatedAt: rest.updated_at,
+      messageId: rest.message_id,
+    });
+    expect(rest.scheduled_at).toBe(at);
+    expect(
+      email.attachments.map((a) => ({
+        id: a.id,
+        filename: a.filename,
+        content_type: a.contentType,
+        size: Number(a.size),
+        content_id: a.contentId || undefined,
+      })),
+    ).toEqual(rest.attachments.map((a: Record<string, unknown>) => ({ content_id: undefined, ...a })));
+    expect(email.attachments.map((a) => Number(a.size))).toEqual([pdf.length, 4]);
+    expect(email.recipients.map((r) => ({ email: r.email, kind: r.kind, status: r.status, updated_at: r.updatedAt }))).toEqual(rest.recipients);
+    expect(email.error).toBeUndefined();
+    await stack.api('POST', `/v1/emails/${res.id}/cancel`, acme.keys.live);
+
+    // Text only: html is absent (REST's null), not an empty body; a refused email carries its refusal.
+    const plain = await get((await send(acme.keys.live, base)).id);
+    expect(plain.html).toBeUndefined();
+    expect(plain.text).toBe('Hello');
+    expect(plain.scheduledAt).toBe('');
+    const refused = await failure(send(acme.keys.live, { ...base, from: 'hello@unverified.test' }));
+    const failed = await get(refused.emailId!);
+    expect(failed).toMatchObject({ status: 'failed', lastEvent: 'failed', error: { code: 'DOMAIN_NOT_VERIFIED', error: expect.any(String) } });
+  });
+
   it('SendEmail with scheduled_at waits as scheduled, as REST does; a bad time is INVALID_ARGUMENT', async () => {
     const at = new Date(Date.now() + 3600_000).toISOString();
     const res = await send(acme.keys.live, { ...base, scheduledAt: at });
