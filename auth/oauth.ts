@@ -1,6 +1,6 @@
 // OAuth redirect sign-in: the start (callback address checked against the
 // project's allowed origins, exact origin match, and its exact callback URLs
-// when it registered any; the browser's codeChallenge (auth/binding.ts); state, PKCE S256 and nonce
+// when it registered any; the browser's codeChallenge (auth/browser-binding.ts); state, PKCE S256 and nonce
 // kept server side, the state usable once) and the callback (code exchange and
 // profile through oauth4webapi and the provider's adapter), which hands the
 // app a one-time `svc_code` or `?error=`.

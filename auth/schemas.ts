@@ -83,7 +83,7 @@ export const providerSchema = {
   properties: { id: s, name: s, methods: { type: 'array', items: s } },
 } as const;
 
-/** Login CSRF binding (auth/binding.ts): S256 of a verifier the starting browser keeps. */
+/** Login CSRF binding (auth/browser-binding.ts): S256 of a verifier the starting browser keeps. */
 export const codeChallenge = {
   type: 'string',
   pattern: '^[A-Za-z0-9_-]{43}$',

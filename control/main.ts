@@ -75,8 +75,12 @@ const resolver = makeResolver(config.dnsServers);
 const webhookTargets = new WebhookTargets(new AddressGuard(config.webhooks.allowCidrs), resolver);
 const webhooks = new WebhookSender(store, sealer(secret, 'webhooks'), config.webhooks, webhookTargets, log);
 
-metrics.gauge('postgate_store_commits', () => store.stats().commits, 'Grouped SQLite commits since start');
-metrics.gauge('postgate_store_writes', () => store.stats().writes, 'Writes committed since start');
+metrics.gauge(
+  'postgate_store_commits',
+  () => store.stats().commits,
+  'Commits of the store since start (each a SQLite group commit or a PostgreSQL transaction)',
+);
+metrics.gauge('postgate_store_writes', () => store.stats().writes, 'Writes the store committed since start (a SQLite group commit holds several)');
 // Where control's memory is: resident, the JavaScript heap (used of committed), what lives outside it (Buffers).
 for (const [name, field, help] of [
   ['rss', 'rss', 'Resident memory of control'],

@@ -18,7 +18,7 @@ export interface WidgetConfig {
   name: string;
   lang: Lang;
   redirectUri: string;
-  /** From the embed script (auth/binding.ts): sent with each start so the sign-in is bound to the embedding browser. */
+  /** From the embed script (auth/sdk/src/binding.ts): sent with each start so the sign-in is bound to the embedding browser. */
   codeChallenge: string | null;
   /** The embedding page's origin, checked against the project's allowed origins; messages go to it only. */
   parentOrigin: string | null;

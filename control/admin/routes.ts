@@ -40,7 +40,7 @@ const auditOut = (e: AuditEntry) => ({
   at: new Date(e.at).toISOString(),
 });
 
-// Registered on the admin listener only (control/admin/app.ts), whose guard checks the token.
+// Registered on the admin listener only (buildAdminApp in control/app.ts), whose guard checks the token.
 export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { config, store, invalidator, secret }) => {
   const dkimSealer = sealer(secret, 'dkim');
 

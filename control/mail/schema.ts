@@ -108,7 +108,7 @@ export const emailListQuerySchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    // Query strings are not coerced (fastify.ts): a number arrives as digits.
+    // Query strings are not coerced (control/http/fastify.ts): a number arrives as digits.
     limit: { type: 'string', pattern: '^(100|[1-9][0-9]?)$', description: '1 to 100; 20 when omitted.' },
     after: { type: 'string', maxLength: 100, description: 'An email id: the page of emails older than it.' },
     before: { type: 'string', maxLength: 100, description: 'An email id: the page of emails newer than it.' },

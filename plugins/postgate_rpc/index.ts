@@ -1,6 +1,6 @@
 // Haraka plugin: serves the internal gRPC contract from inside Haraka (outbound.send_email
 // only works in Haraka's process). Starts at init_master, stops at Haraka's shutdown.
-// CommonJS, as Haraka require()s folder plugins; the logic is ES modules (gateway/service.ts).
+// CommonJS, as Haraka require()s folder plugins; the logic is ES modules (gateway/lifecycle.ts).
 import constants = require('haraka-constants');
 import type { HarakaOutbound, HarakaPlugin, Next } from '../../gateway/haraka.js';
 import type { GatewayServiceHandle, SendEmail } from '../../gateway/lifecycle.js';

@@ -3,7 +3,7 @@
 // where the form should be. It frames the sign-in form from {id_url} and does
 // what a cross-origin frame may not: size the frame and navigate the top
 // window (to the provider, or to the callback with svc_code); it keeps the verifier that
-// binds the sign-in to this tab (sdk/src/binding.ts). Optional:
+// binds the sign-in to this tab (auth/sdk/src/binding.ts). Optional:
 // data-lang (en|ru), data-target (a CSS selector of the container), data-code-binding="off".
 import { isOurs, SOURCE, type ToWidget } from './messages.js';
 import { pendingChallenge } from '../../sdk/src/binding.js';

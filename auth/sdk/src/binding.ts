@@ -1,4 +1,4 @@
-// The browser half of the login CSRF defence (auth/binding.ts on the server): a random
+// The browser half of the login CSRF defence (auth/browser-binding.ts on the server): a random
 // verifier kept in this tab's sessionStorage, whose S256 hash goes with the start of a
 // sign-in and which exchange-code must present. The SDK and the embed script share the
 // key, so a callback page with the SDK finishes what the embedded widget started.
