@@ -26,7 +26,7 @@ it('a registered GET is answered from memory and counted; the rest goes to Fasti
   const metrics = new Metrics();
   const lane = new FastLane(metrics, loadConfig({}).http);
   let known = true;
-  lane.get('/api/v1/auth/session', (req, res) => known && sendJson(res, '{"ok":true}', 11));
+  lane.get('/api/v1/auth/session', (_req, res) => known && sendJson(res, '{"ok":true}', 11));
   const { url, ordinary } = await start(lane);
 
   const hit = await fetch(`${url}/api/v1/auth/session`);
