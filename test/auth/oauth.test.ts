@@ -82,7 +82,8 @@ describe('where a sign-in may return', () => {
 });
 
 describe('the browser binding of a start', () => {
-  it('is taken when given, optional by default, and required where the project says so', async () => {
+  it('is taken when given, required by default, and optional where the project says so', async () => {
+    expect(await code(flows.checkChallenge(u.project.id, undefined))).toBe('INVALID_REQUEST');
     await projects.putSettings(u.project.id, { requireCodeVerifier: false });
     expect(await flows.checkChallenge(u.project.id, 'abc')).toBe('abc');
     expect(await flows.checkChallenge(u.project.id, undefined)).toBeNull();
@@ -121,7 +122,7 @@ describe('start', () => {
   it('a plain OAuth provider gets no nonce', async () => {
     await projects.set(u.project.id, 'github', { clientId: 'gh', clientSecret: 's' });
     const cfg = (await projects.provider(u.project.id, 'github'))!;
-    const to = new URL(await flows.start(u.caller(), providers.get('github')!, cfg, `${APP}/cb`, undefined));
+    const to = new URL(await flows.start(u.caller(), providers.get('github')!, cfg, `${APP}/cb`, 'browser-challenge'));
     expect(to.searchParams.get('nonce')).toBeNull();
     expect(to.searchParams.get('code_challenge_method')).toBe('S256');
   });
@@ -135,7 +136,7 @@ describe('start', () => {
 describe('callback', () => {
   async function started(callback = `${APP}/cb?svc_code=stale&keep=1`) {
     const cfg = (await projects.provider(u.project.id, 'google'))!;
-    return new URL(await flows.start(u.caller(), providers.get('google')!, cfg, callback, undefined)).searchParams.get('state')!;
+    return new URL(await flows.start(u.caller(), providers.get('google')!, cfg, callback, 'browser-challenge')).searchParams.get('state')!;
   }
   const failures = async () => (await u.store.audit.list(u.project.id, { limit: 10 }))!.entries.map((e) => e.reason);
 

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { PostgateClient, PostgateError } from '../../../auth/sdk/src/index.js';
+import { codeChallengeOf, createCodeVerifier, PostgateClient, PostgateError } from '../../../auth/sdk/src/index.js';
 import { allowOrigin, allStarted, codeFor, INBOX, launch, shot, startDemoApp, startEnv, type DemoApp, type Env } from './harness.js';
 import { setClock, signedWidget, TEST_BOT } from '../auth/setup.js';
 import { statusOf, type ErrorCode } from '../../../core/errors.js';
@@ -226,7 +226,8 @@ describe('low-level client (Node) against the stack', () => {
     const { providers } = await api.getProviders();
     expect(providers.map((p) => p.id)).toEqual(expect.arrayContaining(['google', 'email', 'sms', 'telegram']));
 
-    const { url } = await api.signIn('google', { callbackURL: `${app.origin}/cb` });
+    // A server-side start binds the sign-in as a browser would (required by default): it keeps the verifier.
+    const { url } = await api.signIn('google', { callbackURL: `${app.origin}/cb`, codeChallenge: await codeChallengeOf(createCodeVerifier()) });
     expect(new URL(url).origin).toBe(new URL(env.idp.issuer).origin);
 
     const idToken = await env.idp.idToken('google-client', { sub: 'g-300', email: 'tok@gmail.com', email_verified: true, name: 'Tok' });
