@@ -7,9 +7,9 @@
 // sign_in.failed, which names whatever address was typed). sign_in.failed is rate-limited per
 // project, environment and reason, so a script hammering codes floods neither the log nor a
 // receiver: what is left out is counted in the next one let through (`suppressed`).
-import crypto from 'node:crypto';
 import { ApiError, type ErrorCode } from '../core/errors.js';
 import { DAY_MS, clock } from '../core/clock.js';
+import { prefixedId } from '../core/ids.js';
 import type { Logger } from '../core/log.js';
 import type { AuditEntry, AuditLog, AuthEventType, Env, Origin, SessionRow, UserRow } from '../control/store/index.js';
 import type { Limiter } from './limiter.js';
@@ -133,7 +133,7 @@ export class AuthEvents {
     const email = e.user ? e.user.email : (e.attempt?.email ?? null);
     const phone = e.user ? e.user.phone : (e.attempt?.phone ?? null);
     const entry: AuditEntry = {
-      id: `evt_${crypto.randomUUID().replace(/-/g, '')}`,
+      id: prefixedId('evt'),
       projectId: scope.projectId,
       env: scope.env,
       type,

@@ -22,7 +22,7 @@ export type EmailEventType = EmailStatus | DeliveryEventType | 'rescheduled';
  * Recipient status order: an event never moves a recipient backwards, except that a
  * refused (rejected) recipient may be tried again.
  */
-export const recipientRank: Readonly<Record<string, number>> = {
+export const recipientRank: Readonly<Record<RecipientStatus, number>> = {
   queued: 0,
   sending: 1,
   rejected: 2,
@@ -35,18 +35,19 @@ export const recipientRank: Readonly<Record<string, number>> = {
 };
 
 const terminal = new Set<string>(EMAIL_STATUSES.filter((x) => x !== 'queued' && x !== 'sending' && x !== 'scheduled'));
+const isRecipientStatus = (s: string): s is RecipientStatus => Object.hasOwn(recipientRank, s);
 
 /** The recipient's status after an event, or null when the event changes nothing. */
-export function recipientStatusAfter(current: string, event: string): string | null {
+export function recipientStatusAfter(current: RecipientStatus, event: EmailEventType): RecipientStatus | null {
   const next = event === 'deferred' ? 'sending' : event;
-  if (!(next in recipientRank)) return null;
+  if (!isRecipientStatus(next)) return null;
   if (current === 'rejected' && next === 'sending') return next;
   if (next === 'bounced' && current === 'sent') return next; // an asynchronous bounce after acceptance
-  return recipientRank[next]! > recipientRank[current]! ? next : null;
+  return recipientRank[next] > recipientRank[current] ? next : null;
 }
 
 /** The email's status from its recipients' (documented in the README). */
-export function emailStatusOf(statuses: string[]): string {
+export function emailStatusOf(statuses: readonly RecipientStatus[]): EmailStatus {
   if (statuses.includes('complained')) return 'complained';
   if (statuses.length && statuses.every((s) => terminal.has(s))) {
     if (statuses.every((s) => s === 'delivered')) return 'delivered';

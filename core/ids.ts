@@ -20,3 +20,9 @@ export function uuidv7(now = Date.now()): string {
   const h = b.toString('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
+
+/**
+ * An id that says what it names (`msg_…` a webhook message, `evt_…` an audit event): the prefix, an
+ * underscore, then a random UUID's 32 hex digits. The one place such ids are minted.
+ */
+export const prefixedId = (prefix: string): string => `${prefix}_${crypto.randomUUID().replace(/-/g, '')}`;

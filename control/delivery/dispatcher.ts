@@ -20,7 +20,7 @@ import { create } from '@bufbuild/protobuf';
 import { CompositionSchema, type OutboundMessage } from '../../proto/gen/postgate/gateway/v1/gateway_pb.js';
 import type { MailTokens } from '../unsubscribe/mail-tokens.js';
 import { domainOf, parseMailbox } from '../../common/address.js';
-import type { NormalizedRequest } from '../mail/pipeline.js';
+import { readRequest, type StoredRequest } from '../mail/vocabulary.js';
 import type { Metrics } from '../metrics.js';
 import { type DnsRecord, returnPathLabel } from '../domains/records.js';
 
@@ -65,10 +65,10 @@ const ROUND_ATTACHMENT_BYTES = 4 * ENQUEUE_ATTACHMENT_BYTES;
 type Pending = EmailRow & { recipients: RecipientRow[] };
 
 /** Attachment bytes of an email, from its stored request (sizes only: the bytes are read later). */
-const attachmentBytes = (req: NormalizedRequest): number => (req.attachments ?? []).reduce((n, a) => n + a.size, 0);
+const attachmentBytes = (req: StoredRequest): number => (req.attachments ?? []).reduce((n, a) => n + a.size, 0);
 
 /** The emails in runs of at most ENQUEUE_ATTACHMENT_BYTES of attachments, in order; mail without any is one run. */
-function byAttachmentBytes(list: Pending[], requests: Map<string, NormalizedRequest>): Pending[][] {
+function byAttachmentBytes(list: Pending[], requests: Map<string, StoredRequest>): Pending[][] {
   const runs: Pending[][] = [];
   let run: Pending[] = [];
   let bytes = 0;
@@ -101,7 +101,7 @@ type Dkim = NonNullable<Message['dkim']>;
 type SenderKey = { dkim: Omit<Dkim, '$typeName'>; returnPath: string };
 
 /** What the gateway builds the message from. Bcc stays out: it is only in the envelope. */
-function composition(r: EmailRow, req: NormalizedRequest, serviceHeaders: Record<string, string>): Message['compose'] {
+function composition(r: EmailRow, req: StoredRequest, serviceHeaders: Record<string, string>): Message['compose'] {
   return create(CompositionSchema, {
     // Every copy names the same bytes (EnqueueRequest.attachments): sent once per call.
     attachments: (req.attachments ?? []).map((a, i) => ({
@@ -193,7 +193,7 @@ export class Dispatcher {
   }
 
   /** The gateway messages of one email: one per recipient (its own return path; bulk: its own unsubscribe links). */
-  private async messagesOf(r: Pending, req: NormalizedRequest, files: Record<string, Uint8Array>): Promise<Message[]> {
+  private async messagesOf(r: Pending, req: StoredRequest, files: Record<string, Uint8Array>): Promise<Message[]> {
     const { tokens, baseUrl } = this.deliverability;
     if (req.attachments?.length) {
       const contents = await this.store.emails.attachments(r.id);
@@ -280,7 +280,7 @@ export class Dispatcher {
         [...byGateway].map(async ([gw, list]) => {
           try {
             // The stored request is control's own format: the gateway is sent only the typed parts of the message.
-            const requests = new Map(list.map((r) => [r.id, JSON.parse(r.request) as NormalizedRequest]));
+            const requests = new Map(list.map((r) => [r.id, readRequest(r.request)]));
             // One call at a time, each with a bounded amount of attachment bytes (read only for it).
             let roundBytes = 0;
             for (const part of byAttachmentBytes(list, requests)) {

@@ -9,6 +9,7 @@ import { detectExtension, detectMimeType } from 'nodemailer/lib/mime-funcs/mime-
 import { decodeEncodedWords, nameProblem, refusedExtension } from '../../common/attachment-name.js';
 import type { Limits } from '../../core/config.js';
 import { invalid } from '../../core/errors.js';
+import type { AttachmentMeta } from './vocabulary.js';
 
 /** One attachment as the API takes it (Resend's SDK sends exactly these snake_case fields). */
 export interface AttachmentInput {
@@ -23,15 +24,8 @@ export interface AttachmentInput {
   path?: string;
 }
 
-/** What the stored request keeps of an attachment: everything but its bytes. */
-export interface AttachmentMeta {
-  id: string;
-  filename: string;
-  content_type: string;
-  content_id?: string;
-  /** Bytes, decoded. */
-  size: number;
-}
+/** What the stored request keeps of an attachment: everything but its bytes (control/mail/vocabulary.ts). */
+export type { AttachmentMeta };
 
 export type AttachmentLimits = Pick<Limits, 'maxAttachments' | 'maxAttachmentBytes'>;
 

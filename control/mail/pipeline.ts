@@ -14,7 +14,8 @@ import { refusalText } from './rules.js';
 import { limitsOf, requireSubscription } from '../plans.js';
 import { canonical, domainOf, parseMailbox } from '../../common/address.js';
 import { sendRequestSchema } from './schema.js';
-import { attachmentContents, checkAttachments, type AttachmentInput, type AttachmentMeta } from './attachments.js';
+import { attachmentContents, checkAttachments, type AttachmentInput } from './attachments.js';
+import { readRequest, type StoredRequest } from './vocabulary.js';
 
 /** The error a user sees for a store's refusal (`id`: the email's, when it was recorded as failed). */
 function refusalError(r: Refusal | { kind: 'suppressed' }, id?: string): ApiError {
@@ -36,23 +37,6 @@ export interface SendRequest {
   bulk?: boolean;
   scheduled_at?: string;
   attachments?: AttachmentInput[];
-}
-
-/** What is stored: every list a list, every address checked. */
-export interface NormalizedRequest {
-  from: string;
-  to: string[];
-  cc: string[];
-  bcc: string[];
-  reply_to: string[];
-  subject: string;
-  html?: string;
-  text?: string;
-  tags: string[];
-  headers: Record<string, string>;
-  bulk: boolean;
-  /** What describes them; their bytes are stored apart (NewEmail.attachments). */
-  attachments?: AttachmentMeta[];
 }
 
 export interface Accepted {
@@ -132,7 +116,7 @@ export class MailPipeline {
     return body as SendRequest;
   }
 
-  normalize(req: SendRequest): NormalizedRequest {
+  normalize(req: SendRequest): StoredRequest {
     const check = (field: string, list: string[]): string[] =>
       list.map((a) => {
         const m = parseMailbox(a);
@@ -145,7 +129,7 @@ export class MailPipeline {
       if (RESERVED_HEADERS.has(name.toLowerCase())) throw invalid(`headers: ${name} is set by the service and cannot be given`);
       headers[name] = value;
     }
-    const n: NormalizedRequest = {
+    const n: StoredRequest = {
       from: req.from.trim(),
       to: check('to', asList(req.to)),
       cc: check('cc', asList(req.cc)),
@@ -169,7 +153,7 @@ export class MailPipeline {
   }
 
   /** Envelope recipients, each once, with the field that named it first. */
-  private recipients(n: NormalizedRequest): NewEmail['recipients'] {
+  private recipients(n: StoredRequest): NewEmail['recipients'] {
     const seen = new Set<string>();
     const out: NewEmail['recipients'] = [];
     for (const kind of ['to', 'cc', 'bcc'] as const) {
@@ -260,7 +244,7 @@ export class MailPipeline {
     const email = this.prepare(caller, req, opts.id);
     if (system) {
       email.system = true;
-      email.request = JSON.stringify({ ...JSON.parse(email.request), system: true });
+      email.request = JSON.stringify({ ...readRequest(email.request), system: true });
     }
     const refusal = await this.judge(caller, email, system);
     if (refusal) {

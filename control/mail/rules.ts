@@ -3,43 +3,13 @@
 // every store backend calls these rather than re-implementing them, and the pipeline
 // turns their refusals into the errors users see (the store words them as data only).
 import crypto from 'node:crypto';
-import type { NewEmail } from '../store/index.js';
-
-export interface Quota {
-  daily: number;
-  monthly: number;
-}
-
-/** Ingestion rules for bulk email, judged in the same transaction as the insert. */
-export interface BulkRules {
-  /** Bulk recipients with one subject per project per UTC day. */
-  subjectLimit: number;
-  /** A spike is bulk volume above max(floor, factor × the average of the previous `days` days). */
-  spike: { factor: number; floor: number; days: number };
-}
-
-/** Why a store refused an email; nothing of it was recorded. */
-export type Refusal = { kind: 'quota'; period: 'daily' | 'monthly'; limit: number } | { kind: 'bulk-subject'; limit: number; sentToday: number };
+import type { BulkCounts, BulkRules, NewEmail, Quota, Refusal, SuppressionScope } from './vocabulary.js';
 
 /** A quota refusal when the project has used up its day or its month, else undefined. */
 export function judgeQuota(used: { day: number; month: number }, quota: Quota): Refusal | undefined {
   if (used.day >= quota.daily) return { kind: 'quota', period: 'daily', limit: quota.daily };
   if (used.month >= quota.monthly) return { kind: 'quota', period: 'monthly', limit: quota.monthly };
   return undefined;
-}
-
-/** What the store knows of the project's bulk mail today, read in the insert's transaction. */
-export interface BulkCounts {
-  /** Bulk recipients of this email (refused recipients left out). */
-  recipients: number;
-  /** Bulk recipients already accepted today with the same subject (subjectHash). */
-  sameSubjectToday: number;
-  /** Bulk recipients already accepted today. */
-  today: number;
-  /** Bulk recipients per day over the previous `spike.days` days. */
-  average: number;
-  /** Bulk volume announced or approved for today (0 when none). */
-  allowance: number;
 }
 
 /**
@@ -71,7 +41,7 @@ export const SUPPRESSED = { code: 'RECIPIENT_IN_SUPPRESSION_LIST', message: 'Eve
  * suppressed): a recipient suppressed for all mail, or unsubscribed from bulk mail that this
  * is, fails; when none is left the email fails (`suppressed`). A copy: the store may judge it again.
  */
-export function judgeSuppressions(e: NewEmail, scopeOf: (address: string) => string | undefined): { email: NewEmail; suppressed: boolean } {
+export function judgeSuppressions(e: NewEmail, scopeOf: (address: string) => SuppressionScope | undefined): { email: NewEmail; suppressed: boolean } {
   // Refused already (an unverified sender domain): recorded as it is, with its own error.
   if (e.status === 'failed') return { email: e, suppressed: false };
   let left = 0;

@@ -7,9 +7,27 @@
 // webhook payloads) are pure modules the backends call, and refusals come back as
 // data for the pipeline to word.
 import type { Config } from '../../core/config.js';
-import type { BulkRules, Quota, Refusal } from '../mail/rules.js';
+import type { Acceptance, AcceptGuards, AppliedEvent, GatewayEvent, NewEmail, RecipientKind, ScheduleChange } from '../mail/vocabulary.js';
 
-export type { BulkRules, Quota, Refusal } from '../mail/rules.js';
+// The email vocabulary (control/mail/vocabulary.ts), where callers of the store have always found it.
+export type {
+  Acceptance,
+  AcceptGuards,
+  AppliedEvent,
+  BulkRules,
+  DeliveryEventType,
+  EmailEventType,
+  EmailStatus,
+  GatewayEvent,
+  NewEmail,
+  Quota,
+  RecipientKind,
+  RecipientStatus,
+  Refusal,
+  ScheduleChange,
+  StoredRequest,
+  SuppressionScope,
+} from '../mail/vocabulary.js';
 
 // Projects and keys
 
@@ -51,8 +69,6 @@ export interface PlanLimitsRow {
 
 // Emails
 
-export type RecipientKind = 'to' | 'cc' | 'bcc';
-
 export interface EmailRow {
   id: string;
   projectId: string;
@@ -85,56 +101,6 @@ export interface EventRow {
   details: Record<string, unknown> | null;
 }
 
-export interface NewEmail {
-  id: string;
-  projectId: string;
-  /**
-   * 'queued'; 'scheduled' (with scheduledAt: no quota or bulk rule is judged until
-   * release); or 'failed' for an email refused at ingestion (recorded all the same).
-   */
-  status: string;
-  scheduledAt?: number;
-  from: string;
-  subject: string;
-  bulk: boolean;
-  request: string;
-  /** The platform's own mail (sign-in codes): its body is dropped once a gateway holds it. */
-  system?: boolean;
-  error?: string;
-  errorCode?: string;
-  createdAt: number;
-  /**
-   * In envelope order: a recipient's position is what unsubscribe and VERP tokens name.
-   * status/reason set for a recipient refused at ingestion (suppressed, unsubscribed).
-   */
-  recipients: Array<{ address: string; kind: RecipientKind; status?: 'failed'; reason?: string }>;
-  /**
-   * Attachment bytes, in the order the request's `attachments` describe them: written once, in the
-   * email's own transaction (a 202 means they are durable), and not at all for a refused email.
-   */
-  attachments?: Buffer[];
-}
-
-/** What emails.accept checks in the insert's transaction; absent = not checked (system mail, refused mail). */
-export interface AcceptGuards {
-  /**
-   * Each recipient against the project's suppression list (control/mail/rules.ts judgeSuppressions),
-   * before the quota: judged inside the insert's transaction, a lookup costs no transaction of its own.
-   */
-  suppressions?: boolean;
-  quota?: Quota;
-  bulk?: BulkRules;
-}
-
-/**
- * An email recorded (held: why control keeps it from the gateways, a bulk volume spike), recorded as
- * failed because every recipient is suppressed, or refused with nothing recorded.
- */
-export type Acceptance = { kind: 'accepted'; held?: string } | { kind: 'suppressed' } | Refusal;
-
-/** What reschedule and cancel found: done, no such email, or an email that is not scheduled (its status). */
-export type ScheduleChange = { kind: 'done' } | { kind: 'not_found' } | { kind: 'not_scheduled'; status: string };
-
 /** GET /v1/emails: a page and its filters (all optional but limit). */
 export interface EmailQuery {
   limit: number;
@@ -161,26 +127,6 @@ export interface EmailOwner {
   projectName: string;
   bulk: boolean;
 }
-
-/** One delivery event from a gateway, as it arrives from the stream. */
-export interface GatewayEvent {
-  seq: number;
-  emailId: string;
-  type: string;
-  recipient: string;
-  at: number;
-  attempt: number;
-  details: Record<string, unknown>;
-  /** Tells apart events of one attempt that are not repeats (pacing deferrals to different days). */
-  dedupe?: string;
-  /** A report names its recipient by position in the email (control/unsubscribe/tokens.ts). */
-  recipientIndex?: number;
-  /** Apply only when the email has exactly one recipient (a report to a pre-VERP-per-recipient return path). */
-  soleRecipient?: boolean;
-}
-
-/** An event that changed something, with the email's status after it. */
-export type AppliedEvent = GatewayEvent & { emailStatus: string; projectId: string };
 
 export interface SuppressionRow {
   address: string;

@@ -5,7 +5,6 @@ import type {
   AuditEntry,
   DomainRow,
   EmailRow,
-  NewEmail,
   Project,
   ProviderRow,
   RecipientRow,
@@ -14,6 +13,7 @@ import type {
   WebhookDelivery,
   WebhookRow,
 } from './index.js';
+import type { LoadedEmail } from '../mail/lifecycle.js';
 
 /** A JSON column: text from SQLite, already parsed from PostgreSQL's JSONB. */
 const json = (v: unknown): any => (typeof v === 'string' ? JSON.parse(v) : v);
@@ -150,23 +150,16 @@ export const toAudit = (r: any): AuditEntry => ({
   at: r.at,
 });
 
-/**
- * A scheduled email as the queued email it becomes when it is released at `now`: the quota
- * and bulk rules judge the day it leaves, not the day it was accepted. `recipients` in order;
- * one refused at ingestion stays refused.
- */
-export const releasedEmail = (r: any, recipients: Array<{ address: string; kind: string; status: string }>, now: number): NewEmail => ({
+/** An email as an intent loads it for the lifecycle (`r`: a row with reached; its request when selected), with its recipients in order. */
+export const toLoadedEmail = (r: any, recipients: any[]): LoadedEmail => ({
   id: r.id,
   projectId: r.project_id,
-  status: 'queued',
+  status: r.status,
+  bulk: !!r.bulk,
+  reached: r.reached,
   from: r.from_addr,
   subject: r.subject,
-  bulk: !!r.bulk,
-  request: r.request,
-  createdAt: now,
-  recipients: recipients.map((x) => ({
-    address: x.address,
-    kind: x.kind as NewEmail['recipients'][number]['kind'],
-    ...(x.status === 'failed' ? { status: 'failed' as const } : {}),
-  })),
+  createdAt: Number(r.created_at),
+  ...(typeof r.request === 'string' ? { request: r.request } : {}),
+  recipients: recipients.map((x) => ({ address: x.address, kind: x.kind, status: x.status })),
 });

@@ -1,41 +1,37 @@
-// Acceptance on PostgreSQL. Emails accepted on this node in the same turn of the event
-// loop share one transaction (one commit, a few statements whatever their number), like
-// SQLite's group commit. The transaction first locks the counter rows it judges by
-// (this month's and today's usage, today's bulk volume and subject counts) with an
-// upsert that returns them: another node's acceptance for the same project waits on
-// those rows until this one commits, so quotas and the subject limit hold across nodes
-// exactly. The pure rules (control/mail/rules.ts) judge each email in order against
-// the locked counts; the accepted ones are written, then the counts moved.
-import { DAY_MS, dayOf } from '../../../core/clock.js';
+// Acceptance, release and cancel on PostgreSQL. Emails accepted on this node in the same
+// turn of the event loop share one transaction (one commit, a few statements whatever
+// their number), like SQLite's group commit. The transaction first locks the counter rows
+// it judges by (this month's and today's usage, today's bulk volume and subject counts)
+// with an upsert that returns them: another node's acceptance for the same project waits
+// on those rows until this one commits, so quotas and the subject limit hold across nodes
+// exactly. The lifecycle (control/mail/lifecycle.ts) judges each email in order against
+// the locked counts; what it decides is written together (changes.ts).
 import { StoreUnavailableError } from '../../../core/errors.js';
-import { judgeBulk, judgeQuota, judgeSuppressions, refusalText, subjectHash } from '../../mail/rules.js';
-import type { Acceptance, AcceptGuards, NewEmail } from '../index.js';
-import { releasedEmail, toRecipient } from './rows.js';
+import {
+  accept,
+  addChanges,
+  cancel,
+  type LoadedCounts,
+  type LoadedEmail,
+  noChanges,
+  release,
+  releasing,
+  type Screened,
+  screen,
+  suppressionLookups,
+} from '../../mail/lifecycle.js';
+import type { SuppressionScope } from '../../mail/vocabulary.js';
+import type { Acceptance, AcceptGuards, NewEmail, ScheduleChange } from '../index.js';
+import { toLoadedEmail } from './rows.js';
 import type { PgDb, Tx } from './db.js';
-import { addCounts, Fanout, type WebhookCache } from './fanout.js';
+import { hooksOf, type WebhookCache, writeChanges } from './changes.js';
 
 interface Job {
   e: NewEmail;
   guards: AcceptGuards;
-  /** Every recipient was suppressed: `e` is recorded as failed (set by suppress). */
-  suppressed?: boolean;
   resolve: (a: Acceptance) => void;
   reject: (err: unknown) => void;
 }
-
-interface Judged {
-  e: NewEmail;
-  held?: string;
-}
-
-type Counts = Map<string, { key: string[]; n: number }>;
-
-const add = (m: Counts, key: string[], n: number) => {
-  const k = key.join('|');
-  const c = m.get(k);
-  if (c) c.n += n;
-  else m.set(k, { key, n });
-};
 
 /** Locks the counter rows named by `keys` (creating them at 0) and returns their counts, in key order. */
 async function lockCounts(tx: Tx, table: string, columns: string[], keys: string[][]): Promise<Map<string, number>> {
@@ -52,12 +48,88 @@ async function lockCounts(tx: Tx, table: string, columns: string[], keys: string
   return out;
 }
 
-/** One email-level event (no recipient, attempt 0); a repeat with the same dedupe key is recorded once. */
-export function emailEvent(tx: Tx, id: string, type: string, at: number, details: unknown = null, dedupe = ''): Promise<unknown> {
-  return tx.query(
-    "INSERT INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES ($1, $2, '', 0, $3, $4, $5) ON CONFLICT DO NOTHING",
-    [id, type, at, details === null ? null : JSON.stringify(details), dedupe],
+/**
+ * The counts the quota and bulk rules read for a group of screened emails, locked (usage this month
+ * and today, bulk today and per subject) or only read (the previous days, today's allowance: nothing
+ * a group does changes them). `of` gives an email's counts as the group's earlier emails left them;
+ * `add` moves them by what an accepted email counted.
+ */
+async function loadCounts(tx: Tx, list: Screened[]) {
+  const quota = list.filter((s) => s.quota);
+  const bulk = list.filter((s) => s.bulk);
+  const p = (s: Screened) => s.email.projectId;
+  // Locked in one order on every node: months, days, bulk days, bulk subjects, each sorted.
+  const month = await lockCounts(
+    tx,
+    'usage_monthly',
+    ['project_id', 'month'],
+    quota.map((s) => [p(s), s.day.slice(0, 7)]),
   );
+  const day = await lockCounts(
+    tx,
+    'usage_daily',
+    ['project_id', 'day'],
+    quota.map((s) => [p(s), s.day]),
+  );
+  const bulkDay = await lockCounts(
+    tx,
+    'bulk_daily',
+    ['project_id', 'day'],
+    bulk.map((s) => [p(s), s.day]),
+  );
+  const subject = await lockCounts(
+    tx,
+    'bulk_subject_daily',
+    ['project_id', 'day', 'subject_hash'],
+    bulk.map((s) => [p(s), s.day, s.bulk!.subjectHash]),
+  );
+  const history = new Map<string, { previousDays: number; allowance: number }>();
+  for (const s of bulk) {
+    const k = `${p(s)}|${s.day}|${s.bulk!.since}`;
+    if (history.has(k)) continue;
+    const [sum, allowed] = await Promise.all([
+      tx.query<{ n: number }>('SELECT COALESCE(SUM(count), 0) AS n FROM bulk_daily WHERE project_id = $1 AND day >= $2 AND day < $3', [
+        p(s),
+        s.bulk!.since,
+        s.day,
+      ]),
+      tx.query<{ n: number }>('SELECT COALESCE(MAX(volume), 0) AS n FROM volume_allowances WHERE project_id = $1 AND day = $2', [p(s), s.day]),
+    ]);
+    history.set(k, { previousDays: sum.rows[0]!.n, allowance: allowed.rows[0]!.n });
+  }
+  const dayKey = (s: Screened) => `${p(s)}|${s.day}`;
+  const monthKey = (s: Screened) => `${p(s)}|${s.day.slice(0, 7)}`;
+  const subjectKey = (s: Screened) => `${dayKey(s)}|${s.bulk!.subjectHash}`;
+  return {
+    of(s: Screened): LoadedCounts {
+      const counts: LoadedCounts = {};
+      if (s.quota) counts.usage = { day: day.get(dayKey(s))!, month: month.get(monthKey(s))! };
+      if (s.bulk)
+        counts.bulk = {
+          sameSubjectToday: subject.get(subjectKey(s))!,
+          today: bulkDay.get(dayKey(s))!,
+          ...history.get(`${dayKey(s)}|${s.bulk.since}`)!,
+        };
+      return counts;
+    },
+    add(s: Screened, changes: ReturnType<typeof noChanges>): void {
+      if (changes.usage.length) {
+        day.set(dayKey(s), day.get(dayKey(s))! + 1);
+        month.set(monthKey(s), month.get(monthKey(s))! + 1);
+      }
+      for (const b of changes.bulk) {
+        subject.set(subjectKey(s), subject.get(subjectKey(s))! + b.recipients);
+        bulkDay.set(dayKey(s), bulkDay.get(dayKey(s))! + b.recipients);
+      }
+    },
+  };
+}
+
+/** An email row (every column) locked by the caller, as the lifecycle takes it, with its recipients. */
+async function loaded(tx: Tx, r: unknown): Promise<LoadedEmail | undefined> {
+  if (!r) return undefined;
+  const recipients = await tx.query('SELECT address, kind, status FROM email_recipients WHERE email_id = $1 ORDER BY position', [(r as { id: string }).id]);
+  return toLoadedEmail(r, recipients.rows);
 }
 
 export class Acceptor {
@@ -122,261 +194,66 @@ export class Acceptor {
    */
   async release(id: string, guards: AcceptGuards, now: number): Promise<Acceptance | { kind: 'gone' }> {
     return this.db.tx(async (tx) => {
-      const r = (await tx.query("SELECT * FROM emails WHERE id = $1 AND status = 'scheduled' FOR UPDATE", [id])).rows[0];
-      if (!r) return { kind: 'gone' as const };
-      const recipients = (
-        await tx.query('SELECT address, kind, status, updated_at FROM email_recipients WHERE email_id = $1 ORDER BY position', [id])
-      ).rows.map(toRecipient);
-      const e = releasedEmail(r, recipients, now);
-      const job: Job = { e, guards, resolve: () => {}, reject: () => {} };
-      const fanout = new Fanout(tx, this.hooks);
-      const email = { id, projectId: e.projectId, from: e.from, subject: e.subject, createdAt: Number(r.created_at), request: e.request };
-      const [outcome] = await this.group(tx, [job], async (_tx, accepted) => {
-        const held = accepted[0]?.held ?? null;
-        const reached = await fanout.reach(email, r.reached, 'queued', now, { type: 'queued', at: now });
-        await tx.query("UPDATE emails SET status = 'queued', updated_at = $2, reached = $3, held = $4 WHERE id = $1", [id, now, reached, held]);
-        await emailEvent(tx, id, 'queued', now);
-        if (held) {
-          const details = { cause: 'volume', reason: held };
-          await emailEvent(tx, id, 'deferred', now, details, 'volume');
-          await fanout.notify(email, 'queued', now, { type: 'deferred', at: now, ...details });
-        }
-      });
-      if (outcome!.kind !== 'accepted') {
-        const err = refusalText(outcome!);
-        const details = { reason: err.message, code: err.code };
-        const reached = await fanout.reach(email, r.reached, 'failed', now, { type: 'failed', at: now, ...details });
-        await tx.query("UPDATE emails SET status = 'failed', error = $2, error_code = $3, updated_at = $4, reached = $5 WHERE id = $1", [
-          id,
-          err.message,
-          err.code,
-          now,
-          reached,
-        ]);
-        await tx.query("UPDATE email_recipients SET status = 'failed', updated_at = $2 WHERE email_id = $1 AND status = 'queued'", [id, now]);
-        await emailEvent(tx, id, 'failed', now, details);
-      }
-      await fanout.flush();
-      return outcome!;
+      const email = await loaded(tx, (await tx.query('SELECT * FROM emails WHERE id = $1 FOR UPDATE', [id])).rows[0]);
+      const s = releasing(email, guards, now);
+      if (!email || !s) return { kind: 'gone' as const };
+      const counts = await loadCounts(tx, [s]);
+      const hooks = await hooksOf(tx, this.hooks, [email.projectId]);
+      const { outcome, changes } = release(email, s, counts.of(s), hooks.get(email.projectId)!, now);
+      await writeChanges(tx, changes);
+      return outcome;
     });
   }
 
   /** A scheduled email will not leave: canceled, with its recipients. */
-  async cancel(projectId: string, id: string, now: number): Promise<{ kind: 'done' } | { kind: 'not_found' } | { kind: 'not_scheduled'; status: string }> {
+  async cancel(projectId: string, id: string, now: number): Promise<ScheduleChange> {
     return this.db.tx(async (tx) => {
-      const r = (await tx.query('SELECT * FROM emails WHERE id = $1 AND project_id = $2 FOR UPDATE', [id, projectId])).rows[0];
-      if (!r) return { kind: 'not_found' as const };
-      if (r.status !== 'scheduled') return { kind: 'not_scheduled' as const, status: r.status as string };
-      const fanout = new Fanout(tx, this.hooks);
-      const email = { id, projectId, from: r.from_addr, subject: r.subject, createdAt: Number(r.created_at), request: r.request };
-      const reached = await fanout.reach(email, r.reached, 'canceled', now, { type: 'canceled', at: now });
-      await tx.query("UPDATE emails SET status = 'canceled', updated_at = $2, reached = $3 WHERE id = $1", [id, now, reached]);
-      await tx.query("UPDATE email_recipients SET status = 'canceled', updated_at = $2 WHERE email_id = $1 AND status = 'queued'", [id, now]);
-      await emailEvent(tx, id, 'canceled', now);
-      await fanout.flush();
-      return { kind: 'done' as const };
+      const email = await loaded(tx, (await tx.query('SELECT * FROM emails WHERE id = $1 AND project_id = $2 FOR UPDATE', [id, projectId])).rows[0]);
+      const hooks = await hooksOf(tx, this.hooks, [projectId]);
+      const { outcome, changes } = cancel(email, hooks.get(projectId)!, now);
+      await writeChanges(tx, changes);
+      return outcome;
     });
   }
 
-  /** The jobs as the projects' suppression lists leave them (those whose guards ask), from one query for the whole group. */
-  private async suppress(tx: Tx, jobs: Job[]): Promise<Job[]> {
-    const asked = jobs.filter((j) => j.guards.suppressions);
-    if (!asked.length) return jobs;
-    const pairs = asked.flatMap((j) => j.e.recipients.map((r) => [j.e.projectId, r.address] as const));
-    const r = await tx.query<{ project_id: string; address: string; scope: string }>(
-      `SELECT project_id, address, scope FROM suppressions
-       WHERE (project_id, address) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
-      [pairs.map((p) => p[0]), pairs.map((p) => p[1])],
-    );
-    const scopes = new Map(r.rows.map((x) => [`${x.project_id}|${x.address}`, x.scope]));
-    return jobs.map((j) => {
-      if (!j.guards.suppressions) return j;
-      const judged = judgeSuppressions(j.e, (address) => scopes.get(`${j.e.projectId}|${address}`));
-      return { ...j, e: judged.email, suppressed: judged.suppressed };
-    });
-  }
-
-  private async group(tx: Tx, sent: Job[], write: (tx: Tx, accepted: Judged[]) => Promise<void> = (t, a) => this.record(t, a)): Promise<Acceptance[]> {
-    const jobs = await this.suppress(tx, sent);
-    const queued = (j: Job) => j.e.status === 'queued';
-    const quotaJobs = jobs.filter((j) => j.guards.quota && queued(j));
-    const bulkJobs = jobs.filter((j) => j.guards.bulk && j.e.bulk && queued(j));
-    const dayOfJob = (j: Job) => dayOf(j.e.createdAt);
-
-    // Locked in one order on every node: months, days, bulk days, bulk subjects, each sorted.
-    const month = await lockCounts(
-      tx,
-      'usage_monthly',
-      ['project_id', 'month'],
-      quotaJobs.map((j) => [j.e.projectId, dayOfJob(j).slice(0, 7)]),
-    );
-    const day = await lockCounts(
-      tx,
-      'usage_daily',
-      ['project_id', 'day'],
-      quotaJobs.map((j) => [j.e.projectId, dayOfJob(j)]),
-    );
-    const bulkDay = await lockCounts(
-      tx,
-      'bulk_daily',
-      ['project_id', 'day'],
-      bulkJobs.map((j) => [j.e.projectId, dayOfJob(j)]),
-    );
-    const subject = await lockCounts(
-      tx,
-      'bulk_subject_daily',
-      ['project_id', 'day', 'subject_hash'],
-      bulkJobs.map((j) => [j.e.projectId, dayOfJob(j), subjectHash(j.e.subject)]),
-    );
-    // The previous days' volume and today's allowance are only read: nothing this group does changes them.
-    const history = new Map<string, { average: number; allowance: number }>();
-    for (const j of bulkJobs) {
-      const days = j.guards.bulk!.spike.days;
-      const today = dayOfJob(j);
-      const k = `${j.e.projectId}|${today}|${days}`;
-      if (history.has(k)) continue;
-      const since = dayOf(j.e.createdAt - days * DAY_MS);
-      const [sum, allowed] = await Promise.all([
-        tx.query<{ n: number }>('SELECT COALESCE(SUM(count), 0) AS n FROM bulk_daily WHERE project_id = $1 AND day >= $2 AND day < $3', [
-          j.e.projectId,
-          since,
-          today,
-        ]),
-        tx.query<{ n: number }>('SELECT COALESCE(MAX(volume), 0) AS n FROM volume_allowances WHERE project_id = $1 AND day = $2', [j.e.projectId, today]),
-      ]);
-      history.set(k, { average: sum.rows[0]!.n / days, allowance: allowed.rows[0]!.n });
+  /**
+   * A group of new emails: the suppression list read once for all, each email judged in order against
+   * the locked counts (as the group's earlier emails left them), then every change written together.
+   */
+  private async group(tx: Tx, jobs: Job[]): Promise<Acceptance[]> {
+    const lookups = jobs.flatMap((j) => suppressionLookups(j.e, j.guards).map((address) => [j.e.projectId, address] as const));
+    const scopes = new Map<string, SuppressionScope>();
+    if (lookups.length) {
+      const r = await tx.query<{ project_id: string; address: string; scope: SuppressionScope }>(
+        `SELECT project_id, address, scope FROM suppressions
+         WHERE (project_id, address) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
+        [lookups.map((x) => x[0]), lookups.map((x) => x[1])],
+      );
+      for (const x of r.rows) scopes.set(`${x.project_id}|${x.address}`, x.scope);
     }
-
-    const usageDelta: Counts = new Map();
-    const monthDelta: Counts = new Map();
-    const bulkDelta: Counts = new Map();
-    const subjectDelta: Counts = new Map();
+    const screened = jobs.map((j) => {
+      const own = new Map<string, SuppressionScope>();
+      for (const address of suppressionLookups(j.e, j.guards)) {
+        const scope = scopes.get(`${j.e.projectId}|${address}`);
+        if (scope) own.set(address, scope);
+      }
+      return screen(j.e, j.guards, own);
+    });
+    const counts = await loadCounts(tx, screened);
+    const hooks = await hooksOf(
+      tx,
+      this.hooks,
+      jobs.map((j) => j.e.projectId),
+    );
+    const all = noChanges();
     const outcomes: Acceptance[] = [];
-    const accepted: Judged[] = [];
-    for (const j of jobs) {
-      const { e, guards } = j;
-      const today = dayOfJob(j);
-      const monthKey = `${e.projectId}|${today.slice(0, 7)}`;
-      const dayKey = `${e.projectId}|${today}`;
-      const counted = guards.quota && queued(j);
-      if (counted) {
-        const refusal = judgeQuota({ day: day.get(dayKey)!, month: month.get(monthKey)! }, guards.quota!);
-        if (refusal) {
-          outcomes.push(refusal);
-          continue;
-        }
-      }
-      let bulk: { recipients: number; hash: string; held?: string } | undefined;
-      if (guards.bulk && e.bulk && queued(j)) {
-        const recipients = e.recipients.filter((r) => r.status !== 'failed').length;
-        const hash = subjectHash(e.subject);
-        const subjectKey = `${dayKey}|${hash}`;
-        const h = history.get(`${dayKey}|${guards.bulk.spike.days}`)!;
-        const verdict = judgeBulk(
-          { recipients, sameSubjectToday: subject.get(subjectKey)!, today: bulkDay.get(dayKey)!, average: h.average, allowance: h.allowance },
-          guards.bulk,
-        );
-        if ('refusal' in verdict) {
-          outcomes.push(verdict.refusal);
-          continue;
-        }
-        bulk = { recipients, hash, ...(verdict.held ? { held: verdict.held } : {}) };
-        subject.set(subjectKey, subject.get(subjectKey)! + recipients);
-        bulkDay.set(dayKey, bulkDay.get(dayKey)! + recipients);
-        add(subjectDelta, [e.projectId, today, hash], recipients);
-        add(bulkDelta, [e.projectId, today], recipients);
-      }
-      if (counted) {
-        day.set(dayKey, day.get(dayKey)! + 1);
-        month.set(monthKey, month.get(monthKey)! + 1);
-        add(usageDelta, [e.projectId, today], 1);
-        add(monthDelta, [e.projectId, today.slice(0, 7)], 1);
-      }
-      accepted.push(bulk?.held ? { e, held: bulk.held } : { e });
-      outcomes.push(j.suppressed ? { kind: 'suppressed' } : bulk?.held ? { kind: 'accepted', held: bulk.held } : { kind: 'accepted' });
+    for (const s of screened) {
+      const { outcome, changes } = accept(s, counts.of(s), hooks.get(s.email.projectId)!);
+      counts.add(s, changes);
+      addChanges(all, changes);
+      outcomes.push(outcome);
     }
-
-    if (accepted.length) await write(tx, accepted);
-    await addCounts(tx, 'usage_monthly', ['project_id', 'month'], monthDelta);
-    await addCounts(tx, 'usage_daily', ['project_id', 'day'], usageDelta);
-    await addCounts(tx, 'bulk_daily', ['project_id', 'day'], bulkDelta);
-    await addCounts(tx, 'bulk_subject_daily', ['project_id', 'day', 'subject_hash'], subjectDelta);
+    await writeChanges(tx, all);
     return outcomes;
-  }
-
-  /** Writes the accepted emails with their recipients, first events, status counts and webhook messages: a few statements for the whole group. */
-  private async record(tx: Tx, list: Judged[]): Promise<void> {
-    const fanout = new Fanout(tx, this.hooks);
-    const em: unknown[][] = Array.from({ length: 15 }, () => []);
-    const rc: unknown[][] = Array.from({ length: 6 }, () => []);
-    const ev: unknown[][] = Array.from({ length: 7 }, () => []);
-    const event = (id: string, type: string, recipient: string, at: number, details: unknown, dedupe = '') => {
-      for (const [i, v] of [id, type, recipient, 0, at, details === null ? null : JSON.stringify(details), dedupe].entries()) ev[i]!.push(v);
-    };
-    for (const { e, held } of list) {
-      for (const [i, v] of [
-        e.id,
-        e.projectId,
-        e.status,
-        e.from,
-        e.subject,
-        e.bulk,
-        e.request,
-        e.error ?? null,
-        e.errorCode ?? null,
-        e.createdAt,
-        e.createdAt,
-        e.status,
-        e.system === true,
-        held ?? null,
-        e.scheduledAt ?? null,
-      ].entries())
-        em[i]!.push(v);
-      // A recipient named twice is recorded once, so position n is the n-th recorded recipient.
-      const seen = new Set<string>();
-      for (const r of e.recipients) {
-        if (seen.has(r.address)) continue;
-        const status = r.status ?? (e.status === 'failed' ? 'failed' : 'queued');
-        for (const [i, v] of [e.id, r.address, r.kind, status, e.createdAt, seen.size].entries()) rc[i]!.push(v);
-        seen.add(r.address);
-      }
-      event(e.id, e.status, '', e.createdAt, e.error ? { reason: e.error, code: e.errorCode } : null);
-      // A partly refused email says which recipients were left out, and why.
-      for (const r of e.recipients)
-        if (r.status === 'failed' && e.status !== 'failed') event(e.id, 'failed', r.address, e.createdAt, { reason: r.reason ?? 'refused' });
-      fanout.count(e.projectId, dayOf(e.createdAt), e.status);
-      const email = { id: e.id, projectId: e.projectId, from: e.from, subject: e.subject, createdAt: e.createdAt, request: e.request };
-      await fanout.notify(email, e.status, e.createdAt, { type: e.status, at: e.createdAt, ...(e.error ? { reason: e.error, code: e.errorCode } : {}) });
-      if (held) {
-        // Held by control, not a gateway: the delay says so, and waits for an announcement or the operator.
-        const details = { cause: 'volume', reason: held };
-        event(e.id, 'deferred', '', e.createdAt, details, 'volume');
-        await fanout.notify(email, e.status, e.createdAt, { type: 'deferred', at: e.createdAt, ...details });
-      }
-    }
-    await tx.query(
-      `INSERT INTO emails (id, project_id, status, from_addr, subject, bulk, request, error, error_code, created_at, updated_at, reached, system, held, scheduled_at)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bool[], $7::text[], $8::text[], $9::text[],
-         $10::bigint[], $11::bigint[], $12::text[], $13::bool[], $14::text[], $15::bigint[])`,
-      em,
-    );
-    // One statement per file: a Buffer parameter travels in binary, where an array of them would be hex text.
-    for (const { e } of list) {
-      if (e.status === 'failed') continue; // a refused email is never sent: its files are not kept
-      for (const [i, content] of (e.attachments ?? []).entries())
-        await tx.query('INSERT INTO email_attachments (email_id, position, size, content) VALUES ($1, $2, $3, $4)', [e.id, i, content.length, content]);
-    }
-    await tx.query(
-      `INSERT INTO email_recipients (email_id, address, kind, status, updated_at, position)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::int[])`,
-      rc,
-    );
-    await tx.query(
-      `INSERT INTO email_events (email_id, type, recipient, attempt, at, details, dedupe)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::jsonb[], $7::text[])
-       ON CONFLICT DO NOTHING`,
-      ev,
-    );
-    await fanout.flush();
   }
 }

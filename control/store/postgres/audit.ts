@@ -1,5 +1,5 @@
 // The auth audit log on PostgreSQL: an entry and its webhook messages in one transaction.
-import crypto from 'node:crypto';
+import { prefixedId } from '../../../core/ids.js';
 import { authEventPayload, wantsAuthEvent } from '../../webhooks/payload.js';
 import type { AuditEntry, AuditLog, AuditQuery } from '../index.js';
 import { toAudit } from '../rows.js';
@@ -25,7 +25,7 @@ export class PgAudit implements AuditLog {
       await tx.query(
         `INSERT INTO webhook_deliveries (id, webhook_id, project_id, payload, attempt, next_attempt_at, status, created_at)
          SELECT id, w, $2, $3, 0, $4, 'pending', $4 FROM unnest($1::text[], $5::text[]) AS x(id, w)`,
-        [hooks.map(() => `msg_${crypto.randomUUID().replace(/-/g, '')}`), e.projectId, payload, e.at, hooks.map((w) => w.id)],
+        [hooks.map(() => prefixedId('msg')), e.projectId, payload, e.at, hooks.map((w) => w.id)],
       );
     });
   }

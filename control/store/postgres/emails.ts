@@ -17,7 +17,10 @@ import type {
   ScheduleChange,
   StoredEmail,
 } from '../index.js';
-import { type Acceptor, emailEvent } from './accept.js';
+import { reschedule } from '../../mail/lifecycle.js';
+import { readRequest } from '../../mail/vocabulary.js';
+import type { Acceptor } from './accept.js';
+import { writeChanges } from './changes.js';
 import type { PgDb } from './db.js';
 import { pageOf } from '../page.js';
 import { DB_NOW, EMAIL_COLUMNS, RECIPIENTS_SQL, toEmail, toRecipient } from './rows.js';
@@ -86,13 +89,10 @@ export class PgEmails implements Emails {
 
   async reschedule(projectId: string, id: string, at: number, now: number): Promise<ScheduleChange> {
     return this.db.tx(async (tx) => {
-      const r = (await tx.query('SELECT status FROM emails WHERE id = $1 AND project_id = $2 FOR UPDATE', [id, projectId])).rows[0];
-      if (!r) return { kind: 'not_found' as const };
-      if (r.status !== 'scheduled') return { kind: 'not_scheduled' as const, status: r.status as string };
-      await tx.query('UPDATE emails SET scheduled_at = $2, updated_at = $3 WHERE id = $1', [id, at, now]);
-      // Each move is its own event (the dedupe key keeps them apart).
-      await emailEvent(tx, id, 'rescheduled', now, { scheduled_at: new Date(at).toISOString() }, String(now));
-      return { kind: 'done' as const };
+      const r = (await tx.query('SELECT id, status FROM emails WHERE id = $1 AND project_id = $2 FOR UPDATE', [id, projectId])).rows[0];
+      const { outcome, changes } = reschedule(r, at, now);
+      await writeChanges(tx, changes);
+      return outcome;
     });
   }
 
@@ -134,7 +134,7 @@ export class PgEmails implements Emails {
       // The platform's own mail (sign-in codes) keeps no body once the gateway holds it: the code lives only as a keyed hash.
       const system = await tx.query<{ id: string; request: string }>('SELECT id, request FROM emails WHERE id = ANY($1::text[]) AND system', [ids]);
       for (const r of system.rows) {
-        const { text: _text, html: _html, ...rest } = JSON.parse(r.request) as Record<string, unknown>;
+        const { text: _text, html: _html, ...rest } = readRequest(r.request);
         await tx.query('UPDATE emails SET request = $1 WHERE id = $2', [JSON.stringify(rest), r.id]);
       }
     }, ids.length);

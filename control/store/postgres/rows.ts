@@ -1,5 +1,5 @@
 // PostgreSQL's own row helpers; the mappers both backends share are in ../rows.ts.
-export { releasedEmail, toDelivery, toDomain, toEmail, toKey, toProject, toRecipient, toWebhook } from '../rows.js';
+export { toDelivery, toDomain, toEmail, toKey, toLoadedEmail, toProject, toRecipient, toWebhook } from '../rows.js';
 
 /** The columns toEmail reads (not the claim). */
 export const EMAIL_COLUMNS =

@@ -1,5 +1,7 @@
 // Suppressions (bounces, complaints, unsubscribes) on PostgreSQL.
+import { unsubscribe } from '../../mail/lifecycle.js';
 import type { SuppressionRow, Suppressions } from '../index.js';
+import { writeChanges } from './changes.js';
 import type { PgDb } from './db.js';
 
 export class PgSuppressions implements Suppressions {
@@ -17,17 +19,6 @@ export class PgSuppressions implements Suppressions {
   }
 
   unsubscribe(projectId: string, emailId: string, address: string, source: string, at: number): Promise<void> {
-    return this.db.tx(async (tx) => {
-      await tx.query(
-        `INSERT INTO suppressions (project_id, address, reason, scope, email_id, created_at) VALUES ($1, $2, 'unsubscribed', 'bulk', $3, $4)
-         ON CONFLICT (project_id, address) DO NOTHING`,
-        [projectId, address, emailId, at],
-      );
-      await tx.query(
-        `INSERT INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES ($1, 'unsubscribed', $2, 0, $3, $4, '')
-         ON CONFLICT DO NOTHING`,
-        [emailId, address, at, JSON.stringify({ source })],
-      );
-    });
+    return this.db.tx((tx) => writeChanges(tx, unsubscribe({ projectId, emailId, address, source, at })));
   }
 }

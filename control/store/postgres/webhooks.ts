@@ -1,5 +1,5 @@
 // Webhook endpoints and their queued messages on PostgreSQL. The endpoint list is read
-// on every status change (fanout.ts): cached per project, and every change publishes the
+// on every status change (changes.ts hooksOf): cached per project, and every change publishes the
 // project's id once committed. Several nodes send from one queue: due() claims what it
 // returns for a lease, like undispatched emails (emails.ts), so a message is posted by
 // one node at a time.

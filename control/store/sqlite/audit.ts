@@ -1,6 +1,6 @@
 // The auth audit log in SQLite: an entry and its webhook messages in one write.
-import crypto from 'node:crypto';
 import type Database from 'better-sqlite3';
+import { prefixedId } from '../../../core/ids.js';
 import type { Db } from '../../../core/sqlite/open.js';
 import type { GroupWriter } from '../../../core/sqlite/group-writer.js';
 import { authEventPayload, wantsAuthEvent } from '../../webhooks/payload.js';
@@ -38,7 +38,7 @@ export class SqliteAudit implements AuditLog {
         .filter((w) => wantsAuthEvent(w, entry.type));
       if (!hooks.length) return;
       const payload = authEventPayload(entry.type, entry.at, data);
-      for (const w of hooks) this.q.insertDelivery.run(`msg_${crypto.randomUUID().replace(/-/g, '')}`, w.id, entry.projectId, payload, entry.at, entry.at);
+      for (const w of hooks) this.q.insertDelivery.run(prefixedId('msg'), w.id, entry.projectId, payload, entry.at, entry.at);
     });
   }
 

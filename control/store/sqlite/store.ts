@@ -10,7 +10,7 @@ import { migrations } from './migrations.js';
 import { RENAMED_MIGRATIONS } from '../renamed-migrations.js';
 import { controlDbFile } from '../../../core/data-files.js';
 import { DayTallies } from './tallies.js';
-import { StatusFanout } from './status-fanout.js';
+import { SqliteChanges } from './changes.js';
 import { SqliteProjects } from './projects.js';
 import { SqliteApiKeys } from './api-keys.js';
 import { SqliteEmails } from './emails.js';
@@ -64,13 +64,13 @@ class SqliteStore implements Store {
       verified.clear();
     };
     writer.addHooks({ writeFailed: forget, afterRollback: forget });
-    const fanout = new StatusFanout(db, tallies, hooks);
+    const changes = new SqliteChanges(db, tallies, hooks);
 
     this.projects = new SqliteProjects(db, writer);
     this.apiKeys = new SqliteApiKeys(db, writer);
-    this.emails = new SqliteEmails(db, writer, tallies, fanout);
-    this.deliveryLog = new SqliteDeliveryLog(db, writer, fanout);
-    this.suppressions = new SqliteSuppressions(db, writer);
+    this.emails = new SqliteEmails(db, writer, tallies, changes);
+    this.deliveryLog = new SqliteDeliveryLog(db, writer, changes);
+    this.suppressions = new SqliteSuppressions(db, writer, changes);
     this.domains = new SqliteDomains(db, writer, verified, invalidator);
     this.webhooks = new SqliteWebhooks(db, writer, invalidator);
     this.pacing = new SqlitePacing(db, writer);

@@ -1,7 +1,9 @@
 // Suppressions (bounces, complaints, unsubscribes) in SQLite.
 import type { Db } from '../../../core/sqlite/open.js';
 import type { GroupWriter } from '../../../core/sqlite/group-writer.js';
+import { unsubscribe } from '../../mail/lifecycle.js';
 import type { SuppressionRow, Suppressions } from '../index.js';
+import type { SqliteChanges } from './changes.js';
 
 export class SqliteSuppressions implements Suppressions {
   private readonly q;
@@ -9,13 +11,11 @@ export class SqliteSuppressions implements Suppressions {
   constructor(
     db: Db,
     private readonly writer: GroupWriter,
+    private readonly changes: SqliteChanges,
   ) {
     this.q = {
       list: db.prepare('SELECT address, reason, scope, email_id, created_at FROM suppressions WHERE project_id = ? ORDER BY created_at, address'),
       remove: db.prepare('DELETE FROM suppressions WHERE project_id = ? AND address = ?'),
-      suppress: db.prepare(`INSERT INTO suppressions (project_id, address, reason, scope, email_id, created_at) VALUES (?, ?, ?, ?, ?, ?)
-        ON CONFLICT(project_id, address) DO NOTHING`),
-      insertEvent: db.prepare('INSERT OR IGNORE INTO email_events (email_id, type, recipient, attempt, at, details, dedupe) VALUES (?, ?, ?, ?, ?, ?, ?)'),
     };
   }
 
@@ -28,9 +28,6 @@ export class SqliteSuppressions implements Suppressions {
   }
 
   unsubscribe(projectId: string, emailId: string, address: string, source: string, at: number): Promise<void> {
-    return this.writer.run(() => {
-      this.q.suppress.run(projectId, address, 'unsubscribed', 'bulk', emailId, at);
-      this.q.insertEvent.run(emailId, 'unsubscribed', address, 0, at, JSON.stringify({ source }), '');
-    });
+    return this.writer.run(() => this.changes.write(unsubscribe({ projectId, emailId, address, source, at })));
   }
 }

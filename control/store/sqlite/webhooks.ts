@@ -1,5 +1,5 @@
 // Webhook endpoints and their queued messages in SQLite. The endpoint list is read
-// on every status change (status-fanout.ts): cached per project, and every change
+// on every status change (changes.ts hooksOf): cached per project, and every change
 // publishes the project's id.
 import type { Db } from '../../../core/sqlite/open.js';
 import type { GroupWriter } from '../../../core/sqlite/group-writer.js';

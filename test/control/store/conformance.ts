@@ -57,7 +57,7 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
     };
 
     /** A gateway event of email `emailId`, at now + seq, first attempt, no details. */
-    const gatewayEvent = (seq: number, emailId: string, type: string, recipient: string, o: Partial<GatewayEvent> = {}): GatewayEvent => ({
+    const gatewayEvent = (seq: number, emailId: string, type: GatewayEvent['type'], recipient: string, o: Partial<GatewayEvent> = {}): GatewayEvent => ({
       seq,
       emailId,
       type,
@@ -262,7 +262,7 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
     it('several events of one email in one run: each sees the state the one before left, the status is counted once', async () => {
       const e = email({ to: ['a@inbox.test', 'b@inbox.test'] });
       await store.emails.accept(e);
-      const ev = (seq: number, type: string, recipient: string) => gatewayEvent(seq, e.id, type, recipient);
+      const ev = (seq: number, type: GatewayEvent['type'], recipient: string) => gatewayEvent(seq, e.id, type, recipient);
       // Both recipients start sending (the email stays sending), then both are sent.
       const run = [ev(1, 'sending', 'a@inbox.test'), ev(2, 'sending', 'b@inbox.test'), ev(3, 'sent', 'a@inbox.test'), ev(4, 'sent', 'b@inbox.test')];
       expect((await store.deliveryLog.apply('gw-run', run)).map((a) => a.emailStatus)).toEqual(['sending', 'sending', 'sending', 'sent']);
