@@ -91,6 +91,24 @@ describe('import boundaries', () => {
     expect(show(all.filter((i) => i.file === 'control/store/index.ts' && under(i.target, 'control/store/sqlite', 'control/store/postgres')))).toEqual([]);
   });
 
+  it('one lifecycle, two persistences: the lifecycle decides from the vocabulary and the verdicts, the store only loads and writes', () => {
+    const VOCABULARY = 'control/mail/vocabulary.ts';
+    const LIFECYCLE = 'control/mail/lifecycle.ts';
+    const VERDICTS = ['control/mail/rules.ts', 'control/webhooks/payload.ts', 'common/status.ts'];
+    const fromMail = (i: Import) => i.project && under(i.target, 'control/mail');
+    const interfaceMail = all.filter((i) => i.file === 'control/store/index.ts' && fromMail(i));
+    expect(interfaceMail.map((i) => i.target)).toContain(VOCABULARY);
+    expect(show(interfaceMail.filter((i) => i.target !== VOCABULARY))).toEqual([]);
+    const backends = all.filter((i) => under(i.file, 'control/store') && i.file !== 'control/store/index.ts' && fromMail(i));
+    expect(backends.map((i) => i.target)).toContain(LIFECYCLE);
+    expect(show(backends.filter((i) => ![VOCABULARY, LIFECYCLE, ...VERDICTS].includes(i.target)))).toEqual([]);
+    // The lifecycle is pure: the vocabulary, the verdicts and core (clock arithmetic, ids), nothing of the store.
+    const lifecycle = all.filter((i) => i.file === LIFECYCLE && i.project);
+    expect(lifecycle.map((i) => i.target)).toContain(VOCABULARY);
+    expect(show(lifecycle.filter((i) => ![VOCABULARY, ...VERDICTS].includes(i.target) && !under(i.target, 'core')))).toEqual([]);
+    expect(show(all.filter((i) => i.file === VOCABULARY && i.project && !under(i.target, 'common')))).toEqual([]);
+  });
+
   it('better-sqlite3 is imported only in folders named sqlite/', () => {
     expect(show(all.filter((i) => i.target === 'better-sqlite3' && !i.file.split('/').includes('sqlite')))).toEqual([]);
   });
