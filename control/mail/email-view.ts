@@ -3,21 +3,11 @@
 // `html`, `text`, `scheduled_at`, `message_id`), so its SDK and code written for it read them.
 import type { EmailRow, EventRow, Store } from '../store/index.js';
 import { domainOf, parseMailbox } from '../../common/address.js';
+import { readRequest, type StoredRequest } from './vocabulary.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
 export type EmailView = Record<string, unknown> & { id: string; status: string; events: Array<Record<string, unknown> & { type: string; at: string }> };
-
-interface StoredRequest {
-  to: string[];
-  cc: string[];
-  bcc: string[];
-  reply_to: string[];
-  tags: string[];
-  html?: string;
-  text?: string;
-  system?: boolean;
-}
 
 /** Resend's `last_event` for our status (its vocabulary is close but not the same). */
 function lastEvent(email: EmailRow, events?: EventRow[]): string {
@@ -57,14 +47,14 @@ function summary(email: EmailRow, r: StoredRequest, events?: EventRow[]): Record
 
 /** An email in GET /v1/emails: no body, recipients or events. */
 export function emailListItem(email: EmailRow): Record<string, unknown> {
-  return summary(email, JSON.parse(email.request) as StoredRequest);
+  return summary(email, readRequest(email.request));
 }
 
 export async function emailView(store: Store, projectId: string, id: string): Promise<EmailView | undefined> {
   const found = await store.emails.get(projectId, id);
   if (!found) return undefined;
   const { email, recipients, events } = found;
-  const r = JSON.parse(email.request) as StoredRequest;
+  const r = readRequest(email.request);
   return {
     object: 'email',
     ...summary(email, r, events),
@@ -72,7 +62,7 @@ export async function emailView(store: Store, projectId: string, id: string): Pr
     html: r.system ? null : (r.html ?? null),
     text: r.system ? null : (r.text ?? null),
     // What describes the files (control/mail/attachments.ts); their content is never shown.
-    attachments: (r as { attachments?: unknown[] }).attachments ?? [],
+    attachments: r.attachments ?? [],
     id: email.id,
     status: email.status,
     error: email.error ? { error: email.error, code: email.errorCode } : null,
