@@ -5,13 +5,13 @@ import type { FastifyPluginAsync } from 'fastify';
 import { clock, DAY_MS, dayOf } from '../../core/clock.js';
 import type { Store } from '../store/index.js';
 import { errorSchema } from '../http/schemas.js';
-import { EMAIL_STATUSES } from '../../common/status.js';
+import { EMAIL_STATUSES, type EmailStatus } from '../../common/status.js';
 
 const security: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { serviceKey: [] }];
 const counts = { type: 'object', properties: Object.fromEntries(EMAIL_STATUSES.map((s) => [s, { type: 'integer' }])) } as const;
 const errors = { 401: errorSchema, 429: errorSchema };
 
-const zero = () => Object.fromEntries(EMAIL_STATUSES.map((s) => [s, 0])) as Record<string, number>;
+const zero = () => Object.fromEntries(EMAIL_STATUSES.map((s) => [s, 0])) as Record<EmailStatus, number>;
 
 export const analyticsRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
   app.get(

@@ -1,13 +1,17 @@
 // The public shape of an email (GET /v1/emails/:id, GET /v1/emails and the gRPC
 // GetEmail): the spec's fields, and beside them Resend's (`object`, `last_event`,
 // `html`, `text`, `scheduled_at`, `message_id`), so its SDK and code written for it read them.
-import type { EmailRow, EventRow, Store } from '../store/index.js';
+import type { EmailEventType, EmailStatus, EmailRow, EventRow, Store } from '../store/index.js';
 import { domainOf, parseMailbox } from '../../common/address.js';
 import { readRequest, type StoredRequest } from './vocabulary.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export type EmailView = Record<string, unknown> & { id: string; status: string; events: Array<Record<string, unknown> & { type: string; at: string }> };
+export type EmailView = Record<string, unknown> & {
+  id: string;
+  status: EmailStatus;
+  events: Array<Record<string, unknown> & { type: EmailEventType; at: string }>;
+};
 
 /** Resend's `last_event` for our status (its vocabulary is close but not the same). */
 function lastEvent(email: EmailRow, events?: EventRow[]): string {

@@ -7,7 +7,18 @@
 // webhook payloads) are pure modules the backends call, and refusals come back as
 // data for the pipeline to word.
 import type { Config } from '../../core/config.js';
-import type { Acceptance, AcceptGuards, AppliedEvent, GatewayEvent, NewEmail, RecipientKind, ScheduleChange } from '../mail/vocabulary.js';
+import type {
+  Acceptance,
+  AcceptGuards,
+  AppliedEvent,
+  EmailEventType,
+  EmailStatus,
+  GatewayEvent,
+  NewEmail,
+  RecipientKind,
+  RecipientStatus,
+  ScheduleChange,
+} from '../mail/vocabulary.js';
 
 // The email vocabulary (control/mail/vocabulary.ts), where callers of the store have always found it.
 export type {
@@ -72,7 +83,7 @@ export interface PlanLimitsRow {
 export interface EmailRow {
   id: string;
   projectId: string;
-  status: string;
+  status: EmailStatus;
   from: string;
   subject: string;
   bulk: boolean;
@@ -89,12 +100,12 @@ export interface EmailRow {
 export interface RecipientRow {
   address: string;
   kind: RecipientKind;
-  status: string;
+  status: RecipientStatus;
   updatedAt: number;
 }
 
 export interface EventRow {
-  type: string;
+  type: EmailEventType;
   recipient: string;
   attempt: number;
   at: number;
@@ -106,7 +117,7 @@ export interface EmailQuery {
   limit: number;
   after?: string;
   before?: string;
-  status?: string;
+  status?: EmailStatus;
   tag?: string;
   /** created_at bounds, epoch ms, inclusive. */
   since?: number;
@@ -489,7 +500,7 @@ export interface Analytics {
   /** Emails counted against the project's quotas on the UTC day of `at` and in its month. */
   usage(projectId: string, at: number): Promise<{ day: number; month: number }>;
   /** Emails that reached each status, per UTC day, from..to inclusive. */
-  daily(projectId: string, fromDay: string, toDay: string): Promise<Array<{ day: string; status: string; count: number }>>;
+  daily(projectId: string, fromDay: string, toDay: string): Promise<Array<{ day: string; status: EmailStatus; count: number }>>;
 }
 
 /** The auth API's data. Secrets never reach it in the clear: provider secrets arrive encrypted, tokens and codes hashed. */

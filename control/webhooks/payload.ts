@@ -1,6 +1,7 @@
 // What a webhook message says (Standard Webhooks envelope {type, timestamp, data}, plus
 // Resend's top-level `created_at`: the same instant), and which endpoints want it. Pure:
 // the store queues the result in the same transaction as the change.
+import type { EmailStatus } from '../../common/status.js';
 import type { AuthEventType } from '../store/index.js';
 
 /** The email as its webhook messages describe it. */
@@ -24,7 +25,7 @@ export interface Subscriber {
  * registered before auth events existed never get them unasked); otherwise the event's type or
  * the email's new status must be listed.
  */
-export const wantsEvent = (w: Subscriber, status: string, event: Record<string, unknown>): boolean =>
+export const wantsEvent = (w: Subscriber, status: EmailStatus, event: Record<string, unknown>): boolean =>
   w.enabled && (!w.statuses.length || w.statuses.includes(String(event.type)) || w.statuses.includes(status));
 
 /** Auth events (user.created, …): only endpoints that list the type. */
@@ -36,7 +37,7 @@ const envelope = (type: string, at: number, data: Record<string, unknown>): stri
 };
 
 /** The message body for an email that reached `status` at `at` through `event` (its `at` in ms). */
-export function webhookPayload(email: PayloadEmail, status: string, at: number, event: Record<string, unknown>): string {
+export function webhookPayload(email: PayloadEmail, status: EmailStatus, at: number, event: Record<string, unknown>): string {
   const data = {
     email_id: email.id,
     status,

@@ -1,6 +1,6 @@
 // Usage and per-status daily counts on PostgreSQL (written in the transactions that change them).
 import { dayOf } from '../../../core/clock.js';
-import type { Analytics } from '../index.js';
+import type { Analytics, EmailStatus } from '../index.js';
 import type { PgDb } from './db.js';
 
 export class PgAnalytics implements Analytics {
@@ -16,9 +16,9 @@ export class PgAnalytics implements Analytics {
     return { day: r.rows[0]!.day, month: r.rows[0]!.month };
   }
 
-  async daily(projectId: string, fromDay: string, toDay: string): Promise<Array<{ day: string; status: string; count: number }>> {
+  async daily(projectId: string, fromDay: string, toDay: string): Promise<Array<{ day: string; status: EmailStatus; count: number }>> {
     return (
-      await this.db.query<{ day: string; status: string; count: number }>(
+      await this.db.query<{ day: string; status: EmailStatus; count: number }>(
         'SELECT day, status, count FROM analytics_daily WHERE project_id = $1 AND day >= $2 AND day <= $3 ORDER BY day, status',
         [projectId, fromDay, toDay],
       )

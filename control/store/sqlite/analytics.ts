@@ -1,7 +1,7 @@
 // Usage and per-status daily counts in SQLite (written by tallies.ts).
 import { dayOf } from '../../../core/clock.js';
 import type { Db } from '../../../core/sqlite/open.js';
-import type { Analytics } from '../index.js';
+import type { Analytics, EmailStatus } from '../index.js';
 import type { DayTallies } from './tallies.js';
 
 export class SqliteAnalytics implements Analytics {
@@ -18,7 +18,7 @@ export class SqliteAnalytics implements Analytics {
     return this.tallies.usageOf(projectId, dayOf(at));
   }
 
-  async daily(projectId: string, fromDay: string, toDay: string): Promise<Array<{ day: string; status: string; count: number }>> {
-    return this.q.daily.all(projectId, fromDay, toDay) as Array<{ day: string; status: string; count: number }>;
+  async daily(projectId: string, fromDay: string, toDay: string): Promise<Array<{ day: string; status: EmailStatus; count: number }>> {
+    return this.q.daily.all(projectId, fromDay, toDay) as Array<{ day: string; status: EmailStatus; count: number }>;
   }
 }
