@@ -43,9 +43,80 @@ function importsOf(file: string): Import[] {
   return out;
 }
 
-const all = SOURCE.flatMap((d) => sourceFiles(d)).flatMap(importsOf);
+const files = SOURCE.flatMap((d) => sourceFiles(d));
+const all = files.flatMap(importsOf);
 const under = (p: string, ...folders: string[]) => folders.some((f) => p === f || p.startsWith(`${f}/`));
 const show = (list: Import[]) => list.map((i) => `${i.file} -> ${i.target}`);
+
+/** File → the source files it imports (every kind: type-only, re-exports and dynamic imports too). */
+function importGraph(): Map<string, string[]> {
+  const known = new Set(files);
+  const graph = new Map<string, string[]>(files.map((f) => [f, []]));
+  for (const i of all) {
+    if (!i.project) continue;
+    const target = [i.target, i.target.replace(/\.ts$/, '.tsx')].find((t) => known.has(t));
+    if (target) graph.get(i.file)!.push(target);
+  }
+  return graph;
+}
+
+/**
+ * The import circles of `graph`: its strongly connected components (Tarjan) of more than one
+ * file, or a file that imports itself, each shown as one shortest circle through its first file.
+ */
+function circles(graph: ReadonlyMap<string, readonly string[]>): string[] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const out: string[] = [];
+  const visit = (v: string) => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component = new Set<string>();
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.add(w);
+    } while (w !== v);
+    if (component.size > 1 || graph.get(v)?.includes(v))
+      out.push(`${circleThrough(graph, component)}   (${component.size > 1 ? `${component.size} files reach one another` : 'imports itself'})`);
+  };
+  for (const v of [...graph.keys()].sort()) if (!index.has(v)) visit(v);
+  return out.sort();
+}
+
+/** A shortest circle through the component's first file (breadth first inside the component). */
+function circleThrough(graph: ReadonlyMap<string, readonly string[]>, component: ReadonlySet<string>): string {
+  const start = [...component].sort()[0]!;
+  const parent = new Map<string, string>();
+  const queue = [start];
+  for (let i = 0; i < queue.length; i++) {
+    const v = queue[i]!;
+    for (const w of graph.get(v) ?? []) {
+      if (w === start) {
+        const path = [v];
+        for (let p = v; p !== start; ) path.unshift((p = parent.get(p)!));
+        return [...path, start].join(' -> ');
+      }
+      if (component.has(w) && !parent.has(w)) {
+        parent.set(w, v);
+        queue.push(w);
+      }
+    }
+  }
+  throw new Error(`no circle through ${start}`); // every file of a component is on a circle
+}
 
 describe('import boundaries', () => {
   it('reads the imports it checks (the scanner is not blind)', () => {
@@ -87,6 +158,14 @@ describe('import boundaries', () => {
     expect(show(all.filter((i) => i.target === 'control/store/open.ts' && i.file !== 'control/main.ts'))).toEqual([]);
   });
 
+  it('the store returns refusals as data: neither it nor the mail modules it calls build an ApiError', () => {
+    const store = files.filter((f) => under(f, 'control/store'));
+    const called = all.filter((i) => under(i.file, 'control/store') && i.project && under(i.target, 'control/mail')).map((i) => i.target);
+    expect(called.length).toBeGreaterThan(0);
+    const naming = [...new Set([...store, ...called])].filter((f) => /\bApiError\b/.test(fs.readFileSync(path.join(ROOT, f), 'utf8')));
+    expect(naming).toEqual([]);
+  });
+
   it('the store interface module imports no backend', () => {
     expect(show(all.filter((i) => i.file === 'control/store/index.ts' && under(i.target, 'control/store/sqlite', 'control/store/postgres')))).toEqual([]);
   });
@@ -107,6 +186,30 @@ describe('import boundaries', () => {
     expect(lifecycle.map((i) => i.target)).toContain(VOCABULARY);
     expect(show(lifecycle.filter((i) => ![VOCABULARY, ...VERDICTS].includes(i.target) && !under(i.target, 'core')))).toEqual([]);
     expect(show(all.filter((i) => i.file === VOCABULARY && i.project && !under(i.target, 'common')))).toEqual([]);
+  });
+
+  it('no import circles, type-only and dynamic imports included', () => {
+    expect(circles(importGraph())).toEqual([]);
+  });
+
+  it('finds import circles (the circle check is not blind)', () => {
+    const g = new Map([
+      ['a', ['b']],
+      ['b', ['c', 'd']],
+      ['c', ['a']],
+      ['d', []],
+      ['e', ['e', 'a']],
+    ]);
+    expect(circles(g)).toEqual(['a -> b -> c -> a   (3 files reach one another)', 'e -> e   (imports itself)']);
+    expect(
+      circles(
+        new Map([
+          ['a', ['b']],
+          ['b', []],
+        ]),
+      ),
+    ).toEqual([]);
+    expect(importGraph().get('control/main.ts')).toContain('control/store/open.ts');
   });
 
   it('better-sqlite3 is imported only in folders named sqlite/', () => {
