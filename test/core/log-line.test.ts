@@ -1,25 +1,9 @@
 // core/log-line.ts: the supervisor's log lines in pino's shape, without loading pino.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLineLogger } from '../../core/log-line.js';
+import { captured } from '../helpers/stdout.js';
 
 afterEach(() => vi.restoreAllMocks());
-
-/** What a logger writes to stdout while `fn` runs, one parsed object per line. */
-function captured(fn: () => void): Array<Record<string, unknown>> {
-  const lines: string[] = [];
-  vi.spyOn(process.stdout, 'write').mockImplementation(((chunk: string | Uint8Array) => {
-    lines.push(String(chunk));
-    return true;
-  }) as typeof process.stdout.write);
-  fn();
-  vi.restoreAllMocks();
-  return lines
-    .join('')
-    .trim()
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
-}
 
 describe('createLineLogger', () => {
   it('writes pino’s shape, at or above its level only', () => {

@@ -1,25 +1,9 @@
 // core/log.ts: JSON log lines, secrets redacted wherever they can appear.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger, redactPaths } from '../../core/log.js';
+import { captured } from '../helpers/stdout.js';
 
 afterEach(() => vi.restoreAllMocks());
-
-/** What a logger writes to stdout while `fn` runs, one parsed object per line. */
-function captured(fn: () => void): Array<Record<string, unknown>> {
-  const lines: string[] = [];
-  vi.spyOn(process.stdout, 'write').mockImplementation(((chunk: string | Uint8Array) => {
-    lines.push(String(chunk));
-    return true;
-  }) as typeof process.stdout.write);
-  fn();
-  vi.restoreAllMocks();
-  return lines
-    .join('')
-    .trim()
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
-}
 
 describe('createLogger', () => {
   it('redacts keys, tokens, passwords and secrets, and the credential headers of a request', () => {
