@@ -1,12 +1,14 @@
-// Control believes only a gateway that proves it holds POSTGATE_SECRET (proto/rpc-auth.ts): a
-// process on a gateway's address without it (or a gateway from before contract 3, which answers
-// anyone) gets its answers refused with UNAUTHENTICATED, events included, and nothing of them is used.
+// control/delivery/gateways.ts against gateways of the test's own on loopback. Control believes only a
+// gateway that proves it holds POSTGATE_SECRET (proto/rpc-auth.ts): a process on a gateway's address
+// without it (or a gateway from before contract 3, which answers anyone) gets its answers refused with
+// UNAUTHENTICATED, events included, and nothing of them is used. An enqueue answered under another
+// contract is refused as FAILED_PRECONDITION; an email always goes to the same gateway.
 import * as grpc from '@grpc/grpc-js';
 import { create } from '@bufbuild/protobuf';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GatewayClients, contractRefused } from '../../../control/delivery/gateways.js';
 import { RpcMac } from '../../../core/rpc-mac.js';
-import { CONTRACT } from '../../../proto/contract.js';
+import { CONTRACT, mismatchText } from '../../../proto/contract.js';
 import { grpcDefinition } from '../../../proto/grpc.js';
 import { ANSWER_MAC, CALL_MAC, gatewayAuth } from '../../../proto/rpc-auth.js';
 import {
@@ -26,13 +28,13 @@ const noop = () => {};
 const log = { debug: noop, info: noop, warn: noop, error: noop };
 
 /** A gateway that answers every call at once (an event on Events, then it stays open); `interceptors` decide what it checks and proves. */
-async function fakeGateway(interceptors: grpc.ServerInterceptor[]) {
+async function fakeGateway(interceptors: grpc.ServerInterceptor[], contract = CONTRACT) {
   const calls: string[] = [];
   const server = new grpc.Server({ interceptors });
   server.addService(grpcDefinition(GatewayService), {
     enqueue(_call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) {
       calls.push('enqueue');
-      cb(null, create(EnqueueResponseSchema, { contract: CONTRACT, results: [create(EnqueueResultSchema, { emailId: 'em_1', key: 'em_1' })] }));
+      cb(null, create(EnqueueResponseSchema, { contract, results: [create(EnqueueResultSchema, { emailId: 'em_1', key: 'em_1' })] }));
     },
     events(call: grpc.ServerWritableStream<unknown, unknown>) {
       calls.push('events');
@@ -131,5 +133,48 @@ describe('control and a gateway authenticate each other', () => {
     expect(r.events).toEqual([]);
     // The calls did reach it: it is the answers that were refused.
     expect(gw.calls).toEqual(['enqueue', 'ack', 'events']);
+  });
+});
+
+describe('GatewayClients', () => {
+  it('refuses an enqueue answered under another contract, as a refusal that is not retried soon', async () => {
+    const gw = await fakeGateway([gatewayAuth(new RpcMac(SECRET), log as never)], CONTRACT + 1);
+    stop = gw.stop;
+    const gateways = new GatewayClients([{ host: '127.0.0.1', port: gw.port }], SECRET);
+    const err = await gateways.enqueue(gateways.list[0]!, []).then(
+      () => 'ok',
+      (e: grpc.ServiceError) => e,
+    );
+    gateways.close();
+    expect(err).toMatchObject({ code: grpc.status.FAILED_PRECONDITION, details: mismatchText(CONTRACT, CONTRACT + 1) });
+    expect(contractRefused(err)).toBe(true);
+    expect(gw.calls).toEqual(['enqueue']);
+  });
+
+  it('names each gateway by its address and always picks the same one for an email', () => {
+    const addresses = [0, 1, 2].map((i) => ({ host: `10.0.0.${i}`, port: 7000 + i }));
+    const gateways = new GatewayClients(addresses, SECRET);
+    expect(gateways.list.map((g) => g.name)).toEqual(['10.0.0.0:7000', '10.0.0.1:7001', '10.0.0.2:7002']);
+    const ids = Array.from({ length: 300 }, (_, i) => `em_${i}`);
+    const picks = ids.map((id) => gateways.pick(id).name);
+    // Stable: the same id meets the same gateway (a retried enqueue is not delivered twice).
+    expect(ids.map((id) => gateways.pick(id).name)).toEqual(picks);
+    expect(new GatewayClients(addresses, SECRET).pick('em_7').name).toBe(gateways.pick('em_7').name);
+    // Spread: every gateway gets a fair share.
+    for (const g of gateways.list) expect(picks.filter((n) => n === g.name).length).toBeGreaterThan(50);
+    gateways.close();
+    const one = new GatewayClients([{ host: '127.0.0.1', port: 1 }], SECRET);
+    expect(ids.every((id) => one.pick(id) === one.list[0])).toBe(true);
+    one.close();
+  });
+
+  it('takes only a refusal of contract or secret as contractRefused', () => {
+    const withCode = (code: grpc.status) => Object.assign(new Error('x'), { code });
+    expect(contractRefused(withCode(grpc.status.FAILED_PRECONDITION))).toBe(true);
+    expect(contractRefused(withCode(grpc.status.UNAUTHENTICATED))).toBe(true);
+    for (const code of [grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED, grpc.status.INTERNAL, grpc.status.OK])
+      expect(contractRefused(withCode(code))).toBe(false);
+    expect(contractRefused(new Error('plain'))).toBe(false);
+    expect(contractRefused(undefined)).toBe(false);
   });
 });
