@@ -31,7 +31,7 @@ function build(perIp: number) {
     access,
     invalidator: us.invalidator,
     secret: 'a'.repeat(64),
-    sendSystemMail: async () => {},
+    sendSystemMail: async () => ({ id: 'em_1' }),
     limiter,
   });
   return { s, take, access, log };
