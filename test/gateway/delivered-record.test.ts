@@ -1,35 +1,12 @@
-// The remote server's 250 after DATA is recorded before anything else runs. Until it is in the
-// outbox (the sent events and the queue file marked finished), a kill -9 sends the message again
-// at the next start: that window is kept to what SMTP itself leaves (the answer in flight). So the
-// delivered hook commits at once, not at the end of the event loop's turn, and it runs before any
-// other plugin's delivered hook (postgate_pacing's would hand the connection on first).
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DeliveredParams, HarakaOutbound, HarakaPlugin, HMailItem } from '../../gateway/haraka.js';
-import type { GatewayRuntime } from '../../gateway/runtime.js';
-import type { EventHooks } from '../../gateway/hooks/events.js';
+import { describe, expect, it } from 'vitest';
+import { useGatewayRuntime } from '../helpers/gateway-runtime.js';
+import type { DeliveredParams, HarakaPlugin, HMailItem } from '../../gateway/haraka.js';
 import { PLUGINS } from '../../gateway/haraka-dir.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'postgate-delivered-'));
-let rt: GatewayRuntime;
-let hooks: EventHooks;
-
-beforeAll(async () => {
-  // The gateway's runtime reads its config from the environment, as in a gateway process.
-  process.env.POSTGATE_DATA_DIR = dir;
-  process.env.POSTGATE_LOG_LEVEL = 'silent';
-  fs.mkdirSync(path.join(dir, 'gateway'), { recursive: true });
-  rt = await (await import('../../gateway/runtime.js')).gatewayRuntime();
-  hooks = await (await import('../../gateway/hooks/events.js')).eventHooks({} as HarakaOutbound);
-});
-afterAll(() => {
-  rt?.outbox.close();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+const g = useGatewayRuntime('postgate-delivered-');
 
 const hmail = (emailId: string, file: string) =>
   ({
@@ -52,9 +29,9 @@ describe('a delivery is recorded first', () => {
   it('the delivered hook has committed the sent event and the finished file when it returns', async () => {
     const h = hmail('em-first', 'file-first');
     let answered = false;
-    hooks.delivered(() => (answered = true), h, params(h));
+    g.hooks.delivered(() => (answered = true), h, params(h));
     // Read at once, before this turn of the event loop ends (the statements run synchronously).
-    const [events, files] = await Promise.all([rt.outbox.eventsAfter(0, 10), rt.outbox.finishedFiles()]);
+    const [events, files] = await Promise.all([g.rt.outbox.eventsAfter(0, 10), g.rt.outbox.finishedFiles()]);
     expect(events).toEqual([expect.objectContaining({ emailId: 'em-first', type: 'sent', recipient: 'ann@inbox.test' })]);
     expect(files).toEqual(['file-first']);
     // Haraka deletes the queue file only once the commit is fsynced: the hook answers after that.
