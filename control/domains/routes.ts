@@ -5,7 +5,7 @@ import type { Sealer } from '../../core/crypto.js';
 import type { Resolver } from '../../core/dns.js';
 import type { Config } from '../../core/config.js';
 import type { DomainRow, Store } from '../store/index.js';
-import { errorSchema } from '../http/schemas.js';
+import { allOrPageQuerySchema, errorSchema } from '../http/schemas.js';
 import { type DnsRecord, recordsFor, returnPathLabel } from './records.js';
 import { createDomain, returnPathLabelOf } from './create.js';
 import { ApiError, invalid, notFound } from '../../core/errors.js';
@@ -118,16 +118,7 @@ export const domainRoutes: FastifyPluginAsync<DomainRoutesOptions> = async (app,
           'Every domain unless `limit` is given; then a page at a time as Resend: `after` (a domain id) gives the next page, `before` the one before; `has_more` says whether more lie that way.',
         tags: ['domains'],
         security,
-        querystring: {
-          type: 'object',
-          additionalProperties: false,
-          properties: {
-            // Query strings are not coerced (control/http/fastify.ts): a number arrives as digits.
-            limit: { type: 'string', pattern: '^(100|[1-9][0-9]?)$', description: '1 to 100; every domain when omitted' },
-            after: { type: 'string', maxLength: 100, description: 'A domain id: the domains after it' },
-            before: { type: 'string', maxLength: 100, description: 'A domain id: the domains before it' },
-          },
-        },
+        querystring: allOrPageQuerySchema('domain', 'domains'),
         response: {
           200: {
             type: 'object',

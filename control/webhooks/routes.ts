@@ -7,7 +7,7 @@ import { invalid, notFound } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import type { Sealer } from '../../core/crypto.js';
 import type { Store, WebhookChange, WebhookRow } from '../store/index.js';
-import { errorSchema } from '../http/schemas.js';
+import { allOrPageQuerySchema, errorSchema } from '../http/schemas.js';
 import { newWebhookSecret } from './signature.js';
 import type { WebhookTargets } from './target.js';
 import { EVENT_NAMES, FILTER_TOKENS, eventsOfFilter, filterOfEvents } from './events.js';
@@ -149,16 +149,7 @@ export const webhookRoutes: FastifyPluginAsync<{ store: Store; sealer: Sealer; t
         summary: 'List endpoints, oldest first (every one unless `limit` is given), without their signing secrets',
         tags: ['webhooks'],
         security,
-        querystring: {
-          type: 'object',
-          additionalProperties: false,
-          properties: {
-            // Query strings are not coerced (control/http/fastify.ts): a number arrives as digits.
-            limit: { type: 'string', pattern: '^(100|[1-9][0-9]?)$', description: '1 to 100; every endpoint when omitted' },
-            after: { type: 'string', maxLength: 100, description: 'A webhook id: the endpoints after it' },
-            before: { type: 'string', maxLength: 100, description: 'A webhook id: the endpoints before it' },
-          },
-        },
+        querystring: allOrPageQuerySchema('webhook', 'endpoints'),
         response: {
           200: {
             type: 'object',
