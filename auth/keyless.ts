@@ -6,6 +6,7 @@
 import net from 'node:net';
 import type { FastifyRequest } from 'fastify';
 import type { AuthSettings } from '../core/config.js';
+import { v6Bytes } from '../core/net/address-guard.js';
 import type { Limiter } from './limiter.js';
 import { connectionIp } from './region.js';
 import { durations } from './settings.js';
@@ -13,14 +14,9 @@ import { durations } from './settings.js';
 /** An IPv6 client is counted by its /64: one host usually holds the whole prefix. */
 export function addressKey(ip: string): string {
   if (net.isIPv6(ip)) {
-    const [head = '', tail] = ip.split('::');
-    const left = head ? head.split(':') : [];
-    const right = tail ? tail.split(':') : [];
-    const groups = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
-    return `${groups
-      .slice(0, 4)
-      .map((g) => g.toLowerCase().replace(/^0+(?=.)/, ''))
-      .join(':')}::/64`;
+    const b = v6Bytes(ip);
+    const groups = [0, 2, 4, 6].map((i) => ((b[i]! << 8) | b[i + 1]!).toString(16));
+    return `${groups.join(':')}::/64`;
   }
   return ip;
 }

@@ -31,7 +31,8 @@ for (const [a, p] of V4) refused.addSubnet(a, p, 'ipv4');
 for (const [a, p] of V6) refused.addSubnet(a, p, 'ipv6');
 
 /** The 16 bytes of an IPv6 address (net.isIPv6 already true). */
-function v6Bytes(addr: string): number[] {
+/** The 16 bytes of an IPv6 address (a zone dropped, a dotted IPv4 tail read). */
+export function v6Bytes(addr: string): number[] {
   let s = addr.split('%')[0]!;
   const tail: number[] = [];
   const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(s);
