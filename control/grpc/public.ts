@@ -29,8 +29,7 @@ import {
 } from '../../proto/gen/postgate/v1/public_pb.js';
 import { grpcError, rateMetadata } from './status.js';
 import type { Counters } from '../limits/counters.js';
-import { checkRate } from '../limits/rate-limit.js';
-import { limitsOf } from '../plans.js';
+import { checkProjectRate } from '../limits/rate-limit.js';
 import { refuseNul } from '../../core/nul.js';
 import { attachmentBodyBytes, checkBatchAttachments } from '../mail/attachments.js';
 
@@ -109,7 +108,7 @@ export async function startPublicGrpc({ config, log, access, pipeline, store, co
       access
         .resolve(fromMetadata(call.metadata), need)
         .then((caller) => {
-          const { headers } = checkRate(counters, `api:${caller.project.id}`, limitsOf(caller.project, config).rateLimit);
+          const { headers } = checkProjectRate(counters, caller.project, config);
           call.sendMetadata(rateMetadata(headers));
           refuseNul(call.request, 'The request'); // as HTTP does (core/nul.ts): no NUL reaches the store
           return fn(call.request, caller);

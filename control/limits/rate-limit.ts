@@ -3,6 +3,9 @@
 // RATE_LIMIT_EXCEEDED with Retry-After.
 import { ApiError } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
+import type { Config } from '../../core/config.js';
+import { limitsOf } from '../plans.js';
+import type { Project } from '../store/index.js';
 import { memoryCounters, type Counters, type WindowCount } from './counters.js';
 
 export interface RateDecision {
@@ -48,4 +51,9 @@ export class RateLimiter {
 /** The HTTP API's per-project request rate (a window of one second unless given). */
 export function checkRate(counters: Counters, key: string, limit: number, windowMs = 1000, by = 1): RateDecision {
   return take(counters, key, limit, windowMs, () => `Rate limit of ${limit} requests per second exceeded`, by);
+}
+
+/** A project's API request rate from its plan: one counter over every door (HTTP and public gRPC). */
+export function checkProjectRate(counters: Counters, project: Project, config: Config): RateDecision {
+  return checkRate(counters, `api:${project.id}`, limitsOf(project, config).rateLimit);
 }

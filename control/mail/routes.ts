@@ -5,8 +5,7 @@ import { ApiError, invalid, notFound } from '../../core/errors.js';
 import { sealer } from '../../core/crypto.js';
 import type { Resolver } from '../../core/dns.js';
 import type { Counters } from '../limits/counters.js';
-import { checkRate } from '../limits/rate-limit.js';
-import { limitsOf } from '../plans.js';
+import { checkProjectRate } from '../limits/rate-limit.js';
 import { domainRoutes } from '../domains/routes.js';
 import { suppressionRoutes } from '../suppressions/routes.js';
 import { analyticsRoutes } from '../analytics/routes.js';
@@ -66,7 +65,7 @@ export const mailRoutes: FastifyPluginAsync<MailRoutesOptions> = async (
   app.addHook(
     'onRequest',
     access.hook(MAIL_KEYS, (req: FastifyRequest, reply: FastifyReply) => {
-      const { headers } = checkRate(counters, `api:${req.caller!.project.id}`, limitsOf(req.caller!.project, config).rateLimit);
+      const { headers } = checkProjectRate(counters, req.caller!.project, config);
       reply.headers(headers);
     }),
   );
