@@ -31,6 +31,8 @@ export interface OutgoingMessage {
   dkim?: DkimKey;
   /** Day 1 of the project's warm-up (epoch ms); 0 = today. */
   warmupStartMs?: bigint | number;
+  /** When control accepted the email (epoch ms); 0 = unknown (an older control). */
+  acceptedMs?: bigint | number;
 }
 
 export interface EnqueueOutcome {

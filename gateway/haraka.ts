@@ -46,6 +46,8 @@ export interface PostgateNotes {
   enqueue_key?: string;
   /** Day 1 of the project's warm-up, epoch ms. */
   warmup_start?: number;
+  /** When control accepted the email, epoch ms (0: unknown, a file from before contract 4). */
+  accepted_ms?: number;
   /** Set on a scheduled retry of rejected recipients: how many such retries so far. */
   reject_retries?: number;
   /** Attempts made before this queue item existed (a retry continues the count). */

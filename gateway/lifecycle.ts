@@ -59,6 +59,7 @@ function queueNotes(msg: Parameters<QueueFn>[0]): object {
     sender_domain: msg.senderDomain,
     enqueue_key: msg.key,
     warmup_start: Number(msg.warmupStartMs ?? 0),
+    accepted_ms: Number(msg.acceptedMs ?? 0),
   });
 }
 

@@ -8,7 +8,9 @@
 // 2: attachments (Composition.attachments, EnqueueRequest.attachments): a gateway of 1 would send the mail without its files.
 // 3: every call carries a MAC of POSTGATE_SECRET and every answer a proof (proto/rpc-auth.ts): a gateway of 2
 //    answers anyone, and refuses this control's Enqueue and Events by their number instead.
-export const CONTRACT = 3;
+// 4: operator controls (SetControls, SendNow), live state (DeliveryState), Metrics, the causes SHAPING and SUSPENDED,
+//    DeliveryEvent.rule and OutboundMessage.accepted_ms: a gateway of 3 would deliver mail an operator canceled.
+export const CONTRACT = 4;
 
 const shown = (n: number) => (n ? String(n) : 'none (a build from before contract versions)');
 

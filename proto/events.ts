@@ -21,6 +21,8 @@ const CAUSES = {
   [EventCause.RECEIVER]: 'receiver',
   [EventCause.NETWORK]: 'network',
   [EventCause.PACING]: 'pacing',
+  [EventCause.SHAPING]: 'shaping',
+  [EventCause.SUSPENDED]: 'suspended',
 } as const satisfies Record<EventCause, string>;
 
 const SOURCES = {

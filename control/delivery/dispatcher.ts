@@ -214,6 +214,7 @@ export class Dispatcher {
       bulk: r.bulk,
       senderDomain,
       warmupStartMs: BigInt(warmupStartMs),
+      acceptedMs: BigInt(r.createdAt),
       ...(dkim ? { dkim: dkim as Dkim } : {}),
     };
     // Receivers aggregate complaints by it (Gmail's Feedback Loop): <project>:<stream>:<sender id>.
