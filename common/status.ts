@@ -4,7 +4,7 @@
 /**
  * Every status an email or a recipient can have (GET /v1/emails/:id, analytics, webhooks).
  * The spec's eight, then two of ours: `scheduled` (waiting for scheduled_at) and
- * `canceled` (a scheduled email canceled before it left).
+ * `canceled` (a scheduled email canceled before it left, or mail an operator canceled).
  */
 export const EMAIL_STATUSES = ['queued', 'sending', 'sent', 'delivered', 'bounced', 'rejected', 'complained', 'failed', 'scheduled', 'canceled'] as const;
 export type EmailStatus = (typeof EMAIL_STATUSES)[number];
@@ -34,6 +34,7 @@ export const recipientRank: Readonly<Record<RecipientStatus, number>> = {
   canceled: 6,
 };
 
+const canceledYetAnswered = new Set<string>(['sent', 'delivered', 'bounced']);
 const terminal = new Set<string>(EMAIL_STATUSES.filter((x) => x !== 'queued' && x !== 'sending' && x !== 'scheduled'));
 const isRecipientStatus = (s: string): s is RecipientStatus => Object.hasOwn(recipientRank, s);
 
@@ -42,6 +43,8 @@ export function recipientStatusAfter(current: RecipientStatus, event: EmailEvent
   const next = event === 'deferred' ? 'sending' : event;
   if (!isRecipientStatus(next)) return null;
   if (current === 'rejected' && next === 'sending') return next;
+  // A copy already on the wire when the operator canceled it: what the receiver answered is the truth.
+  if (current === 'canceled' && canceledYetAnswered.has(next)) return next;
   if (next === 'bounced' && current === 'sent') return next; // an asynchronous bounce after acceptance
   return recipientRank[next] > recipientRank[current] ? next : null;
 }
@@ -52,6 +55,8 @@ export function emailStatusOf(statuses: readonly RecipientStatus[]): EmailStatus
   if (statuses.length && statuses.every((s) => terminal.has(s))) {
     if (statuses.every((s) => s === 'delivered')) return 'delivered';
     if (statuses.some((s) => s === 'sent' || s === 'delivered')) return 'sent';
+    // Canceled before it was delivered anywhere: the operator's order ended it, not a delivery failure.
+    if (statuses.some((s) => s === 'canceled')) return 'canceled';
     if (statuses.some((s) => s === 'rejected')) return 'rejected';
     if (statuses.some((s) => s === 'bounced')) return 'bounced';
     return 'failed';

@@ -408,6 +408,39 @@ export function cancel(email: LoadedEmail | undefined, hooks: readonly Endpoint[
   return { outcome: { kind: 'done' }, changes: c };
 }
 
+/** What an operator's cancel of a project's mail finds open: queued, scheduled, or on its way (deferred mail is 'sending'). */
+export const CANCELABLE: readonly EmailStatus[] = ['queued', 'scheduled', 'sending'];
+/** Emails a backend loads and cancels per transaction: 50,000 of them make fifty short transactions, not one huge one. */
+export const CANCEL_CHUNK = 1000;
+
+/**
+ * An operator cancels a project's mail (a chunk of the emails it finds open): each email still open
+ * becomes 'canceled' with its recipients not yet answered (queued or sending), a 'canceled' event and
+ * its webhook messages. A copy already on the wire may still be answered (common/status.ts); so an email
+ * with a recipient already sent or delivered shows that. The outcome: how many emails it canceled.
+ */
+export function cancelOpen(emails: readonly LoadedEmail[], hooks: readonly Endpoint[], now: number): Decision<number> {
+  const c = noChanges();
+  let canceled = 0;
+  const details = { reason: 'operator' };
+  for (const email of emails) {
+    if (!CANCELABLE.includes(email.status)) continue;
+    const statuses = email.recipients.map((r) => {
+      if (r.status !== 'queued' && r.status !== 'sending') return r.status;
+      c.recipients.push({ emailId: email.id, address: r.address, status: 'canceled', at: now });
+      return 'canceled' as const;
+    });
+    const after = emailStatusOf(statuses);
+    // Every recipient is answered now, so `after` is final; an email with no recipient row still ends.
+    const status = CANCELABLE.includes(after) ? 'canceled' : after;
+    const reached = reach(c, hooks, noticeOf(email), email.reached, status, now, { type: 'canceled', at: now, ...details });
+    c.emails.push({ id: email.id, updatedAt: now, status, reached });
+    c.events.push(event(email.id, 'canceled', now, details, 'operator'));
+    canceled++;
+  }
+  return { outcome: canceled, changes: c };
+}
+
 /** A one-click unsubscribe: the address leaves the project's bulk mail, and the email shows it. Repeats change nothing. */
 export function unsubscribe(u: { projectId: string; emailId: string; address: string; source: string; at: number }): Changes {
   const c = noChanges();

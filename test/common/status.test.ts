@@ -16,6 +16,11 @@ describe('recipientStatusAfter', () => {
     ['delivered', 'complained', 'complained'],
     ['queued', 'failed', 'failed'],
     ['queued', 'canceled', 'canceled'],
+    ['sending', 'canceled', 'canceled'],
+    // Canceled while its copy was on the wire: the receiver's answer is the truth.
+    ['canceled', 'sent', 'sent'],
+    ['canceled', 'delivered', 'delivered'],
+    ['canceled', 'bounced', 'bounced'],
   ] as const)('%s + %s → %s', (current, event, next) => {
     expect(recipientStatusAfter(current, event)).toBe(next);
   });
@@ -31,6 +36,10 @@ describe('recipientStatusAfter', () => {
     ['sending', 'unsubscribed'],
     ['sending', 'rescheduled'],
     ['queued', 'scheduled'],
+    ['canceled', 'sending'],
+    ['canceled', 'deferred'],
+    ['canceled', 'rejected'],
+    ['canceled', 'failed'],
   ] as const)('%s + %s changes nothing (never backwards; not a recipient status)', (current, event) => {
     expect(recipientStatusAfter(current, event)).toBeNull();
   });
@@ -49,6 +58,13 @@ describe('emailStatusOf', () => {
     [['failed', 'failed'], 'failed'],
     [['sending', 'complained'], 'complained'],
     [[], 'queued'],
+    // An operator's cancel is no delivery failure; what was delivered before it still counts.
+    [['canceled', 'canceled'], 'canceled'],
+    [['canceled', 'failed'], 'canceled'],
+    [['canceled', 'rejected'], 'canceled'],
+    [['canceled', 'sent'], 'sent'],
+    [['canceled', 'sending'], 'sending'],
+    [['bounced'], 'bounced'],
   ] as Array<[RecipientStatus[], string]>)('%j → %s', (recipients, status) => {
     expect(emailStatusOf(recipients)).toBe(status);
   });

@@ -6,6 +6,7 @@ import {
   accept,
   applyEvents,
   cancel,
+  cancelOpen,
   type Endpoint,
   emailsToLoad,
   eventKey,
@@ -336,6 +337,77 @@ describe('release, reschedule, cancel', () => {
     expect(changes.events.map((e) => e.type)).toEqual(['canceled']);
     expect(changes.statuses).toEqual([{ projectId: 'p1', day: TODAY, status: 'canceled' }]);
     expect(changes.webhooks.map((w) => w.webhookIds)).toEqual([['w-all']]);
+  });
+});
+
+describe("an operator's cancel of a project's mail (cancelOpen)", () => {
+  it('queued, scheduled and deferred (sending) emails are canceled with their unanswered recipients, an event, a count and webhook messages', () => {
+    const emails = [
+      loaded({ id: 'q', status: 'queued', reached: 'queued' }),
+      loaded({ id: 's' }),
+      loaded({
+        id: 'd',
+        status: 'sending',
+        reached: 'queued,sending',
+        recipients: [
+          { address: 'x@inbox.test', kind: 'to', status: 'sending' },
+          { address: 'y@inbox.test', kind: 'to', status: 'rejected' },
+        ],
+      }),
+    ];
+    const { outcome, changes } = cancelOpen(emails, HOOKS, NOW);
+    expect(outcome).toBe(3);
+    expect(changes.emails).toEqual([
+      { id: 'q', updatedAt: NOW, status: 'canceled', reached: 'queued,canceled' },
+      { id: 's', updatedAt: NOW, status: 'canceled', reached: 'scheduled,canceled' },
+      { id: 'd', updatedAt: NOW, status: 'canceled', reached: 'queued,sending,canceled' },
+    ]);
+    // Refused (failed) and answered (rejected) recipients keep what they had.
+    expect(changes.recipients).toEqual(['q', 's', 'd'].map((emailId) => ({ emailId, address: 'x@inbox.test', status: 'canceled', at: NOW })));
+    expect(changes.events).toEqual(
+      ['q', 's', 'd'].map((emailId) => expect.objectContaining({ emailId, type: 'canceled', recipient: '', details: { reason: 'operator' } })),
+    );
+    expect(changes.statuses).toEqual(Array(3).fill({ projectId: 'p1', day: TODAY, status: 'canceled' }));
+    expect(changes.webhooks.map((w) => [w.email.id, w.status, w.event])).toEqual(
+      ['q', 's', 'd'].map((id) => [id, 'canceled', { type: 'canceled', at: NOW, reason: 'operator' }]),
+    );
+  });
+
+  it('an email already final is left alone; one partly delivered keeps its sent status, its open recipients canceled', () => {
+    const emails = [
+      loaded({ id: 'done', status: 'delivered', reached: 'queued,sending,sent,delivered' }),
+      loaded({ id: 'gone', status: 'canceled', reached: 'scheduled,canceled' }),
+      loaded({
+        id: 'half',
+        status: 'sending',
+        reached: 'queued,sending',
+        recipients: [
+          { address: 'x@inbox.test', kind: 'to', status: 'sent' },
+          { address: 'y@inbox.test', kind: 'to', status: 'queued' },
+        ],
+      }),
+    ];
+    const { outcome, changes } = cancelOpen(emails, HOOKS, NOW);
+    expect(outcome).toBe(1);
+    expect(changes.emails).toEqual([{ id: 'half', updatedAt: NOW, status: 'sent', reached: 'queued,sending,sent' }]);
+    expect(changes.recipients).toEqual([{ emailId: 'half', address: 'y@inbox.test', status: 'canceled', at: NOW }]);
+    expect(changes.events.map((e) => [e.emailId, e.type])).toEqual([['half', 'canceled']]);
+  });
+
+  it('a copy on the wire when canceled takes the receiver answer afterwards; the email shows it', () => {
+    const email = loaded({ id: 'w', status: 'sending', reached: 'queued,sending', recipients: [{ address: 'x@inbox.test', kind: 'to', status: 'sending' }] });
+    const canceled = cancelOpen([email], HOOKS, NOW).changes;
+    expect(canceled.emails[0]).toMatchObject({ status: 'canceled' });
+    const after = loaded({
+      ...email,
+      status: 'canceled',
+      reached: 'queued,sending,canceled',
+      recipients: [{ address: 'x@inbox.test', kind: 'to', status: 'canceled' }],
+    });
+    const sent: GatewayEvent = { seq: 1, emailId: 'w', type: 'sent', recipient: 'x@inbox.test', at: NOW + 1, attempt: 1, details: {} };
+    const { changes } = applyEvents({ emails: new Map([['w', after]]), hooks: new Map() }, [sent], new Set([eventKey(sent)]));
+    expect(changes.recipients).toEqual([{ emailId: 'w', address: 'x@inbox.test', status: 'sent', at: NOW + 1 }]);
+    expect(changes.emails).toEqual([{ id: 'w', updatedAt: NOW + 1, status: 'sent', reached: 'queued,sending,canceled,sent' }]);
   });
 });
 
