@@ -675,6 +675,69 @@ export interface IdempotencyKeys {
   prune(now: number): Promise<number>;
 }
 
+// Queue control (control/operations): the operator's suspensions, cancel orders and audit log
+
+/** One operator action, as the audit log keeps it. Never the admin token: `actor` is its fingerprint. */
+export interface OperatorAuditEntry {
+  /** op_…, time-ordered. */
+  id: string;
+  at: number;
+  /** queue.suspend, queue.resume, queue.send_now, queue.cancel, throttle.set, project.pause, key.create… */
+  action: string;
+  /** The first 12 hex digits of the SHA-256 of the token used. */
+  actor: string;
+  /** What it was applied to: provider:gmail, project:acme, suspension:sus_…, key:… ('' when nothing in particular). */
+  target: string;
+  details: Record<string, unknown>;
+  /** How many emails it concerned, when it is known (a cancel, a send-now); null otherwise. */
+  emails: number | null;
+}
+
+/** A page of the operator audit log, newest first; `before` (an entry id) pages towards older entries. */
+export interface OperatorAuditQuery {
+  limit: number;
+  before?: string;
+}
+
+/** An operator's suspension of delivery: to a provider ('' = every one), of a project ('' = every one), until a time (null = until resumed). */
+export interface SuspensionRow {
+  id: string;
+  provider: string;
+  projectId: string;
+  until: number | null;
+  reason: string;
+  createdAt: number;
+}
+
+/** Mail of the project accepted at or before `acceptedBefore` is canceled: the gateways drop what they hold of it. */
+export interface CancelOrderRow {
+  projectId: string;
+  acceptedBefore: number;
+  orderedAt: number;
+}
+
+export interface Operations {
+  /** Appends an entry to the operator audit log. */
+  audit(e: OperatorAuditEntry): Promise<void>;
+  /** Undefined when `before` names no entry. */
+  auditLog(q: OperatorAuditQuery): Promise<{ entries: OperatorAuditEntry[]; hasMore: boolean } | undefined>;
+  suspend(s: SuspensionRow): Promise<void>;
+  /** Suspensions still in force at `now` (no end, or an end after it), oldest first. */
+  suspensions(now: number): Promise<SuspensionRow[]>;
+  /** Ends a suspension (deletes it); the row it was, or undefined when there was none. */
+  resume(id: string): Promise<SuspensionRow | undefined>;
+  /** Records a cancel order (kept 14 days, what gateways hold against mail they still have). */
+  orderCancel(o: CancelOrderRow): Promise<void>;
+  /** Cancel orders given at or after `since`, oldest first; older ones are deleted. */
+  cancelOrders(since: number): Promise<CancelOrderRow[]>;
+  /**
+   * Cancels the project's mail accepted at or before `acceptedBefore` that is still queued, scheduled or
+   * sending (control/mail/lifecycle.ts cancelOpen): each email 'canceled' with its unanswered recipients,
+   * a 'canceled' event and its webhook messages. A chunk of emails per transaction; returns how many.
+   */
+  cancelProject(projectId: string, acceptedBefore: number, now: number): Promise<number>;
+}
+
 export interface Store {
   readonly projects: Projects;
   readonly apiKeys: ApiKeys;
@@ -688,6 +751,7 @@ export interface Store {
   readonly signIn: SignInStore;
   readonly audit: AuditLog;
   readonly idempotency: IdempotencyKeys;
+  readonly operations: Operations;
   /** Commits and writes since start (metrics). */
   stats(): { commits: number; writes: number };
   close(): Promise<void>;

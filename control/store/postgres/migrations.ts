@@ -408,6 +408,39 @@ export const migrations: readonly PgMigration[] = [
         SELECT id, false, created_at FROM projects WHERE id NOT IN (SELECT project_id FROM auth_settings);
     `,
   },
+  {
+    // Queue control (control/operations): the operator audit log (who by token fingerprint, what, on what,
+    // how many emails), suspensions of delivery (deleted on resume), cancel orders (kept 14 days for the
+    // gateways) and the index a project's cancel reads its open mail by (only open mail is in it).
+    id: '0016_queue_control',
+    sql: `
+      CREATE TABLE operator_audit (
+        seq BIGSERIAL PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        at BIGINT NOT NULL,
+        action TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        target TEXT NOT NULL,
+        details JSONB NOT NULL,
+        emails INTEGER
+      );
+      CREATE TABLE queue_suspensions (
+        id TEXT PRIMARY KEY,
+        provider TEXT NOT NULL,
+        project_id TEXT NOT NULL,
+        until_at BIGINT,
+        reason TEXT NOT NULL,
+        created_at BIGINT NOT NULL
+      );
+      CREATE TABLE cancel_orders (
+        project_id TEXT NOT NULL,
+        accepted_before BIGINT NOT NULL,
+        ordered_at BIGINT NOT NULL
+      );
+      CREATE INDEX cancel_orders_ordered ON cancel_orders(ordered_at);
+      CREATE INDEX emails_open ON emails(project_id, id) WHERE status IN ('queued', 'scheduled', 'sending');
+    `,
+  },
 ];
 
 /** Any constant both nodes agree on: the key of the advisory lock that serialises migrations. */

@@ -25,6 +25,7 @@ import { PgAnalytics } from './analytics.js';
 import { PgSignIn } from './sign-in.js';
 import { PgAudit } from './audit.js';
 import { PgIdempotency } from './idempotency.js';
+import { PgOperations } from './operations.js';
 
 export async function openPostgresStore(config: StoreConfig & { databaseUrl: string }, invalidator: Invalidator): Promise<Store> {
   const db = new PgDb(config.databaseUrl);
@@ -65,6 +66,7 @@ class PgStore implements Store {
   readonly signIn;
   readonly audit;
   readonly idempotency;
+  readonly operations;
   private readonly acceptor;
 
   constructor(
@@ -88,6 +90,7 @@ class PgStore implements Store {
     this.signIn = new PgSignIn(db);
     this.audit = new PgAudit(db);
     this.idempotency = new PgIdempotency(db);
+    this.operations = new PgOperations(db, hooks);
   }
 
   stats(): { commits: number; writes: number } {

@@ -472,6 +472,42 @@ const codeVerifierDefault: Migration = {
   `,
 };
 
+/**
+ * Queue control (control/operations): the operator audit log (who by token fingerprint, what, on what,
+ * how many emails), suspensions of delivery (deleted on resume), cancel orders (kept 14 days for the
+ * gateways) and the index a project's cancel reads its open mail by (only open mail is in it).
+ */
+const queueControl: Migration = {
+  id: '0016_queue_control',
+  sql: `
+    CREATE TABLE operator_audit (
+      seq INTEGER PRIMARY KEY,
+      id TEXT NOT NULL UNIQUE,
+      at INTEGER NOT NULL,
+      action TEXT NOT NULL,
+      actor TEXT NOT NULL,
+      target TEXT NOT NULL,
+      details TEXT NOT NULL,
+      emails INTEGER
+    );
+    CREATE TABLE queue_suspensions (
+      id TEXT PRIMARY KEY,
+      provider TEXT NOT NULL,
+      project_id TEXT NOT NULL,
+      until_at INTEGER,
+      reason TEXT NOT NULL,
+      created_at INTEGER NOT NULL
+    );
+    CREATE TABLE cancel_orders (
+      project_id TEXT NOT NULL,
+      accepted_before INTEGER NOT NULL,
+      ordered_at INTEGER NOT NULL
+    );
+    CREATE INDEX cancel_orders_ordered ON cancel_orders(ordered_at);
+    CREATE INDEX emails_open ON emails(project_id, id) WHERE status IN ('queued', 'scheduled', 'sending');
+  `,
+};
+
 export const migrations: readonly Migration[] = [
   ...controlMigrations,
   ...authMigrations,
@@ -484,4 +520,5 @@ export const migrations: readonly Migration[] = [
   emailRequests,
   authStatesByProject,
   codeVerifierDefault,
+  queueControl,
 ];

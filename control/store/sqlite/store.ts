@@ -23,6 +23,7 @@ import { SqliteAnalytics } from './analytics.js';
 import { SqliteSignIn } from './sign-in.js';
 import { SqliteAudit } from './audit.js';
 import { SqliteIdempotency } from './idempotency.js';
+import { SqliteOperations } from './operations.js';
 
 export async function openSqliteStore(config: StoreConfig, invalidator: Invalidator): Promise<Store> {
   const db = openDatabase(controlDbFile(config.dataDir), migrations, {
@@ -46,6 +47,7 @@ class SqliteStore implements Store {
   readonly signIn;
   readonly audit;
   readonly idempotency;
+  readonly operations;
 
   constructor(
     private readonly db: Db,
@@ -78,6 +80,7 @@ class SqliteStore implements Store {
     this.signIn = new SqliteSignIn(db, writer);
     this.audit = new SqliteAudit(db, writer);
     this.idempotency = new SqliteIdempotency(db, writer);
+    this.operations = new SqliteOperations(db, writer, changes);
   }
 
   stats(): { commits: number; writes: number } {

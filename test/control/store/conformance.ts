@@ -4,7 +4,7 @@
 // A backend's test file calls describeStore with a way to open a fresh, empty store.
 import crypto from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { AcceptGuards, AuditEntry, GatewayEvent, NewEmail, Store } from '../../../control/store/index.js';
+import type { AcceptGuards, AuditEntry, GatewayEvent, NewEmail, OperatorAuditEntry, Store, SuspensionRow } from '../../../control/store/index.js';
 import { uuidv7 } from '../../../core/ids.js';
 
 export interface StoreFixture {
@@ -545,6 +545,126 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
       // Another project's endpoint is not found, and not changed.
       expect(await store.webhooks.update('prj_other', hook.id, { enabled: false })).toBeUndefined();
       expect((await store.webhooks.byId(hook.id))?.enabled).toBe(true);
+    });
+
+    describe('queue control (operations)', () => {
+      const entry = (n: number, o: Partial<OperatorAuditEntry> = {}): OperatorAuditEntry => ({
+        id: `op_${String(n).padStart(4, '0')}`,
+        at: now + n,
+        action: 'queue.suspend',
+        actor: 'a1b2c3d4e5f6',
+        target: 'provider:gmail',
+        details: { reason: `r${n}`, nested: { n } },
+        emails: null,
+        ...o,
+      });
+
+      it('the operator audit log pages newest first, `before` towards older entries, across a reopen; a foreign cursor is refused', async () => {
+        for (let n = 1; n <= 5; n++)
+          await store.operations.audit(entry(n, n === 3 ? { action: 'queue.cancel', emails: 42, target: `project:${projectId}` } : {}));
+        await reopen();
+        const first = await store.operations.auditLog({ limit: 2 });
+        expect(first?.entries.map((e) => e.id)).toEqual(['op_0005', 'op_0004']);
+        expect(first?.hasMore).toBe(true);
+        const next = await store.operations.auditLog({ limit: 2, before: 'op_0004' });
+        expect(next?.entries).toEqual([entry(3, { action: 'queue.cancel', emails: 42, target: `project:${projectId}` }), entry(2)]);
+        expect(next?.hasMore).toBe(true);
+        expect(await store.operations.auditLog({ limit: 5, before: 'op_0002' })).toEqual({ entries: [entry(1)], hasMore: false });
+        expect(await store.operations.auditLog({ limit: 5, before: 'op_none' })).toBeUndefined();
+      });
+
+      it('suspensions: those in force are listed (no end, or an end ahead), resume deletes one and returns it once', async () => {
+        const s = (id: string, until: number | null, o: Partial<SuspensionRow> = {}): SuspensionRow => ({
+          id,
+          provider: 'gmail',
+          projectId: '',
+          until,
+          reason: 'incident',
+          createdAt: now,
+          ...o,
+        });
+        await store.operations.suspend(s('sus_a', null));
+        await store.operations.suspend(s('sus_b', now + 60_000, { provider: '', projectId }));
+        await store.operations.suspend(s('sus_c', now - 1));
+        await reopen();
+        expect(await store.operations.suspensions(now)).toEqual([s('sus_a', null), s('sus_b', now + 60_000, { provider: '', projectId })]);
+        expect((await store.operations.suspensions(now + 60_000)).map((x) => x.id)).toEqual(['sus_a']);
+        expect(await store.operations.resume('sus_a')).toEqual(s('sus_a', null));
+        expect(await store.operations.resume('sus_a')).toBeUndefined();
+        expect((await store.operations.suspensions(now)).map((x) => x.id)).toEqual(['sus_b']);
+      });
+
+      it('cancel orders: those given since a time are listed oldest first, older ones deleted', async () => {
+        const day = 24 * 3600_000;
+        await store.operations.orderCancel({ projectId, acceptedBefore: now - 20 * day, orderedAt: now - 20 * day });
+        await store.operations.orderCancel({ projectId, acceptedBefore: now - 1, orderedAt: now });
+        await store.operations.orderCancel({ projectId: 'prj_x', acceptedBefore: now - 2 * day, orderedAt: now - day });
+        expect(await store.operations.cancelOrders(now - 14 * day)).toEqual([
+          { projectId: 'prj_x', acceptedBefore: now - 2 * day, orderedAt: now - day },
+          { projectId, acceptedBefore: now - 1, orderedAt: now },
+        ]);
+        expect(await store.operations.cancelOrders(0)).toHaveLength(2);
+      });
+
+      it("a project's cancel: its queued, scheduled and deferred mail accepted by the order is canceled with events and webhook messages; nothing else", async () => {
+        const hook = hookRow({ statuses: ['canceled', 'sent'] });
+        await store.webhooks.create(hook);
+        const other = `prj_${crypto.randomUUID().slice(0, 8)}`;
+        await store.projects.create({ id: other, slug: other, name: 'Other', plan: 'free', createdAt: now }, []);
+        const queued = email();
+        const scheduled = email({ status: 'scheduled', scheduledAt: now + 3600_000 });
+        const deferred = email({ to: ['d1@inbox.test', 'd2@inbox.test'] });
+        const delivered = email();
+        const wire = email();
+        const later = email({ createdAt: now + 10 });
+        const foreign = { ...email(), projectId: other };
+        for (const e of [queued, scheduled, deferred, delivered, wire, later, foreign]) expect(await store.emails.accept(e)).toEqual({ kind: 'accepted' });
+        await store.deliveryLog.apply('gw-cancel', [
+          gatewayEvent(1, deferred.id, 'deferred', 'd1@inbox.test'),
+          gatewayEvent(2, deferred.id, 'rejected', 'd2@inbox.test'),
+          gatewayEvent(3, delivered.id, 'sent', 'r@inbox.test'),
+          gatewayEvent(4, wire.id, 'sending', 'r@inbox.test'),
+        ]);
+        expect(await store.operations.cancelProject(projectId, now, now + 100)).toBe(4);
+        const got = async (id: string, p = projectId) => (await store.emails.get(p, id))!;
+        for (const e of [queued, scheduled, deferred, wire]) {
+          const g = await got(e.id);
+          expect(g.email.status).toBe('canceled');
+          expect(g.events.at(-1)).toMatchObject({ type: 'canceled', recipient: '', details: { reason: 'operator' } });
+        }
+        expect((await got(deferred.id)).recipients.map((r) => r.status)).toEqual(['canceled', 'rejected']);
+        for (const [e, status] of [
+          [delivered, 'sent'],
+          [later, 'queued'],
+        ] as const)
+          expect((await got(e.id)).email.status).toBe(status);
+        expect((await got(foreign.id, other)).email.status).toBe('queued');
+        expect(await store.emails.undispatched(10, projectId)).toEqual([expect.objectContaining({ id: later.id })]);
+        expect(await store.emails.due(now + 3600_000, 10)).toEqual([]);
+        // Each canceled email's message, and the day's count.
+        const payloads = (await store.webhooks.deliveries(hook.id)).map((d) => JSON.parse(d.payload) as { type: string; data: { email_id: string } });
+        expect(
+          payloads
+            .filter((p) => p.type === 'email.canceled')
+            .map((p) => p.data.email_id)
+            .sort(),
+        ).toEqual([queued, scheduled, deferred, wire].map((e) => e.id).sort());
+        expect((await store.analytics.daily(projectId, '0000-00-00', '9999-99-99')).find((r) => r.status === 'canceled')?.count).toBe(4);
+        // The copy on the wire when the order came is delivered after all: the receiver's answer is the truth.
+        await store.deliveryLog.apply('gw-cancel', [gatewayEvent(5, wire.id, 'sent', 'r@inbox.test')]);
+        expect((await got(wire.id)).email.status).toBe('sent');
+        expect((await got(wire.id)).recipients.map((r) => r.status)).toEqual(['sent']);
+        // Again: nothing left to cancel.
+        expect(await store.operations.cancelProject(projectId, now, now + 200)).toBe(0);
+      });
+
+      it("a project's cancel of more mail than one chunk cancels all of it", async () => {
+        const list = Array.from({ length: 1203 }, () => email());
+        await Promise.all(store.emails.acceptMany(list));
+        expect(await store.operations.cancelProject(projectId, now, now + 1)).toBe(1203);
+        expect(await store.emails.undispatched(10, projectId)).toEqual([]);
+        expect((await store.emails.list(projectId, { limit: 100, status: 'canceled' })).emails).toHaveLength(100);
+      });
     });
 
     describe('audit', () => {
