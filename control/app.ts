@@ -10,7 +10,7 @@ import type { Invalidator } from '../core/invalidation.js';
 import type { Store } from './store/index.js';
 import type { KeyAuthenticator } from './api-keys/authenticate.js';
 import type { MailPipeline } from './mail/pipeline.js';
-import type { Metrics } from './metrics.js';
+import type { Registry } from '../core/metrics.js';
 import type { Counters } from './limits/counters.js';
 import type { Resolver } from '../core/dns.js';
 import type { WebhookTargets } from './webhooks/target.js';
@@ -31,7 +31,7 @@ export interface AppDeps {
   store: Store;
   access: KeyAuthenticator;
   pipeline: MailPipeline;
-  metrics: Metrics;
+  metrics: Registry;
   invalidator: Invalidator;
   adminToken: string;
   secret: string;
@@ -95,11 +95,15 @@ export async function buildApp(deps: AppDeps, auth: { plugin: FastifyPluginAsync
 export async function buildAdminApp(deps: AppDeps, auth: { admin: FastifyPluginAsync }): Promise<FastifyInstance> {
   const { config } = deps;
   const app = newFastify({ config, log: deps.log, metrics: deps.metrics });
+  // Declared here, once: the admin listener is built once per process.
+  const refused = deps.metrics.counter('postgate_admin_refused_total', 'Admin API requests refused by the token guard: wrong or missing token, or throttled', {
+    reason: ['token', 'throttled'],
+  });
   const guard = adminGuard({
     token: deps.adminToken,
     counters: deps.counters,
     log: deps.log,
-    onRefused: (reason) => deps.metrics.inc(`postgate_admin_refused_total{reason="${reason}"}`),
+    onRefused: (reason) => refused.with({ reason }).inc(),
   });
   await app.register(async (admin) => {
     admin.addHook('onRequest', guard);

@@ -15,7 +15,8 @@ import { Scheduler } from './mail/scheduler.js';
 import { ensureSystemSender } from './domains/system.js';
 import { GatewayEventStream } from './delivery/gateway-events.js';
 import { MailPipeline } from './mail/pipeline.js';
-import { Metrics } from './metrics.js';
+import { processMemoryGauges, Registry } from '../core/metrics.js';
+import { GatewayMetrics } from './delivery/gateway-metrics.js';
 import { buildApp, buildAdminApp, type AppDeps } from './app.js';
 import { FastLane } from './http/fast-lane.js';
 import { createAuth } from '../auth/plugin.js';
@@ -45,19 +46,19 @@ const store = await openStore(config, invalidator).catch((err: unknown) => {
   console.error(`postgate: ${String((err as Error).message ?? err).split('\n')[0]}`);
   return process.exit(78);
 });
-const metrics = new Metrics();
+const metrics = new Registry();
 const secret = masterSecret(config);
 const gateways = new GatewayClients(config.gateways, secret);
 const tokens = new MailTokens(secret);
 const deliverability: DispatchDeliverability = { tokens, dkimSealer: sealer(secret, 'dkim'), baseUrl: config.baseUrl };
 // How busy control's event loop is: the dispatcher holds back for a burst only while it is, and operators see it.
 const loopLoad = eventLoopLoad();
-metrics.gauge('postgate_event_loop_utilization', loopLoad, "Share of the last quarter second or more that control's event loop was busy (0-1)");
+metrics.gauge('postgate_event_loop_utilization', "Share of the last quarter second or more that control's event loop was busy (0-1)", { read: loopLoad });
 const dispatcher = new Dispatcher(
   store,
   gateways,
   log,
-  metrics,
+  metrics.counter('postgate_emails_dispatched_total', 'Emails handed to a gateway (every copy queued there)'),
   deliverability,
   {
     rate: config.delivery.busyDispatchRate,
@@ -67,7 +68,13 @@ const dispatcher = new Dispatcher(
 );
 const pacing = new PacingService(store, gateways, config, log, dispatcher);
 // Each (re)connection of a gateway's event stream may be a restarted gateway: give it the throttles.
-const events = new GatewayEventStream(store, gateways, log, metrics, { tokens, onConnect: (gw) => void pacing.push(gw) });
+const events = new GatewayEventStream(
+  store,
+  gateways,
+  log,
+  metrics.counter('postgate_delivery_events_total', 'Delivery events from the gateways applied to the store'),
+  { tokens, onConnect: (gw) => void pacing.push(gw) },
+);
 const access = new KeyAuthenticator(store, invalidator);
 const pipeline = new MailPipeline(store, config, dispatcher);
 const scheduler = new Scheduler(store, pipeline, dispatcher, log);
@@ -75,21 +82,21 @@ const resolver = makeResolver(config.dnsServers);
 const webhookTargets = new WebhookTargets(new AddressGuard(config.webhooks.allowCidrs), resolver);
 const webhooks = new WebhookSender(store, sealer(secret, 'webhooks'), config.webhooks, webhookTargets, log);
 
-metrics.gauge(
-  'postgate_store_commits',
-  () => store.stats().commits,
-  'Commits of the store since start (each a SQLite group commit or a PostgreSQL transaction)',
-);
-metrics.gauge('postgate_store_writes', () => store.stats().writes, 'Writes the store committed since start (a SQLite group commit holds several)');
-// Where control's memory is: resident, the JavaScript heap (used of committed), what lives outside it (Buffers).
-for (const [name, field, help] of [
-  ['rss', 'rss', 'Resident memory of control'],
-  ['heap_used', 'heapUsed', 'JavaScript heap in use (live and not yet collected)'],
-  ['heap_total', 'heapTotal', 'JavaScript heap committed'],
-  ['external', 'external', 'Memory of Buffers and other objects held outside the heap'],
-] as const) {
-  metrics.gauge(`postgate_process_${name}_bytes`, () => process.memoryUsage()[field], help);
-}
+metrics
+  .counter(
+    'postgate_store_commits_total',
+    'Commits of the store since start: SQLite group commits (each holds several writes) or PostgreSQL transactions, by the backend in use',
+  )
+  .collectFrom(() => store.stats().commits);
+metrics
+  .counter(
+    'postgate_store_writes_total',
+    'Writes the store committed since start (requests, events, status changes); a SQLite group commit or a PostgreSQL transaction may hold several',
+  )
+  .collectFrom(() => store.stats().writes);
+processMemoryGauges(metrics, 'postgate_process', 'control');
+// One scrape covers the node: the gateways' own families follow control's.
+metrics.append(new GatewayMetrics(gateways, log).scrape);
 
 // One set of fixed-window counters for every limit of the process (API rate, sign-in codes, SMTP, admin guard).
 const counters = redis ? sharedCounters(new SharedCounters(redis, { role: 'control', nodes: config.redisNodes, log })) : memoryCounters();
@@ -111,6 +118,12 @@ const deps: AppDeps = {
   fastLane,
   deliverability: { pacing, tokens },
 };
+// Labelled by project: projects are few, created by the operator (a slug, never an address).
+const codeSendsCapped = metrics.counter(
+  'postgate_auth_code_sends_capped_total',
+  "Sign-in code requests refused because the project's hourly cap (auth.codeSendsPerProjectHour) was reached, per project slug",
+  { project: /^[\w.-]{1,64}$/ },
+);
 // The sign-in capability: composed here, the one place control knows it exists.
 const auth = createAuth({
   config,
@@ -123,7 +136,7 @@ const auth = createAuth({
   limiter,
   // Sign-in codes go through the one mail pipeline, as system mail: outside the project's quota and bulk rules.
   sendSystemMail: (caller, message) => pipeline.send(caller, message, { system: true }),
-  onCodeSendsCapped: (slug) => metrics.inc(`postgate_auth_code_sends_capped_total{project="${slug}"}`),
+  onCodeSendsCapped: (slug) => codeSendsCapped.with({ project: slug }).inc(),
 });
 const app = await buildApp(deps, auth);
 const adminApp = await buildAdminApp(deps, auth);

@@ -21,7 +21,6 @@ import { CompositionSchema, type OutboundMessage } from '../../proto/gen/postgat
 import type { MailTokens } from '../unsubscribe/mail-tokens.js';
 import { domainOf, parseMailbox } from '../../common/address.js';
 import { readRequest, type StoredRequest } from '../mail/vocabulary.js';
-import type { Metrics } from '../metrics.js';
 import { type DnsRecord, returnPathLabel } from '../domains/records.js';
 
 const BATCH = 200;
@@ -145,7 +144,8 @@ export class Dispatcher {
     private readonly store: Store,
     private readonly gateways: GatewayClients,
     private readonly log: Logger,
-    private readonly metrics: Metrics,
+    /** postgate_emails_dispatched_total (control/main.ts declares it). */
+    private readonly dispatched: { inc(by?: number): void },
     private readonly deliverability: DispatchDeliverability,
     /**
      * `rate`: emails per second while mail keeps arriving and takes the CPU (0: no holding back);
@@ -302,7 +302,7 @@ export class Dispatcher {
               const done = part.map((r) => r.id).filter((id) => !refused.has(id) && (answered.has(id) || !sent.has(id)));
               for (const x of res.results) if (x.error) this.log.error({ emailId: x.emailId, key: x.key, err: x.error }, 'gateway refused to queue');
               await this.store.emails.markDispatched(done, clock.now());
-              this.metrics.inc('postgate_emails_dispatched_total', done.length);
+              this.dispatched.inc(done.length);
               if (done.length < part.length) {
                 this.log.debug({ gateway: gw.name, done: done.length, of: part.length, refused: refused.size }, 'dispatch round incomplete');
                 failed = true;

@@ -7,13 +7,15 @@ import type { GatewayEvent, Store } from '../store/index.js';
 import { contractRefused, type Gateway, type GatewayClients } from './gateways.js';
 import type { DeliveryEvent } from '../../proto/gen/postgate/gateway/v1/gateway_pb.js';
 import { eventCauseName, eventSourceName, eventTypeName } from '../../proto/events.js';
-import type { Metrics } from '../metrics.js';
 import type { MailTokens } from '../unsubscribe/mail-tokens.js';
 
 const RECONNECT_MS = 500;
 /** A gateway of another build stays so until someone redeploys: asking again more often is noise. */
 const REFUSED_RECONNECT_MS = 5000;
 const ACK_EVERY_MS = 1000;
+
+/** Counts the delivery events applied to the store. */
+type AppliedCounter = { inc(by?: number): void };
 
 export interface GatewayEventStreamOptions {
   /** Checks the tokens of reports that came back (DSN, ARF, unsubscribe mails). */
@@ -87,7 +89,14 @@ class Consumer {
 
   constructor(
     private readonly gw: Gateway,
-    private readonly deps: { store: Store; gateways: GatewayClients; log: Logger; bus: EventEmitter; metrics: Metrics; options: GatewayEventStreamOptions },
+    private readonly deps: {
+      store: Store;
+      gateways: GatewayClients;
+      log: Logger;
+      bus: EventEmitter;
+      applied: AppliedCounter;
+      options: GatewayEventStreamOptions;
+    },
   ) {}
 
   async connect(): Promise<void> {
@@ -149,7 +158,7 @@ class Consumer {
     try {
       const applied = await this.deps.store.deliveryLog.apply(this.gw.name, batch);
       this.committed = Math.max(this.committed, ...batch.map((e) => e.seq));
-      this.deps.metrics.inc('postgate_delivery_events_total', applied.length);
+      this.deps.applied.inc(applied.length);
       for (const a of applied) this.deps.bus.emit('event', a);
       this.scheduleAck();
     } catch (err) {
@@ -192,9 +201,10 @@ export class GatewayEventStream {
   readonly bus = new EventEmitter();
   private readonly consumers: Consumer[];
 
-  constructor(store: Store, gateways: GatewayClients, log: Logger, metrics: Metrics, options: GatewayEventStreamOptions) {
+  /** `applied`: postgate_delivery_events_total (control/main.ts declares it). */
+  constructor(store: Store, gateways: GatewayClients, log: Logger, applied: AppliedCounter, options: GatewayEventStreamOptions) {
     this.bus.setMaxListeners(0);
-    this.consumers = gateways.list.map((gw) => new Consumer(gw, { store, gateways, log, bus: this.bus, metrics, options }));
+    this.consumers = gateways.list.map((gw) => new Consumer(gw, { store, gateways, log, bus: this.bus, applied, options }));
   }
 
   start(): void {

@@ -15,10 +15,12 @@ import {
   ThrottleSchema,
   PacingStatsRequestSchema,
   SetClockRequestSchema,
+  MetricsRequestSchema,
   type EnqueueResponse,
   type OutboundMessage,
   type DeliveryEvent,
   type PacingStatsResponse,
+  type MetricsResponse,
   type Throttle,
 } from '../../proto/gen/postgate/gateway/v1/gateway_pb.js';
 import type { HostPort } from '../../core/config.js';
@@ -94,6 +96,11 @@ export class GatewayClients {
 
   pacingStats(gw: Gateway, projectId: string, day: string): Promise<PacingStatsResponse> {
     return unary<PacingStatsResponse>(gw.client, 'pacingStats', create(PacingStatsRequestSchema, { projectId, day }), undefined, 5_000);
+  }
+
+  /** The gateway's own families in Prometheus text (for control's /metrics). */
+  async metrics(gw: Gateway, timeoutMs = 1_000): Promise<string> {
+    return (await unary<MetricsResponse>(gw.client, 'metrics', create(MetricsRequestSchema), undefined, timeoutMs)).text;
   }
 
   /** Test-only: the gateway refuses unless it runs with POSTGATE_TEST_CLOCK=1. */

@@ -14,7 +14,8 @@
 // requests (their CORS headers and origin checks live in Fastify hooks) and
 // anything unusual all take the one ordinary path.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Metrics } from '../metrics.js';
+import type { Registry } from '../../core/metrics.js';
+import { httpMetrics, type HttpMetrics } from './metrics.js';
 import type { HttpSettings } from '../../core/config.js';
 
 export type Answerer = (req: IncomingMessage, res: ServerResponse) => boolean;
@@ -26,24 +27,30 @@ export function sendJson(res: ServerResponse, body: string, bytes: number): true
   return true;
 }
 
-// Counted under the name Fastify's answers are (fastify.ts), so /metrics sees every answer.
-const ANSWERED = 'postgate_http_responses_total{status="200"}';
-const FROM_MEMORY = 'postgate_fast_lane_answers_total';
+// Counted and timed under the names Fastify's answers are (fastify.ts, control/http/metrics.ts), so
+// /metrics sees every answer: the path registered here is also the Fastify route's pattern.
+interface Lane {
+  answer: Answerer;
+  timed: { observe(v: number): void };
+}
 
 export class FastLane {
-  private readonly gets = new Map<string, Answerer>();
+  private readonly gets = new Map<string, Lane>();
+  private readonly counted: HttpMetrics;
+  private readonly answered: { inc(): void };
 
   constructor(
-    private readonly metrics: Metrics,
+    metrics: Registry,
     private readonly http: HttpSettings,
   ) {
-    metrics.describe(FROM_MEMORY, 'Answers given from memory before Fastify (GET /api/v1/auth/session with cached key, session and user)');
+    this.counted = httpMetrics(metrics);
+    this.answered = this.counted.responses.with({ status: '200' });
   }
 
   /** Registers the answerer for GET of exactly `path` (no query string). */
   get(path: string, answer: Answerer): void {
     if (this.gets.has(path)) throw new Error(`fast lane: ${path} already has an answerer`);
-    this.gets.set(path, answer);
+    this.gets.set(path, { answer, timed: this.counted.duration.with({ route: path, method: 'GET', status_class: '2xx' }) });
   }
 
   /** Fastify's serverFactory: the HTTP server, with the fast lane before Fastify's own handler. */
@@ -51,11 +58,15 @@ export class FastLane {
     // Node enforces the request and header timeouts when it checks its connections, every 30 s by default.
     const connectionsCheckingInterval = Math.max(250, Math.min(5000, this.http.requestTimeoutMs / 4));
     const server = http.createServer({ connectionsCheckingInterval }, (req, res) => {
-      const answer = req.method === 'GET' ? this.gets.get(req.url!) : undefined;
-      if (answer?.(req, res)) {
-        this.metrics.inc(ANSWERED);
-        this.metrics.inc(FROM_MEMORY);
-        return;
+      const lane = req.method === 'GET' ? this.gets.get(req.url!) : undefined;
+      if (lane) {
+        const started = performance.now();
+        if (lane.answer(req, res)) {
+          lane.timed.observe((performance.now() - started) / 1000);
+          this.answered.inc();
+          this.counted.fromMemory.inc();
+          return;
+        }
       }
       fastify(req, res);
     });

@@ -1,6 +1,6 @@
 // One Fastify setup for both listeners (public and admin): the one error shape
 // ({error, code}) for everything, including what Node's parser refuses, and the
-// response counter.
+// HTTP metrics (answers by status, errors by code, duration by route pattern).
 import type { Duplex } from 'node:stream';
 import type { Server } from 'node:http';
 import Fastify, { LogController, type FastifyInstance, type FastifyError, type FastifyBaseLogger, type FastifyReply, type FastifyServerFactory } from 'fastify';
@@ -8,7 +8,8 @@ import '../../core/ajv-length.js'; // before Fastify compiles any route schema
 import { ApiError, errorBody } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Config } from '../../core/config.js';
-import type { Metrics } from '../metrics.js';
+import type { Registry } from '../../core/metrics.js';
+import { httpMetrics, methodLabel, statusClass } from './metrics.js';
 import { bodyBudget } from './body-budget.js';
 import { lingerOnClose } from './linger.js';
 import { jsonHasNul, NUL_REFUSED } from '../../core/nul.js';
@@ -55,7 +56,7 @@ function toApiError(err: FastifyError | Error): ApiError {
 export interface FastifyOptions {
   config: Config;
   log: Logger;
-  metrics: Metrics;
+  metrics: Registry;
   /** The public listener's server (fast-lane.ts); the admin listener uses Node's. */
   serverFactory?: FastifyServerFactory;
   /** Hold request bodies to http.inFlightBodyBytes in total (control/http/body-budget.ts): the public listener. */
@@ -77,6 +78,7 @@ export function newFastify({ config, log, metrics, serverFactory, budgetBodies =
     trustProxy: false,
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
   }) as unknown as FastifyInstance<Server>;
+  const http = httpMetrics(metrics);
 
   // An empty body with a JSON content type is no body: SDKs (Resend's, for one) and curl send it on
   // calls that need none. A route that needs a body still answers 400 from its schema. Anything
@@ -101,18 +103,26 @@ export function newFastify({ config, log, metrics, serverFactory, budgetBodies =
     // An unreachable database is an outage, not a bug: a warning with its cause (503 and Retry-After go to the client).
     if (apiErr.code === 'STORE_UNAVAILABLE') req.log.warn({ url: req.url, cause: String((err as Error).cause ?? '') }, 'store unavailable');
     else if (apiErr.status >= 500) req.log.error({ err, url: req.url }, 'request failed');
-    metrics.inc(`postgate_http_errors_total{code="${apiErr.code}"}`);
+    http.errors.with({ code: apiErr.code }).inc();
     reply.code(apiErr.status).headers(apiErr.headers).send(apiErr.toJSON());
   });
   app.setNotFoundHandler((req, reply) => {
     reply.code(404).send(errorBody('NOT_FOUND', `No route ${req.method} ${req.url.split('?')[0]}`));
   });
-  const responseKeys = new Map<number, string>();
+  const responses = new Map<number, { inc(): void }>();
+  const durations = new Map<string, { observe(v: number): void }>();
   // Counted as the answer is sent: an onResponse hook would cost a 'finish' listener per response (~20% of a cached session check).
+  // The duration runs from the request routed to its answer ready (Fastify's elapsedTime), by route pattern, never the raw path.
   app.addHook('onSend', (req, reply, payload, done) => {
-    let key = responseKeys.get(reply.statusCode);
-    if (!key) responseKeys.set(reply.statusCode, (key = `postgate_http_responses_total{status="${reply.statusCode}"}`));
-    metrics.inc(key);
+    const status = reply.statusCode;
+    let counted = responses.get(status);
+    if (!counted) responses.set(status, (counted = http.responses.with({ status: String(status) })));
+    counted.inc();
+    const route = req.routeOptions.url ?? 'unmatched';
+    const key = `${req.method} ${status} ${route}`;
+    let timed = durations.get(key);
+    if (!timed) durations.set(key, (timed = http.duration.with({ route, method: methodLabel(req.method), status_class: statusClass(status) })));
+    timed.observe(reply.elapsedTime / 1000);
     // Answered and closing before the body has all arrived (413, 503): the client must still read the answer.
     if (!req.raw.complete && reply.getHeader('connection') === 'close') lingerOnClose(req.raw.socket);
     done(null, payload);
@@ -120,24 +130,26 @@ export function newFastify({ config, log, metrics, serverFactory, budgetBodies =
   if (budgetBodies) {
     const budget = bodyBudget(config.http.inFlightBodyBytes, config.http.activeBodyBytes, config.http.bodyLimitBytes);
     app.addHook('onRequest', budget.hook);
-    metrics.gauge(
-      'postgate_http_body_bytes_in_flight',
-      () => budget.inFlight,
-      'Request body bytes reserved by requests under way (http.inFlightBodyBytes caps it)',
-    );
-    metrics.gauge('postgate_http_body_budget_refused', () => budget.refused, 'Requests answered 503 because the in-flight body budget was full');
-    metrics.gauge(
-      'postgate_http_body_bytes_active',
-      () => budget.active,
-      'Request body bytes being read or worked on (http.activeBodyBytes; the next requests wait their turn)',
-    );
-    metrics.gauge('postgate_http_body_waits', () => budget.waited, 'Requests that waited for their turn to have their body read (http.activeBodyBytes)');
+    metrics.gauge('postgate_http_body_bytes_in_flight', 'Request body bytes reserved by requests under way (http.inFlightBodyBytes caps it)', {
+      read: () => budget.inFlight,
+    });
+    metrics.gauge('postgate_http_body_bytes_active', 'Request body bytes being read or worked on (http.activeBodyBytes; the next requests wait their turn)', {
+      read: () => budget.active,
+    });
+    // Counts since start, counters read at scrape: the budget keeps them.
+    metrics
+      .counter('postgate_http_body_budget_refused_total', 'Requests answered 503 because the in-flight body budget was full')
+      .collectFrom(() => budget.refused);
+    metrics
+      .counter('postgate_http_body_waits_total', 'Requests that waited for their turn to have their body read (http.activeBodyBytes)')
+      .collectFrom(() => budget.waited);
   }
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
     reply.type('text/plain; version=0.0.4');
-    return metrics.render();
+    // Control's families and, appended, its gateways' (control/delivery/gateway-metrics.ts).
+    return metrics.scrape();
   });
   return app;
 }

@@ -9,7 +9,7 @@ import { Hosted } from '../../../auth/hosted/project.js';
 import { ProjectAuthConfig } from '../../../auth/project-config.js';
 import type { AuthServices } from '../../../auth/services.js';
 import { newFastify } from '../../../control/http/fastify.js';
-import { Metrics } from '../../../control/metrics.js';
+import { Registry } from '../../../core/metrics.js';
 import { loadConfig } from '../../../core/config.js';
 import { createLogger } from '../../../core/log.js';
 import { unitStore, type UnitStore } from '../../helpers/unit-store.js';
@@ -27,7 +27,7 @@ beforeEach(async () => {
     projectsStore: u.store,
     projects: new ProjectAuthConfig(u.store.signIn, new AuthCrypto('c'.repeat(64))),
   } as unknown as AuthServices;
-  app = newFastify({ config: loadConfig({}), log: createLogger('test', 'silent'), metrics: new Metrics() });
+  app = newFastify({ config: loadConfig({}), log: createLogger('test', 'silent'), metrics: new Registry() });
   corsHooks(app, new Hosted(ctx));
   // A key route: its own onRequest resolves the caller, as KeyAuthenticator.hook does.
   const resolveCaller = (req: FastifyRequest, _reply: unknown, done: () => void) => {

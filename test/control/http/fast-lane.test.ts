@@ -5,7 +5,7 @@ import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, expect, it } from 'vitest';
 import { FastLane, sendJson } from '../../../control/http/fast-lane.js';
-import { Metrics } from '../../../control/metrics.js';
+import { Registry } from '../../../core/metrics.js';
 import { loadConfig } from '../../../core/config.js';
 
 let server: http.Server | undefined;
@@ -23,7 +23,7 @@ async function start(lane: FastLane): Promise<{ url: string; ordinary: string[] 
 }
 
 it('a registered GET is answered from memory and counted; the rest goes to Fastify', async () => {
-  const metrics = new Metrics();
+  const metrics = new Registry();
   const lane = new FastLane(metrics, loadConfig({}).http);
   let known = true;
   lane.get('/api/v1/auth/session', (_req, res) => known && sendJson(res, '{"ok":true}', 11));
@@ -43,16 +43,18 @@ it('a registered GET is answered from memory and counted; the rest goes to Fasti
   const text = metrics.render();
   expect(text).toContain('postgate_fast_lane_answers_total 1');
   expect(text).toContain('postgate_http_responses_total{status="200"} 1');
+  // Timed under the route's pattern, as Fastify's answers are.
+  expect(text).toContain('postgate_http_request_duration_seconds_count{route="/api/v1/auth/session",method="GET",status_class="2xx"} 1');
 });
 
 it('one answerer per path', () => {
-  const lane = new FastLane(new Metrics(), loadConfig({}).http);
+  const lane = new FastLane(new Registry(), loadConfig({}).http);
   lane.get('/a', () => false);
   expect(() => lane.get('/a', () => false)).toThrow(/already has an answerer/);
 });
 
 it('the server keeps Fastify’s timeouts (a body that never finishes does not hold the connection forever)', () => {
   const settings = { ...loadConfig({}).http, requestTimeoutMs: 8000, headersTimeoutMs: 60_000, keepAliveTimeoutMs: 7000 };
-  const s = new FastLane(new Metrics(), settings).server(() => {});
+  const s = new FastLane(new Registry(), settings).server(() => {});
   expect([s.requestTimeout, s.headersTimeout, s.keepAliveTimeout]).toEqual([8000, 8000, 7000]);
 });

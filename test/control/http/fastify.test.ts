@@ -8,17 +8,19 @@ import type { FastifyInstance } from 'fastify';
 import type { Server } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { newFastify } from '../../../control/http/fastify.js';
-import { Metrics } from '../../../control/metrics.js';
+import { Registry } from '../../../core/metrics.js';
+import { expositionProblems, parseExposition } from '../../helpers/prometheus.js';
+import type { PromHistogramData } from 'prom2javascript';
 import { loadConfig } from '../../../core/config.js';
 import { ApiError } from '../../../core/errors.js';
 import { createLogger } from '../../../core/log.js';
 
 let app: FastifyInstance<Server>;
-let metrics: Metrics;
+let metrics: Registry;
 let seen: unknown[];
 
 beforeEach(async () => {
-  metrics = new Metrics();
+  metrics = new Registry();
   seen = [];
   const config = loadConfig({});
   config.http.bodyLimitBytes = 1024;
@@ -129,6 +131,24 @@ describe('the one error shape', () => {
     const m = await app.inject('/metrics');
     expect(m.headers['content-type']).toContain('text/plain');
     expect(m.body).toContain('postgate_http_responses_total{status="200"} 1');
+  });
+
+  it('times every answer by route pattern, method and status class: never the raw path, unmatched for no route', async () => {
+    await app.inject('/items/secret-id-1');
+    await app.inject('/items/secret-id-2');
+    await app.inject('/limited');
+    await app.inject({ method: 'PROPFIND', url: '/nope/a@b.test' });
+    await app.inject('/nope/user@example.test');
+    const text = (await app.inject('/metrics')).body;
+    expect(text).toContain('postgate_http_request_duration_seconds_count{route="/items/:id",method="GET",status_class="2xx"} 2');
+    expect(text).toContain('postgate_http_request_duration_seconds_count{route="/limited",method="GET",status_class="4xx"} 1');
+    expect(text).toContain('postgate_http_request_duration_seconds_count{route="unmatched",method="GET",status_class="4xx"} 1');
+    expect(text).toContain('postgate_http_request_duration_seconds_count{route="unmatched",method="other",status_class="4xx"} 1');
+    expect(text).not.toMatch(/secret-id|example\.test|a@b/);
+    const parsed = await parseExposition(text);
+    expect(expositionProblems(parsed)).toEqual([]);
+    const items = (parsed.postgate_http_request_duration_seconds!.data as PromHistogramData[]).find((h) => h.labels.route === '/items/:id')!;
+    expect(items.sum).toBeGreaterThan(0);
   });
 });
 

@@ -4,7 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { newFastify } from '../../../control/http/fastify.js';
-import { Metrics } from '../../../control/metrics.js';
+import { Registry } from '../../../core/metrics.js';
 import type { NewEmail } from '../../../control/store/index.js';
 import { unsubscribeRoutes } from '../../../control/unsubscribe/routes.js';
 import { MailTokens } from '../../../control/unsubscribe/mail-tokens.js';
@@ -20,7 +20,7 @@ let emailId: string;
 
 beforeEach(async () => {
   u = await unitStore();
-  app = newFastify({ config: loadConfig({}), log: createLogger('test', 'silent'), metrics: new Metrics() });
+  app = newFastify({ config: loadConfig({}), log: createLogger('test', 'silent'), metrics: new Registry() });
   await app.register(unsubscribeRoutes, { store: u.store, tokens });
   await app.ready();
   emailId = uuidv7();

@@ -1,0 +1,49 @@
+// The gateways' own families (their Metrics RPC) appended to control's /metrics, so one scrape
+// covers the node. Each gateway's samples carry a `gateway` label (its POSTGATE_GATEWAYS
+// address), each family's HELP and TYPE once; a gateway that does not answer within a second is
+// left out of that scrape and postgate_gateway_up says 0 for it.
+import type { Logger } from '../../core/log.js';
+import { mergeExpositions, Registry, type Gauge } from '../../core/metrics.js';
+import type { GatewayClients } from './gateways.js';
+
+const TIMEOUT_MS = 1_000;
+
+export class GatewayMetrics {
+  /** postgate_gateway_up: a registry of its own, rendered after the gateways answered. */
+  readonly registry = new Registry();
+  private readonly up: Gauge<'gateway'>;
+  /** Logged once per gateway until it answers again. */
+  private readonly silent = new Set<string>();
+
+  constructor(
+    private readonly gateways: GatewayClients,
+    private readonly log: Logger,
+  ) {
+    this.up = this.registry.gauge(
+      'postgate_gateway_up',
+      "1 when the gateway answered this scrape's Metrics call within a second, else 0 (its families are left out)",
+      {
+        labels: { gateway: gateways.list.map((g) => g.name) },
+      },
+    );
+  }
+
+  scrape = async (): Promise<string> => {
+    const parts = await Promise.all(
+      this.gateways.list.map(async (gw) => {
+        try {
+          const text = await this.gateways.metrics(gw, TIMEOUT_MS);
+          this.up.with({ gateway: gw.name }).set(1);
+          this.silent.delete(gw.name);
+          return { labels: { gateway: gw.name }, text };
+        } catch (err) {
+          this.up.with({ gateway: gw.name }).set(0);
+          if (!this.silent.has(gw.name)) this.log.warn({ gateway: gw.name, err: String((err as Error).message ?? err) }, 'gateway metrics unavailable');
+          this.silent.add(gw.name);
+          return undefined;
+        }
+      }),
+    );
+    return this.registry.render() + mergeExpositions(parts.filter((p) => p !== undefined));
+  };
+}
