@@ -24,6 +24,8 @@ import { pacingAdminRoutes } from './pacing/admin-routes.js';
 import type { MailTokens } from './unsubscribe/mail-tokens.js';
 import type { FastLane } from './http/fast-lane.js';
 import { unsubscribeRoutes } from './unsubscribe/routes.js';
+import type { QueueControls } from './operations/controls.js';
+import { controlRoutes } from './operations/control-routes.js';
 
 export interface AppDeps {
   config: Config;
@@ -42,6 +44,8 @@ export interface AppDeps {
   fastLane: FastLane;
   /** Pacing and one-click unsubscribe (control/pacing, control/unsubscribe). */
   deliverability?: { pacing: PacingService; tokens: MailTokens };
+  /** The operator's queue control: suspensions, send now, cancel, the audit log (control/operations). */
+  queueControls?: QueueControls;
 }
 
 /** The public listener: the mail API, the auth API, the hosted widget and one-click unsubscribe. */
@@ -110,6 +114,7 @@ export async function buildAdminApp(deps: AppDeps, auth: { admin: FastifyPluginA
     await admin.register(adminRoutes, { config, store: deps.store, invalidator: deps.invalidator, secret: deps.secret });
     await admin.register(auth.admin);
     if (deps.deliverability) await admin.register(pacingAdminRoutes, { config, store: deps.store, pacing: deps.deliverability.pacing });
+    if (deps.queueControls) await admin.register(controlRoutes, { store: deps.store, controls: deps.queueControls });
   });
   return app;
 }

@@ -32,6 +32,7 @@ import { Idempotency } from './mail/idempotency.js';
 import { startPublicGrpc } from './grpc/public.js';
 import { MailTokens } from './unsubscribe/mail-tokens.js';
 import { PacingService } from './pacing/service.js';
+import { QueueControls } from './operations/controls.js';
 
 process.umask(0o077); // data-dir files are the service's alone (core/data-dir.ts), also when run without the supervisor
 const config = loadConfig();
@@ -67,13 +68,21 @@ const dispatcher = new Dispatcher(
   loopLoad,
 );
 const pacing = new PacingService(store, gateways, config, log, dispatcher);
+const queueControls = new QueueControls(store, gateways, invalidator, log, () => pacing.providers());
 // Each (re)connection of a gateway's event stream may be a restarted gateway: give it the throttles.
 const events = new GatewayEventStream(
   store,
   gateways,
   log,
   metrics.counter('postgate_delivery_events_total', 'Delivery events from the gateways applied to the store'),
-  { tokens, onConnect: (gw) => void pacing.push(gw) },
+  {
+    tokens,
+    onConnect: (gw) => {
+      void pacing.push(gw);
+      // A restarted gateway holds delivery until it has the operator's controls again.
+      void queueControls.push(gw);
+    },
+  },
 );
 const access = new KeyAuthenticator(store, invalidator);
 const pipeline = new MailPipeline(store, config, dispatcher);
@@ -117,6 +126,7 @@ const deps: AppDeps = {
   webhookTargets,
   fastLane,
   deliverability: { pacing, tokens },
+  queueControls,
 };
 // Labelled by project: projects are few, created by the operator (a slug, never an address).
 const codeSendsCapped = metrics.counter(

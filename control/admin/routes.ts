@@ -13,6 +13,7 @@ import type { Config } from '../../core/config.js';
 import { PLANS, limitsOf, type PlanName } from '../plans.js';
 import { createDomain, normalizeDomain } from '../domains/create.js';
 import { domainView } from '../domains/routes.js';
+import { audit } from '../operations/audit.js';
 
 export interface AdminOptions {
   config: Config;
@@ -73,6 +74,7 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
       const live = newApiKey(id, 'live', 'all', now);
       const test = newApiKey(id, 'test', 'all', now);
       await store.projects.create({ id, slug: req.body.slug, name: req.body.name, plan: config.defaultPlan, createdAt: now }, [live.row, test.row]);
+      await audit(store, req, { action: 'project.create', target: `project:${req.body.slug}`, details: { keys: [live.row.id, test.row.id] } });
       return reply.code(201).send({ id, slug: req.body.slug, keys: { live: live.plain, test: test.plain } });
     },
   );
@@ -84,6 +86,7 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
       const p = await project(req.params.slug);
       await store.projects.setStatus(p.id, action === 'pause' ? 'paused' : 'active');
       invalidator.publish('project', p.id);
+      await audit(store, req, { action: `project.${action}`, target: `project:${p.slug}` });
       return projectOut({ ...p, status: action === 'pause' ? 'paused' : 'active' });
     });
   }
@@ -112,6 +115,7 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
       const limits = { dailyQuota: req.body.daily_quota ?? null, monthlyQuota: req.body.monthly_quota ?? null, rateLimit: req.body.rate ?? null };
       await store.projects.setPlan(p.id, req.body.plan, limits);
       invalidator.publish('project', p.id);
+      await audit(store, req, { action: 'project.plan', target: `project:${p.slug}`, details: { plan: req.body.plan, ...limits } });
       const updated = { ...p, plan: req.body.plan, ...limits };
       const l = limitsOf(updated, config);
       return { ...projectOut(updated), daily_quota: l.dailyQuota, monthly_quota: l.monthlyQuota, rate: l.rateLimit };
@@ -161,6 +165,11 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
       const p = await project(req.params.slug);
       const key = newApiKey(p.id, req.body.kind, req.body.scope ?? 'all', clock.now());
       await store.apiKeys.create(key.row);
+      await audit(store, req, {
+        action: 'key.create',
+        target: `project:${p.slug} key:${key.row.id}`,
+        details: { kind: key.row.kind, scope: key.row.scope, hint: key.row.hint },
+      });
       return reply.code(201).send({ id: key.row.id, key: key.plain, kind: key.row.kind, scope: key.row.scope, hint: key.row.hint });
     },
   );
@@ -189,6 +198,7 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
       const revoked = await store.apiKeys.revoke(p.id, req.params.id, clock.now());
       if (!revoked) throw notFound('No such active key');
       invalidator.publish('key', revoked.hash);
+      await audit(store, req, { action: 'key.revoke', target: `project:${p.slug} key:${req.params.id}` });
       return { id: req.params.id, revoked: true };
     },
   );

@@ -1,5 +1,5 @@
 // Projects and API keys.
-import { CliError, type Commands } from '../../core/cli-commands.js';
+import { CliError, type CliContext, type Commands } from '../../core/cli-commands.js';
 
 export const coreCommands: Commands = {
   'project create': {
@@ -73,11 +73,31 @@ coreCommands['domain verify'] = {
   },
 };
 
+/** The operator audit log: every change made through the admin API. */
+async function operatorAudit(c: CliContext) {
+  const q = new URLSearchParams();
+  for (const name of ['limit', 'before']) if (typeof c.opts[name] === 'string') q.set(name, c.opts[name] as string);
+  const d = await c.call('GET', `/admin/v1/audit${q.size ? `?${q}` : ''}`);
+  const rows = d.data.map((e: any) => ({
+    at: e.at,
+    action: e.action,
+    actor: e.actor,
+    target: e.target,
+    emails: e.emails ?? '',
+    details: Object.keys(e.details).length ? JSON.stringify(e.details) : '',
+    id: e.id,
+  }));
+  const more = d.has_more && d.data.length ? `\nmore: --before ${d.data[d.data.length - 1].id}` : '';
+  return { data: d, text: `${c.table(rows)}${more}` };
+}
+
 coreCommands['audit list'] = {
   usage:
-    'audit list --project S [--type user.created|session.created|session.revoked|sign_in.failed] [--limit N] [--after ID | --before ID]\n' +
-    '                                       the auth audit log, newest first; --after ID pages on to older entries',
+    'audit list [--limit N] [--before ID]     the operator audit log (who by token fingerprint, what, when, how many emails), newest first\n' +
+    '  audit list --project S [--type user.created|session.created|session.revoked|sign_in.failed] [--limit N] [--after ID | --before ID]\n' +
+    '                                       the auth audit log of a project, newest first; --after ID pages on to older entries',
   async run(c) {
+    if (c.opts.project === undefined) return operatorAudit(c);
     const q = new URLSearchParams();
     for (const name of ['type', 'limit', 'after', 'before']) if (typeof c.opts[name] === 'string') q.set(name, c.opts[name] as string);
     const d = await c.call('GET', `/admin/v1/projects/${c.slug()}/audit${q.size ? `?${q}` : ''}`);

@@ -4,7 +4,8 @@ import { runCli } from './run.js';
 import type { Commands } from '../../core/cli-commands.js';
 import { coreCommands } from './core-commands.js';
 import { pacingCommands } from '../pacing/cli.js';
+import { queueControlCommands } from '../operations/cli.js';
 import { createAuth } from '../../auth/plugin.js';
 
-const commands: Commands = { ...coreCommands, ...createAuth().commands, ...pacingCommands };
+const commands: Commands = { ...coreCommands, ...createAuth().commands, ...pacingCommands, ...queueControlCommands };
 await runCli(commands);

@@ -15,6 +15,14 @@ import {
   ThrottleSchema,
   PacingStatsRequestSchema,
   SetClockRequestSchema,
+  SetControlsRequestSchema,
+  SuspensionSchema,
+  CancelOrderSchema,
+  SendNowRequestSchema,
+  type SetControlsResponse,
+  type SendNowResponse,
+  type Suspension,
+  type CancelOrder,
   MetricsRequestSchema,
   type EnqueueResponse,
   type OutboundMessage,
@@ -101,6 +109,20 @@ export class GatewayClients {
   /** The gateway's own families in Prometheus text (for control's /metrics). */
   async metrics(gw: Gateway, timeoutMs = 1_000): Promise<string> {
     return (await unary<MetricsResponse>(gw.client, 'metrics', create(MetricsRequestSchema), undefined, timeoutMs)).text;
+  }
+
+  /** The operator's suspensions and cancel orders, replacing what the gateway held; answers how many queue items it dropped. */
+  async setControls(gw: Gateway, suspensions: Array<Omit<Suspension, '$typeName'>>, cancels: Array<Omit<CancelOrder, '$typeName'>>): Promise<number> {
+    const req = create(SetControlsRequestSchema, {
+      suspensions: suspensions.map((s) => create(SuspensionSchema, s)),
+      cancels: cancels.map((c) => create(CancelOrderSchema, c)),
+    });
+    return Number((await unary<SetControlsResponse>(gw.client, 'setControls', req, undefined, 10_000)).dropped);
+  }
+
+  /** Deferred mail of a provider and/or project ('' = every one) tried at once; answers how many queue items woke. */
+  async sendNow(gw: Gateway, provider: string, projectId: string): Promise<number> {
+    return Number((await unary<SendNowResponse>(gw.client, 'sendNow', create(SendNowRequestSchema, { provider, projectId }), undefined, 10_000)).woken);
   }
 
   /** Test-only: the gateway refuses unless it runs with POSTGATE_TEST_CLOCK=1. */

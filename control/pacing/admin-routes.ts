@@ -8,6 +8,7 @@ import { clock } from '../../core/clock.js';
 import type { Config } from '../../core/config.js';
 import type { Store } from '../store/index.js';
 import type { PacingService, ThrottleView } from './service.js';
+import { audit } from '../operations/audit.js';
 
 export interface PacingAdminOptions {
   config: Config;
@@ -57,7 +58,7 @@ export const pacingAdminRoutes: FastifyPluginAsync<PacingAdminOptions> = async (
     },
     async (req) => {
       const b = req.body;
-      return throttleOut(
+      const out = throttleOut(
         await pacing.setThrottle(req.params.provider, {
           dailyNorm: b.daily_norm,
           growth: b.growth,
@@ -66,6 +67,8 @@ export const pacingAdminRoutes: FastifyPluginAsync<PacingAdminOptions> = async (
           connections: b.connections,
         }),
       );
+      await audit(store, req, { action: 'throttle.set', target: `provider:${out.provider}`, details: { ...b } });
+      return out;
     },
   );
 
@@ -85,7 +88,9 @@ export const pacingAdminRoutes: FastifyPluginAsync<PacingAdminOptions> = async (
     async (req) => {
       const p = await store.projects.bySlug(req.params.slug);
       if (!p) throw notFound(`No project ${req.params.slug}`);
-      return { project: p.slug, ...(await pacing.approve(p, req.body?.day, req.body?.volume)) };
+      const out = await pacing.approve(p, req.body?.day, req.body?.volume);
+      await audit(store, req, { action: 'pacing.approve', target: `project:${p.slug}`, details: { day: out.day, volume: out.volume }, emails: out.released });
+      return { project: p.slug, ...out };
     },
   );
 
