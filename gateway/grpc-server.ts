@@ -21,6 +21,7 @@ import {
   GatewayService,
   QueueStatsResponseSchema,
   SetThrottlesResponseSchema,
+  MetricsResponseSchema,
   type AckRequest,
   type EnqueueRequest,
   type EventsRequest,
@@ -72,6 +73,7 @@ const refusal = (details: string): Partial<grpc.StatusObject> => ({ code: grpc.s
 
 export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCount: () => Promise<number>): Promise<RpcServer> {
   const { outbox, feed, log } = rt;
+  rt.metrics.readFrom(rt);
   const streams = new Set<AbortController>();
   /** Contract versions already refused: a control of another build retries, one line says why. */
   const refusedContracts = new Set<number>();
@@ -183,6 +185,10 @@ export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCou
       const woken = rt.pacer.reconsider();
       log.info({ offsetMs: clock.offset(), woken }, 'clock moved');
       cb(null, create(SetClockResponseSchema));
+    },
+    // The gateway's own families, for control's /metrics (gateway/metrics.ts).
+    metrics(_call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) {
+      cb(null, create(MetricsResponseSchema, { text: rt.metrics.render() }));
     },
     queueStats(_call: grpc.ServerUnaryCall<QueueStatsRequest, unknown>, cb: grpc.sendUnaryData<unknown>) {
       Promise.all([queuedCount(), outbox.countEvents(), outbox.lastSeq()])

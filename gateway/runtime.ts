@@ -13,6 +13,7 @@ import type { ConnectionReuse } from './hooks/connection-reuse.js';
 import type { PipeliningStats } from './hooks/pipelining.js';
 import { connectRedis } from '../core/redis.js';
 import { SharedCounters } from '../core/shared-counters.js';
+import { GatewayMetrics } from './metrics.js';
 
 export interface GatewayContext {
   config: Config;
@@ -31,6 +32,8 @@ export interface GatewayRuntime extends GatewayContext {
   pipelining?: PipeliningStats;
   /** Warm-up, rate and connection limits (postgate_pacing); throttles pushed by control. */
   pacer: Pacer;
+  /** The gateway's own metrics (gateway/metrics.ts), served by the Metrics RPC. */
+  metrics: GatewayMetrics;
   /** Writes warm-up counters not yet saved, to the outbox and to Redis, and closes Redis (at shutdown). */
   flushUsage(): Promise<void>;
   /**
@@ -89,6 +92,7 @@ async function open(): Promise<GatewayRuntime> {
     feed,
     attempts: new Set(),
     pacer,
+    metrics: new GatewayMetrics(ctx.config),
     async flushUsage() {
       await saveUsage();
       await redis?.close();

@@ -68,6 +68,8 @@ export interface ReuseStats {
 
 export interface ConnectionReuse {
   stats(): ReuseStats;
+  /** Idle connections per pacing gate (gateway/metrics.ts). */
+  idleByGate(): Iterable<[gate: string, idle: number]>;
   /** Runs `fn` once the queue item's connection is parked for reuse or on its way out (at once when there is nothing to wait for). */
   afterSession(hmail: HMailItem, fn: () => void): void;
   /** Says QUIT on every idle connection (shutdown). */
@@ -285,6 +287,7 @@ export function installConnectionReuse(clientPool: ClientPool, proto: HMailProto
 
   return {
     stats: () => ({ ...stats, idle: pool.size }),
+    idleByGate: () => pool.idleByGate(),
     afterSession(hmail, fn) {
       const socket = sockets.get(hmail);
       const conn = socket && conns.get(socket);

@@ -31,7 +31,10 @@ export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> 
       () => undefined,
       (err) => log.error({ err, emailId: hmail.todo.notes.email_id, types: [...new Set(events.map((e) => e.type))] }, 'could not record events'),
     );
-  const finished = (hmail: HMailItem) => rt.attempts.delete(hmail.todo.uuid);
+  const finished = (hmail: HMailItem) => {
+    rt.attempts.delete(hmail.todo.uuid);
+    rt.metrics.attemptEnded(hmail);
+  };
 
   return {
     // Fires before every attempt, retries included.
@@ -39,6 +42,7 @@ export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> 
       rt.record(sendingEvents(hmail, clock.now())).then(
         () => {
           rt.attempts.add(hmail.todo.uuid);
+          rt.metrics.attemptStarted(hmail);
           next();
         },
         (err) => {
@@ -55,7 +59,9 @@ export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> 
       // The remote server has the message: committed now, before anything else runs (the other plugins'
       // delivered hooks, the QUIT or RSET, other connections' work), so a kill -9 from here on cannot
       // send it again. Haraka deletes the file once the commit is fsynced (next).
-      void record(hmail, sentEvents(hmail, params, clock.now()), all, true).finally(() => {
+      const events = sentEvents(hmail, params, clock.now());
+      rt.metrics.outcome(hmail, events);
+      void record(hmail, events, all, true).finally(() => {
         finished(hmail);
         next();
       });
@@ -63,7 +69,9 @@ export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> 
     deferred(next, hmail, params) {
       // Our schedule, not Haraka's: its intervals cannot go under 5 s.
       const delay = retryDelay(retryDelays, hmail.num_failures);
-      void record(hmail, deferredEvents(hmail, params, delay, clock.now())).finally(() => {
+      const events = deferredEvents(hmail, params, delay, clock.now());
+      rt.metrics.outcome(hmail, events);
+      void record(hmail, events).finally(() => {
         finished(hmail);
         next(constants.denysoft, delay);
       });
@@ -71,6 +79,7 @@ export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> 
     bounce(next, hmail, err) {
       const now = clock.now();
       const events = bounceEvents(hmail, err, now);
+      rt.metrics.outcome(hmail, events);
       // A refusal (not a missing mailbox) is tried again later, a few times, growing apart.
       const rejected = events.filter((e) => e.type === 'rejected');
       const delay = rejectRetryDelay(rejectRetryDelays, (Number(hmail.todo.notes.reject_retries) || 0) + 1);

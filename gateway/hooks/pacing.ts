@@ -11,6 +11,7 @@ import { attemptOf, PROVIDER } from '../outcome.js';
 import { classify, OTHER, providerOfDomain } from '../../common/providers.js';
 import { LIMIT_RECHECK_MS, type PaceDecision, type PaceRequest } from '../pacing/pacer.js';
 import { gatewayRuntime } from '../runtime.js';
+import { holdCause } from '../metrics.js';
 import { type ClientPool, type HMailProto, installConnectionReuse } from './connection-reuse.js';
 import { installPipelining } from './pipelining.js';
 
@@ -151,6 +152,7 @@ export async function pacingHooks(outbound: HarakaOutbound, reuse?: ReuseTargets
           if (d.kind === 'go') return answer();
           const events = report(hmail, d, provider);
           if (!events) return answer(constants.delay, d.delaySec);
+          rt.metrics.deferral(provider, holdCause(events[0]?.cause, d.hold), events.length);
           // Recorded before the hold starts, so the reason is never lost to a crash.
           const hold = () => (hmail.notes[WAKE_PENDING] ? hooks.sendEmail(next, hmail) : answer(constants.delay, d.delaySec));
           return rt.record(events).then(hold, (err) => {

@@ -58,6 +58,11 @@ export class IdlePool<C> {
     return true;
   }
 
+  /** Idle connections per gate (metrics). */
+  idleByGate(): Iterable<[gate: string, idle: number]> {
+    return this.perGate.entries();
+  }
+
   idleAt(gate: string): number {
     return this.perGate.get(gate) ?? 0;
   }

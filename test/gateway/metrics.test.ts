@@ -1,0 +1,123 @@
+// gateway/metrics.ts: the gateway's families. Every provider of the list and the config at 0 from the
+// start; outcomes counted per recipient by provider and class, deferrals by cause, latency from
+// accepted_ms to the 2xx; anything not a known provider (a gate of `other:<domain>`, a domain) counted
+// as `other`; busy and idle connections, shaping actions and queue counts read at each scrape.
+import { afterEach, describe, expect, it } from 'vitest';
+import { clock } from '../../core/clock.js';
+import type { HMailItem } from '../../gateway/haraka.js';
+import { GatewayMetrics, holdCause } from '../../gateway/metrics.js';
+import type { NewDeliveryEvent } from '../../gateway/outbox/outbox.js';
+import { PROVIDER } from '../../gateway/outcome.js';
+import { expositionProblems, parseExposition } from '../helpers/prometheus.js';
+
+const config = { pacing: { providers: { google: {}, acmemail: {} } } } as never;
+
+const hmail = (provider: string, notes: Record<string, unknown> = {}, uuid = 'u1') =>
+  ({ todo: { uuid, notes, rcpt_to: [{ address: 'a@x.test' }] }, notes: { [PROVIDER]: provider } }) as unknown as HMailItem;
+
+const event = (type: NewDeliveryEvent['type'], cause = ''): NewDeliveryEvent => ({
+  emailId: 'e',
+  type,
+  recipient: 'someone@secret-domain.test',
+  atMs: 0,
+  mx: 'mx.secret-domain.test',
+  response: '',
+  attempt: 1,
+  enhancedCode: '',
+  nextAttemptMs: 0,
+  cause,
+});
+
+afterEach(() => clock.setOffset(0));
+
+describe('GatewayMetrics', () => {
+  it('declares every family with every provider at 0, providers from the list, the config and other', async () => {
+    const m = new GatewayMetrics(config);
+    expect(m.providers).toEqual(expect.arrayContaining(['google', 'microsoft', 'yahoo', 'acmemail', 'other']));
+    const parsed = await parseExposition(m.render());
+    expect(expositionProblems(parsed)).toEqual([]);
+    expect(Object.keys(parsed)).toEqual(
+      expect.arrayContaining([
+        'postgate_gateway_attempts_total',
+        'postgate_gateway_deferrals_total',
+        'postgate_gateway_queue_messages',
+        'postgate_gateway_queue_deferred_messages',
+        'postgate_gateway_connections',
+        'postgate_gateway_shaping_actions',
+        'postgate_delivery_latency_seconds',
+        'postgate_gateway_process_rss_bytes',
+      ]),
+    );
+    expect(m.render()).toContain('postgate_gateway_attempts_total{provider="acmemail",class="bulk",outcome="rejected"} 0\n');
+    expect(m.render()).toContain('postgate_gateway_deferrals_total{provider="other",cause="suspended"} 0\n');
+  });
+
+  it('counts outcomes per recipient by provider and class, deferrals by cause, latency from accepted_ms to the 2xx', async () => {
+    const m = new GatewayMetrics(config);
+    const now = clock.now();
+    m.outcome(hmail('google', { bulk: true, accepted_ms: now - 3000 }), [event('sent'), event('sent')]);
+    m.outcome(hmail('microsoft'), [event('deferred', 'receiver')]);
+    m.outcome(hmail('other:secret-domain.test'), [event('deferred', 'network'), event('bounced', 'receiver'), event('rejected', 'receiver')]);
+    m.deferral('yahoo', holdCause('pacing', 'warmup'), 3);
+    m.deferral('yahoo', holdCause('pacing', 'limit'));
+    m.deferral('yahoo', holdCause('shaping', 'shaping'));
+    const text = m.render();
+    expect(text).toContain('postgate_gateway_attempts_total{provider="google",class="bulk",outcome="delivered"} 2\n');
+    expect(text).toContain('postgate_gateway_attempts_total{provider="microsoft",class="transactional",outcome="deferred"} 1\n');
+    expect(text).toContain('postgate_gateway_attempts_total{provider="other",class="transactional",outcome="bounced"} 1\n');
+    expect(text).toContain('postgate_gateway_attempts_total{provider="other",class="transactional",outcome="rejected"} 1\n');
+    expect(text).toContain('postgate_gateway_deferrals_total{provider="microsoft",cause="receiver"} 1\n');
+    expect(text).toContain('postgate_gateway_deferrals_total{provider="other",cause="network"} 1\n');
+    expect(text).toContain('postgate_gateway_deferrals_total{provider="yahoo",cause="volume"} 3\n');
+    expect(text).toContain('postgate_gateway_deferrals_total{provider="yahoo",cause="pacing"} 1\n');
+    expect(text).toContain('postgate_gateway_deferrals_total{provider="yahoo",cause="shaping"} 1\n');
+    // One observation per delivered copy, about 3 s after its accept.
+    expect(text).toContain('postgate_delivery_latency_seconds_bucket{provider="google",le="2.5"} 0\n');
+    expect(text).toContain('postgate_delivery_latency_seconds_bucket{provider="google",le="5"} 1\n');
+    expect(text).toContain('postgate_delivery_latency_seconds_count{provider="google"} 1\n');
+    // A copy accepted before contract 4 (no accepted_ms) has no latency.
+    m.outcome(hmail('yahoo'), [event('sent')]);
+    expect(m.render()).toContain('postgate_delivery_latency_seconds_count{provider="yahoo"} 0\n');
+    // Never a recipient's domain or address.
+    expect(m.render()).not.toMatch(/secret-domain|@/);
+    expect(expositionProblems(await parseExposition(m.render()))).toEqual([]);
+  });
+
+  it('reads connections, shaping actions and queue counts at each scrape', () => {
+    const m = new GatewayMetrics(config);
+    const rt: { connections?: { idleByGate(): Iterable<[string, number]> }; shaper?: { actions(): Array<{ provider?: string }> } } = {};
+    m.readFrom(rt);
+    m.attemptStarted(hmail('google', {}, 'a'));
+    m.attemptStarted(hmail('google', {}, 'b'));
+    m.attemptStarted(hmail('other:secret-domain.test', {}, 'c'));
+    let text = m.render();
+    expect(text).toContain('postgate_gateway_connections{provider="google",state="busy"} 2\n');
+    expect(text).toContain('postgate_gateway_connections{provider="other",state="busy"} 1\n');
+    m.attemptEnded(hmail('google', {}, 'a'));
+    rt.connections = {
+      idleByGate: () => [
+        ['google', 1],
+        ['other:secret-domain.test', 2],
+        ['other:else.test', 1],
+      ],
+    };
+    rt.shaper = { actions: () => [{ provider: 'yahoo' }, { provider: 'yahoo' }, { provider: 'microsoft' }] };
+    m.queueCounts = () => [
+      { provider: 'google', ready: 4, inFlight: 1, deferred: { receiver: 2, pacing: 3 } },
+      { provider: 'other', ready: 1, inFlight: 0, deferred: {} },
+    ];
+    text = m.render();
+    expect(text).toContain('postgate_gateway_connections{provider="google",state="busy"} 1\n');
+    expect(text).toContain('postgate_gateway_connections{provider="google",state="idle"} 1\n');
+    expect(text).toContain('postgate_gateway_connections{provider="other",state="idle"} 3\n');
+    expect(text).toContain('postgate_gateway_shaping_actions{provider="yahoo"} 2\n');
+    expect(text).toContain('postgate_gateway_shaping_actions{provider="microsoft"} 1\n');
+    expect(text).toContain('postgate_gateway_queue_messages{provider="google",state="deferred"} 5\n');
+    expect(text).toContain('postgate_gateway_queue_messages{provider="google",state="ready"} 4\n');
+    expect(text).toContain('postgate_gateway_queue_deferred_messages{provider="google",cause="pacing"} 3\n');
+    expect(text).toContain('postgate_gateway_queue_messages{provider="other",state="ready"} 1\n');
+    // Gone since the last scrape: back to 0.
+    rt.shaper = { actions: () => [] };
+    expect(m.render()).toContain('postgate_gateway_shaping_actions{provider="yahoo"} 0\n');
+  });
+});
