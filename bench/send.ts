@@ -228,7 +228,7 @@ async function main(): Promise<void> {
     const storeStats = async () => {
       const text = await (await fetch(`${stack.url}/metrics`)).text();
       const value = (name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
-      return { commits: value('postgate_store_commits'), writes: value('postgate_store_writes') };
+      return { commits: value('postgate_store_commits_total'), writes: value('postgate_store_writes_total') };
     };
     const measure = async (name: string, run: () => Promise<Omit<Row, 'name' | 'serverUs' | 'gatewayUs'> & { units: number }>) => {
       await settle();

@@ -119,7 +119,7 @@ describe('hostile HTTP', () => {
       const body = JSON.stringify({ from: 'a@unverified.test', to: 'b@example.com', subject: 's', text });
       return `POST /v1/emails HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${p.keys.live}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
     };
-    const waitsBefore = await metric('postgate_http_body_waits');
+    const waitsBefore = await metric('postgate_http_body_waits_total');
     // A 5 MB upload that stalls after its first megabyte holds the whole 4 MB window (http.activeBodyBytes).
     const stalled = raw(
       `POST /v1/emails HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${p.keys.live}\r\nContent-Type: application/json\r\nContent-Length: ${5 * 1024 * 1024}\r\n\r\n{"x":"${'a'.repeat(1024 * 1024)}`,
@@ -137,7 +137,7 @@ describe('hostile HTTP', () => {
     expect(expected).toBeGreaterThanOrEqual(400);
     expect(expected).toBeLessThan(500);
     expect(parse(large.text).status).toBe(expected);
-    expect(await metric('postgate_http_body_waits')).toBe(waitsBefore + 1);
+    expect(await metric('postgate_http_body_waits_total')).toBe(waitsBefore + 1);
     expect(parse((await stalled).text).status).toBe(408);
 
     // A burst of six complete 1 MB sends: however many wait (that depends on how fast the first are answered), all are answered alike.
