@@ -115,6 +115,8 @@ export class Pacer {
   /** When each item waiting for a slot or a token began to wait (real time). */
   private readonly waitingSince = new Map<string, number>();
   private readonly reservations = new Map<string, Reservation>();
+  /** Scheduled retries the operator sent now (SendNow): their not_before is ignored once. */
+  private readonly retryNow = new Set<string>();
 
   constructor(
     defaults: Record<string, ProviderThrottle>,
@@ -193,7 +195,7 @@ export class Pacer {
     const now = clock.now();
     this.held.delete(req.key);
 
-    if (req.notBeforeMs > now) return this.hold(req, 'retry', req.notBeforeMs, wake);
+    if (req.notBeforeMs > now && !this.retryNow.delete(req.key)) return this.hold(req, 'retry', req.notBeforeMs, wake);
 
     const day = dayOf(now);
     if (this.counted.get(req.key) !== day) {
@@ -330,6 +332,38 @@ export class Pacer {
     this.held.delete(key);
     this.waitingSince.delete(key);
     this.reservations.delete(key);
+  }
+
+  /**
+   * The operator's send-now: scheduled retries of rejected recipients held here (of the provider and/or
+   * project; '' = every one) go at once, their not_before ignored once; throttles and norms still apply
+   * when they come back through decide(). Returns how many woke.
+   */
+  sendNow(provider: string, projectId: string): number {
+    let woken = 0;
+    for (const [key, h] of [...this.held]) {
+      if (h.kind !== 'retry' || (provider && h.provider !== provider) || (projectId && h.projectId !== projectId)) continue;
+      this.held.delete(key);
+      this.retryNow.add(key);
+      h.wake();
+      woken++;
+    }
+    return woken;
+  }
+
+  /** The queue item was dropped unsent (an operator's cancel): it leaves every wait, and a slot handed to it frees. */
+  forget(key: string): void {
+    for (const g of this.gates.values()) {
+      g.transactional.delete(key);
+      g.bulk.delete(key);
+    }
+    const admitted = this.admitted.get(key);
+    if (admitted !== undefined) {
+      this.admitted.delete(key);
+      this.slots.set(key, admitted);
+    }
+    this.retryNow.delete(key);
+    this.done(key);
   }
 
   /** Hands free slots and tokens to waiting mail, transactional first. */

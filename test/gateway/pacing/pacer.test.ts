@@ -65,6 +65,44 @@ describe('pacer', () => {
     expect((d as { delaySec: number }).delaySec).toBeGreaterThanOrEqual(89);
   });
 
+  it("send-now wakes the provider's or project's scheduled retries once, still within the limits; other holds stay", () => {
+    const pacer = new Pacer(throttle({ dailyNorm: 1 }), () => {});
+    const woken: string[] = [];
+    const later = clock.now() + 3600_000;
+    pacer.decide(req('r1', { notBeforeMs: later, bulk: false }), () => woken.push('r1'));
+    pacer.decide(req('r2', { notBeforeMs: later, bulk: false, projectId: 'p2' }), () => woken.push('r2'));
+    pacer.decide(req('r3', { notBeforeMs: later, bulk: false, provider: 'other', domain: 'x.test' }), () => woken.push('r3'));
+    pacer.decide(req('b1'), () => {});
+    expect(pacer.decide(req('b2'), () => woken.push('b2'))).toMatchObject({ hold: 'warmup' });
+    expect(pacer.sendNow('google', 'p1')).toBe(1);
+    expect(woken).toEqual(['r1']);
+    // Back through decide: its not_before is ignored this once.
+    expect(pacer.decide(req('r1', { notBeforeMs: later, bulk: false }), () => {})).toEqual({ kind: 'go' });
+    expect(pacer.decide(req('r1', { notBeforeMs: later, bulk: false }), () => woken.push('r1 again'))).toMatchObject({ hold: 'retry' });
+    // Every provider and project; the warm-up hold stays.
+    expect(pacer.sendNow('', '')).toBe(3);
+    expect(woken.sort()).toEqual(['r1', 'r1 again', 'r2', 'r3']);
+  });
+
+  it('a dropped item leaves its wait: the freed slot goes to the next one, not to it', () => {
+    const pacer = new Pacer(throttle({ connections: 1 }), () => {});
+    const woken: string[] = [];
+    pacer.decide(req('first'), () => woken.push('first'));
+    pacer.decide(req('dropped', { bulk: false }), () => woken.push('dropped'));
+    pacer.decide(req('next'), () => woken.push('next'));
+    pacer.forget('dropped');
+    pacer.release('first');
+    expect(woken).toEqual(['next']);
+    expect(pacer.decide(req('next'), () => {})).toEqual({ kind: 'go' });
+    // Dropped after a slot was handed to it: the slot frees for the next one.
+    pacer.decide(req('late'), () => woken.push('late'));
+    pacer.decide(req('after'), () => woken.push('after'));
+    pacer.done('next');
+    expect(woken).toEqual(['next', 'late']);
+    pacer.forget('late');
+    expect(woken).toEqual(['next', 'late', 'after']);
+  });
+
   it('caps connections per provider and hands a freed slot to transactional mail first', () => {
     const pacer = new Pacer(throttle({ connections: 1 }), () => {});
     const woken: string[] = [];
