@@ -16,7 +16,7 @@ export class GatewayMetrics {
   private readonly silent = new Set<string>();
 
   constructor(
-    private readonly gateways: GatewayClients,
+    private readonly gateways: Pick<GatewayClients, 'list' | 'metrics'>,
     private readonly log: Logger,
   ) {
     this.up = this.registry.gauge(
@@ -32,7 +32,12 @@ export class GatewayMetrics {
     const parts = await Promise.all(
       this.gateways.list.map(async (gw) => {
         try {
-          const text = await this.gateways.metrics(gw, TIMEOUT_MS);
+          // The call's deadline, and a timer of our own should the channel not honour it.
+          let timer: NodeJS.Timeout | undefined;
+          const late = new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error('no answer within a second')), TIMEOUT_MS + 100);
+          });
+          const text = await Promise.race([this.gateways.metrics(gw, TIMEOUT_MS), late]).finally(() => clearTimeout(timer));
           this.up.with({ gateway: gw.name }).set(1);
           this.silent.delete(gw.name);
           return { labels: { gateway: gw.name }, text };
