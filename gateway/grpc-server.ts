@@ -22,6 +22,10 @@ import {
   QueueStatsResponseSchema,
   SetThrottlesResponseSchema,
   MetricsResponseSchema,
+  SetControlsResponseSchema,
+  SendNowResponseSchema,
+  type SetControlsRequest,
+  type SendNowRequest,
   type AckRequest,
   type EnqueueRequest,
   type EventsRequest,
@@ -36,6 +40,7 @@ import { eventCauseOf, eventSourceOf, eventTypeOf } from '../proto/events.js';
 import type { DeliveryEventRow } from './outbox/outbox.js';
 import type { Enqueuer } from './enqueue.js';
 import type { GatewayRuntime } from './runtime.js';
+import { gatewayControls } from './controls/controls.js';
 
 /** Events read from the outbox per query while a stream catches up. */
 const PAGE = 500;
@@ -129,13 +134,22 @@ export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCou
     }
   }
 
+  const controls = await gatewayControls();
   const handlers: grpc.UntypedServiceImplementation = {
     enqueue(call: grpc.ServerUnaryCall<EnqueueRequest, unknown>, cb: grpc.sendUnaryData<unknown>) {
       const mismatch = refuses(call.request.contract, 'Enqueue');
       if (mismatch) return cb(refusal(mismatch));
       // The copies of an email (one per recipient) share its attachment bytes: sent once, never copied here.
       const attachmentData = call.request.attachments;
-      Promise.all(call.request.messages.map((m) => enqueuer.enqueue({ ...m, attachmentData })))
+      // Mail an operator canceled (a dispatch that crossed the order) is answered as taken and never queued.
+      const dropped = (m: EnqueueRequest['messages'][number]) => controls.isCanceled(m.projectId, Number(m.acceptedMs));
+      Promise.all(
+        call.request.messages.map((m) =>
+          dropped(m)
+            ? Promise.resolve({ emailId: m.emailId, key: m.key || m.emailId, duplicate: false, error: '' })
+            : enqueuer.enqueue({ ...m, attachmentData }),
+        ),
+      )
         .then((results) => cb(null, create(EnqueueResponseSchema, { contract: CONTRACT, results: results.map((r) => create(EnqueueResultSchema, r)) })))
         .catch((err) => fail(cb, err));
     },
@@ -164,6 +178,25 @@ export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCou
         .putSetting('throttles', JSON.stringify(list))
         .then(() => cb(null, create(SetThrottlesResponseSchema)))
         .catch((err) => fail(cb, err));
+    },
+    // The operator's suspensions and cancel orders, a full replacement: stored, applied, canceled mail dropped.
+    setControls(call: grpc.ServerUnaryCall<SetControlsRequest, unknown>, cb: grpc.sendUnaryData<unknown>) {
+      const r = call.request;
+      controls
+        .set({
+          suspensions: r.suspensions.map((s) => ({ id: s.id, provider: s.provider, projectId: s.projectId, untilMs: Number(s.untilMs), reason: s.reason })),
+          cancels: r.cancels.map((c) => ({ projectId: c.projectId, acceptedBeforeMs: Number(c.acceptedBeforeMs), orderedMs: Number(c.orderedMs) })),
+        })
+        .then((dropped) => {
+          log.info({ suspensions: r.suspensions.length, cancels: r.cancels.length, dropped }, 'queue controls replaced');
+          cb(null, create(SetControlsResponseSchema, { dropped: BigInt(dropped) }));
+        })
+        .catch((err) => fail(cb, err));
+    },
+    sendNow(call: grpc.ServerUnaryCall<SendNowRequest, unknown>, cb: grpc.sendUnaryData<unknown>) {
+      const woken = controls.sendNow(call.request.provider, call.request.projectId);
+      log.info({ provider: call.request.provider, projectId: call.request.projectId, woken }, 'send-now');
+      cb(null, create(SendNowResponseSchema, { woken: BigInt(woken) }));
     },
     pacingStats(call: grpc.ServerUnaryCall<PacingStatsRequest, unknown>, cb: grpc.sendUnaryData<unknown>) {
       const day = call.request.day || dayOf(clock.now());

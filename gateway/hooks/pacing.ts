@@ -11,6 +11,7 @@ import { attemptOf, PROVIDER } from '../outcome.js';
 import { classify, OTHER, providerOfDomain } from '../../common/providers.js';
 import { LIMIT_RECHECK_MS, type PaceDecision, type PaceRequest } from '../pacing/pacer.js';
 import { gatewayRuntime } from '../runtime.js';
+import { gatewayControls } from '../controls/controls.js';
 import { holdCause } from '../metrics.js';
 import { type ClientPool, type HMailProto, installConnectionReuse } from './connection-reuse.js';
 import { installPipelining } from './pipelining.js';
@@ -34,6 +35,9 @@ export interface ReuseTargets {
 export async function pacingHooks(outbound: HarakaOutbound, reuse?: ReuseTargets): Promise<PacingHooks> {
   const rt = await gatewayRuntime();
   const { pacer, log } = rt;
+  // The operator's persisted controls are in force before the first attempt.
+  const controls = await gatewayControls();
+  controls.attach(outbound);
   // Idle connections count against the connection limits decided here, so reuse is set up here.
   const idleSeconds = rt.config.delivery.connectionIdleSeconds;
   if (reuse && idleSeconds > 0) {
@@ -133,6 +137,12 @@ export async function pacingHooks(outbound: HarakaOutbound, reuse?: ReuseTargets
         answered = true;
         next(...args);
       };
+      // Canceled mail is dropped unsent; after a restart, mail queued before it waits for control's controls.
+      const verdict = controls.verdict(hmail);
+      if (verdict !== 'go') {
+        answer(constants.delay, controls.parkedSec);
+        return verdict === 'drop' ? controls.drop(hmail) : controls.park(hmail);
+      }
       providerOf(hmail.todo.domain)
         .then(async (provider) => {
           hmail.notes[PROVIDER] = provider;
@@ -148,6 +158,11 @@ export async function pacingHooks(outbound: HarakaOutbound, reuse?: ReuseTargets
           };
           // With gateways sharing counts (Redis): bulk mail under a norm takes its place there first, and a gate's first message of a minute reads the others' rate count.
           await pacer.prepare(req);
+          // An order may have come while the provider was looked up.
+          if (controls.verdict(hmail) === 'drop') {
+            answer(constants.delay, controls.parkedSec);
+            return controls.drop(hmail);
+          }
           const d = pacer.decide(req, wakeOf(hmail));
           if (d.kind === 'go') return answer();
           const events = report(hmail, d, provider);
