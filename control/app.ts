@@ -11,6 +11,7 @@ import type { Store } from './store/index.js';
 import type { KeyAuthenticator } from './api-keys/authenticate.js';
 import type { MailPipeline } from './mail/pipeline.js';
 import type { Registry } from '../core/metrics.js';
+import { adminRefused } from './metrics.js';
 import type { Counters } from './limits/counters.js';
 import type { Resolver } from '../core/dns.js';
 import type { WebhookTargets } from './webhooks/target.js';
@@ -99,10 +100,7 @@ export async function buildApp(deps: AppDeps, auth: { plugin: FastifyPluginAsync
 export async function buildAdminApp(deps: AppDeps, auth: { admin: FastifyPluginAsync }): Promise<FastifyInstance> {
   const { config } = deps;
   const app = newFastify({ config, log: deps.log, metrics: deps.metrics });
-  // Declared here, once: the admin listener is built once per process.
-  const refused = deps.metrics.counter('postgate_admin_refused_total', 'Admin API requests refused by the token guard: wrong or missing token, or throttled', {
-    reason: ['token', 'throttled'],
-  });
+  const refused = adminRefused(deps.metrics);
   const guard = adminGuard({
     token: deps.adminToken,
     counters: deps.counters,

@@ -15,8 +15,9 @@ import { Scheduler } from './mail/scheduler.js';
 import { ensureSystemSender } from './domains/system.js';
 import { GatewayEventStream } from './delivery/gateway-events.js';
 import { MailPipeline } from './mail/pipeline.js';
-import { processMemoryGauges, Registry } from '../core/metrics.js';
-import { GatewayMetrics } from './delivery/gateway-metrics.js';
+import { Registry } from '../core/metrics.js';
+import { controlMetrics } from './metrics.js';
+import { GatewayScrape } from './delivery/gateway-metrics.js';
 import { buildApp, buildAdminApp, type AppDeps } from './app.js';
 import { FastLane } from './http/fast-lane.js';
 import { createAuth } from '../auth/plugin.js';
@@ -54,12 +55,12 @@ const tokens = new MailTokens(secret);
 const deliverability: DispatchDeliverability = { tokens, dkimSealer: sealer(secret, 'dkim'), baseUrl: config.baseUrl };
 // How busy control's event loop is: the dispatcher holds back for a burst only while it is, and operators see it.
 const loopLoad = eventLoopLoad();
-metrics.gauge('postgate_event_loop_utilization', "Share of the last quarter second or more that control's event loop was busy (0-1)", { read: loopLoad });
+const counted = controlMetrics(metrics, { loopLoad, storeStats: () => store.stats() });
 const dispatcher = new Dispatcher(
   store,
   gateways,
   log,
-  metrics.counter('postgate_emails_dispatched_total', 'Emails handed to a gateway (every copy queued there)'),
+  counted.dispatched,
   deliverability,
   {
     rate: config.delivery.busyDispatchRate,
@@ -70,20 +71,14 @@ const dispatcher = new Dispatcher(
 const pacing = new PacingService(store, gateways, config, log, dispatcher);
 const queueControls = new QueueControls(store, gateways, invalidator, log, () => pacing.providers());
 // Each (re)connection of a gateway's event stream may be a restarted gateway: give it the throttles.
-const events = new GatewayEventStream(
-  store,
-  gateways,
-  log,
-  metrics.counter('postgate_delivery_events_total', 'Delivery events from the gateways applied to the store'),
-  {
-    tokens,
-    onConnect: (gw) => {
-      void pacing.push(gw);
-      // A restarted gateway holds delivery until it has the operator's controls again.
-      void queueControls.push(gw);
-    },
+const events = new GatewayEventStream(store, gateways, log, counted.deliveryEvents, {
+  tokens,
+  onConnect: (gw) => {
+    void pacing.push(gw);
+    // A restarted gateway holds delivery until it has the operator's controls again.
+    void queueControls.push(gw);
   },
-);
+});
 const access = new KeyAuthenticator(store, invalidator);
 const pipeline = new MailPipeline(store, config, dispatcher);
 const scheduler = new Scheduler(store, pipeline, dispatcher, log);
@@ -91,21 +86,8 @@ const resolver = makeResolver(config.dnsServers);
 const webhookTargets = new WebhookTargets(new AddressGuard(config.webhooks.allowCidrs), resolver);
 const webhooks = new WebhookSender(store, sealer(secret, 'webhooks'), config.webhooks, webhookTargets, log);
 
-metrics
-  .counter(
-    'postgate_store_commits_total',
-    'Commits of the store since start: SQLite group commits (each holds several writes) or PostgreSQL transactions, by the backend in use',
-  )
-  .collectFrom(() => store.stats().commits);
-metrics
-  .counter(
-    'postgate_store_writes_total',
-    'Writes the store committed since start (requests, events, status changes); a SQLite group commit or a PostgreSQL transaction may hold several',
-  )
-  .collectFrom(() => store.stats().writes);
-processMemoryGauges(metrics, 'postgate_process', 'control');
 // One scrape covers the node: the gateways' own families follow control's.
-metrics.append(new GatewayMetrics(gateways, log).scrape);
+metrics.append(new GatewayScrape(gateways, log).scrape);
 
 // One set of fixed-window counters for every limit of the process (API rate, sign-in codes, SMTP, admin guard).
 const counters = redis ? sharedCounters(new SharedCounters(redis, { role: 'control', nodes: config.redisNodes, log })) : memoryCounters();
@@ -128,12 +110,6 @@ const deps: AppDeps = {
   deliverability: { pacing, tokens },
   queueControls,
 };
-// Labelled by project: projects are few, created by the operator (a slug, never an address).
-const codeSendsCapped = metrics.counter(
-  'postgate_auth_code_sends_capped_total',
-  "Sign-in code requests refused because the project's hourly cap (auth.codeSendsPerProjectHour) was reached, per project slug",
-  { project: /^[\w.-]{1,64}$/ },
-);
 // The sign-in capability: composed here, the one place control knows it exists.
 const auth = createAuth({
   config,
@@ -146,7 +122,7 @@ const auth = createAuth({
   limiter,
   // Sign-in codes go through the one mail pipeline, as system mail: outside the project's quota and bulk rules.
   sendSystemMail: (caller, message) => pipeline.send(caller, message, { system: true }),
-  onCodeSendsCapped: (slug) => codeSendsCapped.with({ project: slug }).inc(),
+  onCodeSendsCapped: (slug) => counted.codeSendsCapped.with({ project: slug }).inc(),
 });
 const app = await buildApp(deps, auth);
 const adminApp = await buildAdminApp(deps, auth);

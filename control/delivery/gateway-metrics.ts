@@ -8,7 +8,7 @@ import type { GatewayClients } from './gateways.js';
 
 const TIMEOUT_MS = 1_000;
 
-export class GatewayMetrics {
+export class GatewayScrape {
   /** postgate_gateway_up: a registry of its own, rendered after the gateways answered. */
   readonly registry = new Registry();
   private readonly up: Gauge<'gateway'>;

@@ -9,7 +9,7 @@ import { ApiError, errorBody } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
 import type { Config } from '../../core/config.js';
 import type { Registry } from '../../core/metrics.js';
-import { httpMetrics, methodLabel, statusClass } from './metrics.js';
+import { bodyBudgetMetrics, httpMetrics, methodLabel, statusClass } from './metrics.js';
 import { bodyBudget } from './body-budget.js';
 import { lingerOnClose } from './linger.js';
 import { jsonHasNul, NUL_REFUSED } from '../../core/nul.js';
@@ -130,19 +130,7 @@ export function newFastify({ config, log, metrics, serverFactory, budgetBodies =
   if (budgetBodies) {
     const budget = bodyBudget(config.http.inFlightBodyBytes, config.http.activeBodyBytes, config.http.bodyLimitBytes);
     app.addHook('onRequest', budget.hook);
-    metrics.gauge('postgate_http_body_bytes_in_flight', 'Request body bytes reserved by requests under way (http.inFlightBodyBytes caps it)', {
-      read: () => budget.inFlight,
-    });
-    metrics.gauge('postgate_http_body_bytes_active', 'Request body bytes being read or worked on (http.activeBodyBytes; the next requests wait their turn)', {
-      read: () => budget.active,
-    });
-    // Counts since start, counters read at scrape: the budget keeps them.
-    metrics
-      .counter('postgate_http_body_budget_refused_total', 'Requests answered 503 because the in-flight body budget was full')
-      .collectFrom(() => budget.refused);
-    metrics
-      .counter('postgate_http_body_waits_total', 'Requests that waited for their turn to have their body read (http.activeBodyBytes)')
-      .collectFrom(() => budget.waited);
+    bodyBudgetMetrics(metrics, budget);
   }
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));

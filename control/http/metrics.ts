@@ -42,6 +42,31 @@ export function httpMetrics(registry: Registry): HttpMetrics {
   return m;
 }
 
+/** What the body budget (control/http/body-budget.ts) holds and has counted, read at each scrape. */
+export interface BudgetFigures {
+  readonly inFlight: number;
+  readonly active: number;
+  readonly refused: number;
+  readonly waited: number;
+}
+
+/** The public listener's body budget: declared by the listener that has one. */
+export function bodyBudgetMetrics(registry: Registry, budget: BudgetFigures): void {
+  registry.gauge('postgate_http_body_bytes_in_flight', 'Request body bytes reserved by requests under way (http.inFlightBodyBytes caps it)', {
+    read: () => budget.inFlight,
+  });
+  registry.gauge('postgate_http_body_bytes_active', 'Request body bytes being read or worked on (http.activeBodyBytes; the next requests wait their turn)', {
+    read: () => budget.active,
+  });
+  // Counts since start that the budget keeps: counters read at scrape.
+  registry
+    .counter('postgate_http_body_budget_refused_total', 'Requests answered 503 because the in-flight body budget was full')
+    .collectFrom(() => budget.refused);
+  registry
+    .counter('postgate_http_body_waits_total', 'Requests that waited for their turn to have their body read (http.activeBodyBytes)')
+    .collectFrom(() => budget.waited);
+}
+
 export const statusClass = (status: number): (typeof STATUS_CLASSES)[number] => STATUS_CLASSES[Math.min(4, Math.max(0, Math.floor(status / 100) - 1))]!;
 
 export const methodLabel = (method: string | undefined): (typeof METHODS)[number] =>

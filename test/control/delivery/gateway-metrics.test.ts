@@ -3,7 +3,7 @@
 // left out, and postgate_gateway_up says 0 for it (logged once until it answers again).
 import { expect, it } from 'vitest';
 import { Registry } from '../../../core/metrics.js';
-import { GatewayMetrics } from '../../../control/delivery/gateway-metrics.js';
+import { GatewayScrape } from '../../../control/delivery/gateway-metrics.js';
 import { expositionProblems, parseExposition } from '../../helpers/prometheus.js';
 
 const gatewayText = () => {
@@ -25,7 +25,7 @@ it('merges the gateways that answer, says which did not, within about a second',
       return broken ? Promise.reject(new Error('UNAVAILABLE')) : Promise.resolve(gatewayText());
     },
   };
-  const m = new GatewayMetrics(gateways, { warn: (...a: unknown[]) => warned.push(a) } as never);
+  const m = new GatewayScrape(gateways, { warn: (...a: unknown[]) => warned.push(a) } as never);
   const text = await m.scrape();
   const parsed = await parseExposition(text);
   expect(expositionProblems(parsed)).toEqual([]);
