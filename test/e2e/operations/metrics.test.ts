@@ -2,7 +2,8 @@
 // node (control's families and, appended, its gateway's, each with a `gateway` label), on the HTTP and
 // the admin listener alike. Every family has HELP and TYPE, counters end in _total, histograms are
 // cumulative with +Inf = count, labels stay bounded (no address or domain). Mail goes to a loopback MX
-// whose name says Google, so the gateway counts it under `google` and times it from the accept.
+// whose name says Google, so the gateway counts it under `google` and times it from the accept; one
+// recipient greylisted once is counted as deferred by the receiver.
 // A second gateway in POSTGATE_GATEWAYS that is down is left out of the scrape, and postgate_gateway_up
 // says 0 for it (one that never answers is cut at a second: test/control/delivery/gateway-metrics.test.ts).
 import crypto from 'node:crypto';
@@ -11,7 +12,7 @@ import type { PromHistogramData } from 'prom2javascript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROVIDERS } from '../../../common/providers.js';
 import { startDnsServer, type DnsServer } from '../../helpers/dns-server.js';
-import { startMxSink, type MxSink } from '../../helpers/mx-sink.js';
+import { startMxSink, tempFailFirst, type MxSink } from '../../helpers/mx-sink.js';
 import { freePort } from '../../helpers/ports.js';
 import { expositionProblems, parseExposition, type PromMetrics } from '../../helpers/prometheus.js';
 import { Stack, type Project } from '../../helpers/stack.js';
@@ -58,17 +59,23 @@ afterAll(async () => {
 /** The gateway control picks for an email (control/delivery/gateways.ts pick: sha1 of the id over the list). */
 const gatewayOf = (id: string) => [live, mute][crypto.createHash('sha1').update(id).digest().readUInt32BE(0) % 2];
 
-/** Sends until one email goes to the live gateway, and waits until it is delivered. */
-async function deliverOne(): Promise<void> {
+/** Sends until an email goes to the live gateway (the others wait for the one that is down); its id. */
+async function sendToLive(to: string): Promise<string> {
   for (let i = 0; i < 30; i++) {
-    const r = await stack.api('POST', '/v1/emails', p.keys.live, { from: 'hello@acme.test', to: `user${i}@inbox.test`, subject: 'metrics', text: 'x' });
+    const r = await stack.api('POST', '/v1/emails', p.keys.live, { from: 'hello@acme.test', to, subject: 'metrics', text: 'x' });
     expect(r.status, JSON.stringify(r.body)).toBe(202);
-    if (gatewayOf(r.body.id) !== live) continue;
-    const e = await stack.waitEmail(p.keys.live, r.body.id, (x) => x.status === 'sent' || x.status === 'failed', 30_000);
-    expect(e.status).toBe('sent');
-    return;
+    if (gatewayOf(r.body.id) === live) return r.body.id;
   }
   throw new Error('no email was picked for the live gateway');
+}
+
+/** One email delivered, one deferred by the receiver (450 at RCPT, retried 30 s later). */
+async function deliverAndDefer(): Promise<void> {
+  sink.setBehaviour('grey@inbox.test', { rcpt: tempFailFirst(1) });
+  const sent = await sendToLive('user@inbox.test');
+  const deferred = await sendToLive('grey@inbox.test');
+  expect((await stack.waitEmail(p.keys.live, sent, (x) => x.status === 'sent' || x.status === 'failed', 30_000)).status).toBe('sent');
+  await stack.waitEmail(p.keys.live, deferred, (x) => x.events.some((e: any) => e.type === 'deferred'), 30_000);
 }
 
 const scrape = async (base: string) => {
@@ -140,7 +147,7 @@ describe('/metrics of a node', () => {
   });
 
   it('after a delivery, on both listeners: every family well-formed, the attempt counted and timed, labels bounded', async () => {
-    await deliverOne();
+    await deliverAndDefer();
     // The gateway's events reach control a moment after the email shows sent; one scrape later is enough.
     for (const base of [stack.url, stack.adminUrl]) {
       const { text, parsed } = await scrape(base);
@@ -159,6 +166,8 @@ describe('/metrics of a node', () => {
       expect(
         sampleValue(parsed, 'postgate_gateway_attempts_total', { provider: 'google', class: 'transactional', outcome: 'delivered' }),
       ).toBeGreaterThanOrEqual(1);
+      expect(sampleValue(parsed, 'postgate_gateway_attempts_total', { provider: 'google', class: 'transactional', outcome: 'deferred' })).toBe(1);
+      expect(sampleValue(parsed, 'postgate_gateway_deferrals_total', { provider: 'google', cause: 'receiver' })).toBe(1);
       const latency = (parsed.postgate_delivery_latency_seconds!.data as PromHistogramData[]).find((h) => h.labels.provider === 'google')!;
       expect(latency.count).toBeGreaterThanOrEqual(1);
       expect(latency.sum).toBeGreaterThan(0);
