@@ -87,6 +87,8 @@ export class GatewayControls {
   private readonly dropping = new Map<string, HMailItem>();
   private flushScheduled = false;
   private outbound?: HarakaOutbound;
+  /** Items seen by the pacing hook and not finished: what a cancel or send-now looks through while the state registry is absent. */
+  private readonly seen = new Set<HMailItem>();
 
   constructor(private readonly deps: ControlsDeps) {}
 
@@ -125,6 +127,26 @@ export class GatewayControls {
   /** The DELAY the hook answers for an item it drops or parks (taken off the timer queue at once). */
   get parkedSec(): number {
     return PARKED_SEC;
+  }
+
+  /** The pacing hook let an item go to its attempt (it may come back deferred). */
+  track(hmail: HMailItem): void {
+    if (!this.deps.queueState) this.seen.add(hmail);
+  }
+
+  /** The item is finished (delivered, bounced or dropped). */
+  untrack(hmail: HMailItem): void {
+    this.seen.delete(hmail);
+  }
+
+  /** The items the gateway holds of a project and/or provider: the state registry's, else those the hook has seen. */
+  private *items(filter: { provider?: string; projectId?: string }): Iterable<HMailItem> {
+    if (this.deps.queueState) return yield* this.deps.queueState.itemsWhere(filter);
+    for (const hmail of this.seen) {
+      if (filter.projectId && String(hmail.todo.notes.project_id ?? '') !== filter.projectId) continue;
+      if (filter.provider && hmail.notes[PROVIDER] !== filter.provider) continue;
+      yield hmail;
+    }
   }
 
   /** The hook answered DELAY for a canceled item: it leaves the timer queue and its file goes, unsent. */
@@ -176,11 +198,10 @@ export class GatewayControls {
 
   /** The deferred items the registry knows of canceled mail: off the timer queue in one pass, then their files removed. */
   private dropHeld(): number {
-    const registry = this.deps.queueState;
-    if (!registry || !this.cancelBefore.size) return 0;
+    if (!this.cancelBefore.size) return 0;
     const victims = new Map<string, HMailItem>();
     for (const projectId of this.cancelBefore.keys())
-      for (const hmail of registry.itemsWhere({ projectId })) if (this.verdict(hmail) === 'drop') victims.set(hmail.filename, hmail);
+      for (const hmail of this.items({ projectId })) if (this.verdict(hmail) === 'drop') victims.set(hmail.filename, hmail);
     return this.discard(victims);
   }
 
@@ -212,6 +233,7 @@ export class GatewayControls {
       return false;
     });
     for (const hmail of removed) {
+      this.seen.delete(hmail);
       this.deps.pacer.forget(hmail.todo.uuid);
       this.deps.queueState?.forget?.(hmail);
       // Its delivery turn ended when it was DELAYed: discard() must not end it twice.
@@ -254,17 +276,9 @@ export class GatewayControls {
    * and holds still apply: each item meets the pacing hook again. Returns how many woke.
    */
   sendNow(provider: string, projectId: string): number {
-    let woken = this.deps.pacer.sendNow(provider, projectId);
-    const registry = this.deps.queueState;
-    if (registry) {
-      const items: HMailItem[] = [];
-      for (const hmail of registry.itemsWhere({ ...(provider ? { provider } : {}), ...(projectId ? { projectId } : {}) })) {
-        if (provider && hmail.notes[PROVIDER] !== undefined && hmail.notes[PROVIDER] !== provider) continue;
-        items.push(hmail);
-      }
-      woken += this.wake(items);
-    }
-    return woken;
+    const woken = this.deps.pacer.sendNow(provider, projectId);
+    const items = [...this.items({ ...(provider ? { provider } : {}), ...(projectId ? { projectId } : {}) })];
+    return woken + this.wake(items);
   }
 }
 

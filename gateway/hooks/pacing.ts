@@ -164,7 +164,10 @@ export async function pacingHooks(outbound: HarakaOutbound, reuse?: ReuseTargets
             return controls.drop(hmail);
           }
           const d = pacer.decide(req, wakeOf(hmail));
-          if (d.kind === 'go') return answer();
+          if (d.kind === 'go') {
+            controls.track(hmail);
+            return answer();
+          }
           const events = report(hmail, d, provider);
           if (!events) return answer(constants.delay, d.delaySec);
           rt.metrics.deferral(provider, holdCause(events[0]?.cause, d.hold), events.length);
@@ -181,6 +184,7 @@ export async function pacingHooks(outbound: HarakaOutbound, reuse?: ReuseTargets
         });
     },
     attemptEnded(hmail, final) {
+      if (final) controls.untrack(hmail);
       const key = hmail.todo.uuid;
       const free = () => (final ? pacer.done(key) : pacer.release(key));
       // A delivered session's slot passes on once its connection is idle (or closing), so the next message can reuse it.
