@@ -87,6 +87,8 @@ export class GatewayControls {
   private readonly dropping = new Map<string, HMailItem>();
   private flushScheduled = false;
   private outbound?: HarakaOutbound;
+  /** Items held by an operator's suspension (the fallback hold, while rt.holds is absent), by filename. */
+  private readonly suspended = new Map<string, HMailItem>();
   /** Items seen by the pacing hook and not finished: what a cancel or send-now looks through while the state registry is absent. */
   private readonly seen = new Set<HMailItem>();
 
@@ -127,6 +129,32 @@ export class GatewayControls {
   /** The DELAY the hook answers for an item it drops or parks (taken off the timer queue at once). */
   get parkedSec(): number {
     return PARKED_SEC;
+  }
+
+  /**
+   * The operator's suspension that holds this item (its provider as the pacing hook found it), when the
+   * delivery holds (rt.holds, the shaping helper's) are absent: until they exist, the hook holds it here.
+   */
+  suspension(hmail: HMailItem, provider: string): OperatorSuspension | undefined {
+    if (this.deps.holds || !this.suspensions.length) return undefined;
+    const projectId = String(hmail.todo.notes.project_id ?? '');
+    const now = clock.now();
+    return this.suspensions.find(
+      (s) => (!s.untilMs || s.untilMs > now) && (!s.provider || s.provider === provider) && (!s.projectId || s.projectId === projectId),
+    );
+  }
+
+  /** The hook answered DELAY for an item a suspension holds: it goes again when the suspension ends. */
+  parkSuspended(hmail: HMailItem): void {
+    if (!this.suspension(hmail, String(hmail.notes[PROVIDER] ?? ''))) return void this.wake([hmail]);
+    this.suspended.set(hmail.filename, hmail);
+  }
+
+  /** Wakes the items held by suspensions that ended (resumed, or their time is up). */
+  private releaseSuspended(): void {
+    const free = [...this.suspended.values()].filter((h) => !this.suspension(h, String(h.notes[PROVIDER] ?? '')));
+    for (const h of free) this.suspended.delete(h.filename);
+    this.wake(free);
   }
 
   /** The pacing hook let an item go to its attempt (it may come back deferred). */
@@ -187,7 +215,7 @@ export class GatewayControls {
     const now = clock.now();
     const list = this.suspensions.filter((s) => !s.untilMs || s.untilMs > now);
     if (this.deps.holds) this.deps.holds.setOperator(list);
-    else if (list.length) this.deps.log.warn({ suspensions: list.length }, 'operator suspensions received but delivery holds are not available');
+    else this.releaseSuspended();
     const ends = list.filter((s) => s.untilMs).map((s) => s.untilMs);
     if (ends.length) {
       // Real time: our clock may run ahead of it (tests), never behind.
@@ -234,6 +262,7 @@ export class GatewayControls {
     });
     for (const hmail of removed) {
       this.seen.delete(hmail);
+      this.suspended.delete(hmail.filename);
       this.deps.pacer.forget(hmail.todo.uuid);
       this.deps.queueState?.forget?.(hmail);
       // Its delivery turn ended when it was DELAYed: discard() must not end it twice.
