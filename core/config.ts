@@ -84,6 +84,46 @@ export interface PacingSettings {
   volumeSpike: { factor: number; floor: number; days: number };
 }
 
+/** What a shaping rule does while in force (common/shaping.ts; deploy/config-reference.md, "Shaping"). */
+export type ShapingAction =
+  | { kind: 'suspend'; scope: 'provider' | 'project' }
+  /** Lower to `value` (per minute / connections), or to the limit in force × `factor` (0 < factor < 1). */
+  | { kind: 'rate'; value?: number; factor?: number }
+  | { kind: 'connections'; value?: number; factor?: number };
+
+export interface ShapingMatch {
+  /** Enhanced status codes, matched as prefixes ("4.7.28", "4.7.65"). */
+  enhancedCodes?: string[];
+  /** SMTP basic codes (421, 451...). */
+  codes?: number[];
+  /** A regular expression on the answer's text, case-insensitive. */
+  pattern?: string;
+}
+
+/** A rule matching a receiving provider's SMTP answers, with the action it takes for a while. */
+export interface ShapingRule {
+  name: string;
+  /** Provider names (pacing.providers); absent or empty: any provider. */
+  providers?: string[];
+  /** Every field given must match; at least one is given. */
+  match: ShapingMatch;
+  action: ShapingAction;
+  durationSeconds: number;
+  /** Where the provider documents this answer (default rules). */
+  source?: string;
+  /** An answer this rule is for, as the provider sends it. */
+  example?: string;
+  /** Why this action, and how sure the text is. */
+  note?: string;
+}
+
+export interface ShapingSettings {
+  /** The operator's rules: added to the default ones (common/shaping.ts); one with a default's name replaces it. */
+  rules: ShapingRule[];
+  /** Only the operator's rules apply. */
+  replaceDefaults: boolean;
+}
+
 export interface StorageSettings {
   /** FULL: each grouped commit is fdatasynced (off the event loop) before its writes are answered; NORMAL: only at WAL checkpoints. */
   synchronous: 'FULL' | 'NORMAL';
@@ -219,6 +259,7 @@ export interface Config {
   auth: AuthSettings;
   http: HttpSettings;
   pacing: PacingSettings;
+  shaping: ShapingSettings;
   /** POSTGATE_TEST_CLOCK=1: the admin API (and the gateways) let tests move the clock. */
   testClock: boolean;
   /** POSTGATE_REDIS_URL: shared limit and pacing counters and cross-node cache invalidation; unset = this process's memory. */
@@ -468,6 +509,84 @@ function merge<T extends object>(base: T, over: unknown, name: string): T {
   return out as T;
 }
 
+const RULE_FIELDS = ['name', 'providers', 'match', 'action', 'durationSeconds', 'source', 'example', 'note'];
+
+/** What is wrong with one shaping rule, a line each (none: it is fine). */
+function ruleProblems(rule: unknown, where: string, providers: ReadonlySet<string>): string[] {
+  if (!rule || typeof rule !== 'object' || Array.isArray(rule)) return [`${where} must be an object`];
+  const out: string[] = [];
+  const r = rule as Record<string, any>;
+  const at = typeof r.name === 'string' && r.name ? `${where} (${r.name})` : where;
+  for (const k of Object.keys(r)) if (!RULE_FIELDS.includes(k)) out.push(`${at}: unknown field ${k}`);
+  if (typeof r.name !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/.test(r.name))
+    out.push(`${where}.name: a name of 1-64 letters, digits, '.', '_', ':' or '-' is required, got ${JSON.stringify(r.name)}`);
+  if (r.providers !== undefined) {
+    if (!Array.isArray(r.providers) || r.providers.some((p: unknown) => typeof p !== 'string')) out.push(`${at}.providers must be a list of provider names`);
+    else
+      for (const p of r.providers as string[])
+        if (!providers.has(p)) out.push(`${at}.providers: unknown provider ${JSON.stringify(p)} (known: ${[...providers].join(', ')})`);
+  }
+  const m = r.match;
+  if (!m || typeof m !== 'object' || Array.isArray(m)) out.push(`${at}.match: no match field: give enhancedCodes, codes or pattern`);
+  else {
+    for (const k of Object.keys(m))
+      if (!['enhancedCodes', 'codes', 'pattern'].includes(k)) out.push(`${at}.match: unknown field ${k} (enhancedCodes, codes, pattern)`);
+    if (!(m.enhancedCodes?.length > 0 || m.codes?.length > 0 || (typeof m.pattern === 'string' && m.pattern !== '')))
+      out.push(`${at}.match: no match field: give enhancedCodes, codes or pattern`);
+    if (
+      m.enhancedCodes !== undefined &&
+      (!Array.isArray(m.enhancedCodes) || m.enhancedCodes.some((c: unknown) => typeof c !== 'string' || !/^[245](\.\d{1,3}){0,2}\.?$/.test(c)))
+    )
+      out.push(`${at}.match.enhancedCodes must be a list of enhanced codes or their beginnings, like "4.7.28", got ${JSON.stringify(m.enhancedCodes)}`);
+    if (m.codes !== undefined && (!Array.isArray(m.codes) || m.codes.some((c: unknown) => !Number.isInteger(c) || (c as number) < 200 || (c as number) > 599)))
+      out.push(`${at}.match.codes must be a list of SMTP codes like 421, got ${JSON.stringify(m.codes)}`);
+    if (m.pattern !== undefined) {
+      if (typeof m.pattern !== 'string') out.push(`${at}.match.pattern must be a string`);
+      else
+        try {
+          new RegExp(m.pattern, 'i');
+        } catch (err) {
+          out.push(`${at}.match.pattern: bad regular expression: ${(err as Error).message}`);
+        }
+    }
+  }
+  const a = r.action;
+  if (!a || typeof a !== 'object' || !['suspend', 'rate', 'connections'].includes(a.kind))
+    out.push(`${at}.action.kind: unknown action ${JSON.stringify(a?.kind)} (suspend, rate or connections)`);
+  else if (a.kind === 'suspend') {
+    if (a.scope !== 'provider' && a.scope !== 'project') out.push(`${at}.action.scope must be provider or project, got ${JSON.stringify(a.scope)}`);
+  } else {
+    const hasValue = a.value !== undefined;
+    const hasFactor = a.factor !== undefined;
+    if (hasValue === hasFactor) out.push(`${at}.action: give either value or factor`);
+    if (hasValue && (!Number.isInteger(a.value) || a.value < 1))
+      out.push(`${at}.action.value must be a whole number of at least 1, got ${JSON.stringify(a.value)}`);
+    if (hasFactor && (typeof a.factor !== 'number' || !(a.factor > 0 && a.factor < 1)))
+      out.push(`${at}.action.factor must be between 0 and 1 (both excluded), got ${JSON.stringify(a.factor)}`);
+  }
+  if (typeof r.durationSeconds !== 'number' || !Number.isFinite(r.durationSeconds) || r.durationSeconds <= 0)
+    out.push(`${at}.durationSeconds must be a number of seconds above 0, got ${JSON.stringify(r.durationSeconds)}`);
+  return out;
+}
+
+/**
+ * The operator's shaping rules, checked in full: every mistake is one line of the error. The
+ * gateway merges them with the default rules (common/shaping.ts mergeRules).
+ */
+function shapingSettings(over: unknown, providers: Iterable<string>): ShapingSettings {
+  const s = merge({ rules: [] as ShapingRule[], replaceDefaults: false }, over, 'shaping');
+  const known = new Set(providers);
+  const problems = s.rules.flatMap((r, i) => ruleProblems(r, `shaping.rules[${i}]`, known));
+  const seen = new Set<string>();
+  for (const r of s.rules) {
+    if (typeof r?.name !== 'string') continue;
+    if (seen.has(r.name)) problems.push(`shaping.rules: the name ${r.name} is given twice`);
+    seen.add(r.name);
+  }
+  if (problems.length) throw new Error(problems.map((p) => `POSTGATE_CONFIG: ${p}`).join('\n'));
+  return s;
+}
+
 function storageSettings(over: unknown, env: NodeJS.ProcessEnv): StorageSettings {
   const st = { ...merge(defaults.storage as StorageSettings, over, 'storage'), externalCheckpoints: env.POSTGATE_WAL_CHECKPOINTER === '1' };
   if (st.synchronous !== 'FULL' && st.synchronous !== 'NORMAL')
@@ -515,6 +634,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!ROLES.includes(role)) throw new Error(`POSTGATE_ROLE must be one of ${ROLES.join(', ')} (got ${JSON.stringify(env.POSTGATE_ROLE)})`);
   if (role === 'control' && !gateways.length)
     throw new Error('POSTGATE_ROLE=control runs no gateway here: set POSTGATE_GATEWAYS to the gateways it sends through (host:port list)');
+  const pacing = pacingSettings(file.pacing);
   return {
     role,
     dataDir,
@@ -556,7 +676,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhooks: webhookSettings(file.webhooks),
     auth: authSettings(file.auth),
     http: merge(defaults.http, file.http, 'http'),
-    pacing: pacingSettings(file.pacing),
+    pacing,
+    shaping: shapingSettings(file.shaping, Object.keys(pacing.providers)),
     testClock: env.POSTGATE_TEST_CLOCK === '1',
     redisUrl: redisUrl(env.POSTGATE_REDIS_URL),
     redisPrefix: redisPrefix(env.POSTGATE_REDIS_PREFIX),

@@ -215,6 +215,7 @@ export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCou
       // Only test set-ups may move time: pacing decisions and event times follow it.
       if (!rt.config.testClock) return cb({ code: grpc.status.PERMISSION_DENIED, details: 'the clock can be moved only with POSTGATE_TEST_CLOCK=1' });
       clock.setOffset(Number(call.request.offsetMs));
+      rt.shaper.tick();
       const woken = rt.pacer.reconsider();
       log.info({ offsetMs: clock.offset(), woken }, 'clock moved');
       cb(null, create(SetClockResponseSchema));

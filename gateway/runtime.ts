@@ -14,6 +14,9 @@ import type { PipeliningStats } from './hooks/pipelining.js';
 import { connectRedis } from '../core/redis.js';
 import { SharedCounters } from '../core/shared-counters.js';
 import { GatewayMetrics } from './metrics.js';
+import { DeliveryHolds } from './shaping/holds.js';
+import { Shaper } from './shaping/shaper.js';
+import { mergeRules } from '../common/shaping.js';
 
 export interface GatewayContext {
   config: Config;
@@ -34,6 +37,10 @@ export interface GatewayRuntime extends GatewayContext {
   pacer: Pacer;
   /** The gateway's own metrics (gateway/metrics.ts), served by the Metrics RPC. */
   metrics: GatewayMetrics;
+  /** Whether a provider/project is stopped now: shaping's suspensions and the operator's (setOperator, from SetControls). */
+  holds: DeliveryHolds;
+  /** Adaptive shaping (gateway/shaping/shaper.ts): observe() the remote answers; actions() in force. */
+  shaper: Shaper;
   /** Writes warm-up counters not yet saved, to the outbox and to Redis, and closes Redis (at shutdown). */
   flushUsage(): Promise<void>;
   /**
@@ -86,6 +93,11 @@ async function open(): Promise<GatewayRuntime> {
   // The operator's throttles as control last pushed them, so a restart does not fall back to the defaults.
   const pushed = await outbox.setting('throttles');
   if (pushed) pacer.setThrottles(JSON.parse(pushed) as Parameters<Pacer['setThrottles']>[0]);
+  const holds = new DeliveryHolds();
+  pacer.useHolds(holds);
+  // The actions in force on the other gateways (Redis) are loaded before the first attempt.
+  const shaper = new Shaper({ rules: mergeRules(ctx.config.shaping.rules, ctx.config.shaping.replaceDefaults), pacer, holds, log: ctx.log, redis });
+  await shaper.start();
   return {
     ...ctx,
     outbox,
@@ -93,6 +105,8 @@ async function open(): Promise<GatewayRuntime> {
     attempts: new Set(),
     pacer,
     metrics: new GatewayMetrics(ctx.config),
+    holds,
+    shaper,
     async flushUsage() {
       await saveUsage();
       await redis?.close();

@@ -27,6 +27,7 @@ import type { UsageRow } from '../outbox/outbox.js';
 import { OTHER } from '../../common/providers.js';
 import { normFor, warmupDay } from '../../common/warmup.js';
 import type { SharedCounters } from '../../core/shared-counters.js';
+import type { DeliveryHolds } from '../shaping/holds.js';
 
 export interface Throttle extends ProviderThrottle {
   provider: string;
@@ -46,12 +47,33 @@ export interface PaceRequest {
   notBeforeMs: number;
 }
 
-export type HoldKind = 'warmup' | 'retry' | 'limit';
+/** shaping / suspended: a shaping rule's or the operator's suspension (gateway/shaping/holds.ts). */
+export type HoldKind = 'warmup' | 'retry' | 'limit' | 'shaping' | 'suspended';
 
 export type PaceDecision =
   | { kind: 'go' }
   /** Hold for delaySec (real seconds); untilMs is when, by our clock. */
-  | { kind: 'hold'; hold: HoldKind; untilMs: number; delaySec: number; norm?: number; used?: number; waitedMs?: number };
+  | {
+      kind: 'hold';
+      hold: HoldKind;
+      untilMs: number;
+      delaySec: number;
+      norm?: number;
+      used?: number;
+      waitedMs?: number;
+      /** shaping / suspended: the rule's name or operator:<id>, when the hold began, and when it ends (0 = until resumed). */
+      rule?: string;
+      sinceMs?: number;
+      holdUntilMs?: number;
+    };
+
+/** A shaping action's lowered limit at a provider (gateway/shaping/shaper.ts). */
+export interface ShapingLimit {
+  rate?: number;
+  connections?: number;
+  /** When it ends (epoch ms, our clock). */
+  untilMs: number;
+}
 
 interface Held {
   kind: HoldKind;
@@ -73,6 +95,8 @@ interface Gate {
   timer?: NodeJS.Timeout;
   /** The gateways' count of this minute reached the rate: no token before this (our clock). */
   fullUntil: number;
+  /** When attempts were let go in the last minute (real time): the base of a shaping factor where no rate is set. */
+  sent: number[];
 }
 
 interface Counter {
@@ -86,6 +110,8 @@ export const LIMIT_RECHECK_MS = 30_000;
 const RATE_WINDOW_MS = 60_000;
 /** A shared rate that is not surely used up is looked at again this soon. */
 const RECHECK_MS = 150;
+/** Mail under a suspension without an end looks again this often on its own (a resume wakes it at once). */
+const SUSPENDED_RECHECK_MS = 3600_000;
 
 const warmupKey = (projectId: string, provider: string) => `warmup:${projectId}:${provider}`;
 /** Rates and connections are per provider; for `other`, per recipient domain. */
@@ -117,6 +143,10 @@ export class Pacer {
   private readonly reservations = new Map<string, Reservation>();
   /** Scheduled retries the operator sent now (SendNow): their not_before is ignored once. */
   private readonly retryNow = new Set<string>();
+  /** Shaping's lowered limits: provider → action id → limit (the effective limit is the lowest in force). */
+  private readonly shaping = new Map<string, Map<string, ShapingLimit>>();
+  /** Suspensions of shaping rules and of the operator (gateway/shaping/holds.ts). */
+  private holds?: DeliveryHolds;
 
   constructor(
     defaults: Record<string, ProviderThrottle>,
@@ -145,6 +175,84 @@ export class Pacer {
     return this.throttles.get(provider) ?? this.throttles.get(OTHER)!;
   }
 
+  /** The limits in force at a provider: the configured ones lowered by shaping's actions in force (0 = unlimited). */
+  effective(provider: string): Throttle {
+    const t = this.throttleOf(provider);
+    const lowered = this.shaping.get(this.throttles.has(provider) ? provider : OTHER);
+    if (!lowered?.size) return t;
+    const now = clock.now();
+    let rate = t.ratePerMinute;
+    let connections = t.connections;
+    for (const [id, l] of lowered) {
+      if (l.untilMs <= now) {
+        lowered.delete(id);
+        continue;
+      }
+      if (l.rate !== undefined) rate = rate ? Math.min(rate, l.rate) : l.rate;
+      if (l.connections !== undefined) connections = connections ? Math.min(connections, l.connections) : l.connections;
+    }
+    return rate === t.ratePerMinute && connections === t.connections ? t : { ...t, ratePerMinute: rate, connections };
+  }
+
+  /**
+   * What a shaping factor lowers: the limit in force, or where there is none what the provider
+   * gets now (sends in the last minute, attempts under way), at least 1.
+   */
+  shapingBase(provider: string, kind: 'rate' | 'connections'): number {
+    const t = this.effective(provider);
+    const set = kind === 'rate' ? t.ratePerMinute : t.connections;
+    if (set) return set;
+    const since = Date.now() - RATE_WINDOW_MS;
+    let seen = 0;
+    for (const g of this.gatesOf(provider)) seen += kind === 'rate' ? g.sent.filter((t) => t > since).length : g.inFlight;
+    return Math.max(1, seen);
+  }
+
+  /**
+   * A shaping action lowers (or, undefined, stops lowering) a provider's rate or connections. A
+   * lower rate takes effect at once: tokens saved up at the old rate are dropped, so the next
+   * attempt already waits for the new spacing.
+   */
+  setShapingLimit(provider: string, id: string, limit: ShapingLimit | undefined): void {
+    let lowered = this.shaping.get(provider);
+    if (limit) {
+      if (!lowered) this.shaping.set(provider, (lowered = new Map()));
+      lowered.set(id, limit);
+      if (limit.rate !== undefined) {
+        const now = Date.now();
+        for (const g of this.gatesOf(provider)) {
+          g.tokens = Math.min(g.tokens, 0);
+          g.refilledAt = now;
+        }
+      }
+    } else if (!lowered?.delete(id)) return;
+    // Raised again (or lowered): waiting mail looks at the new limits.
+    for (const g of this.gatesOf(provider)) this.pump(g);
+  }
+
+  /** The gates of a provider (for `other`, every recipient domain's). */
+  private *gatesOf(provider: string): Iterable<Gate> {
+    for (const g of this.gates.values()) if (g.name === provider || (provider === OTHER && g.name.startsWith(`${OTHER}:`))) yield g;
+  }
+
+  /** The delivery holds decide() consults; mail they held wakes when they change. */
+  useHolds(holds: DeliveryHolds): void {
+    this.holds = holds;
+    holds.onChange(() => this.releaseHolds());
+  }
+
+  /** Wakes mail held by a suspension that no longer applies to it. */
+  private releaseHolds(): number {
+    let woken = 0;
+    for (const [key, h] of [...this.held]) {
+      if ((h.kind !== 'shaping' && h.kind !== 'suspended') || this.holds?.check(h.provider, h.projectId)) continue;
+      this.held.delete(key);
+      h.wake();
+      woken++;
+    }
+    return woken;
+  }
+
   /** Loads persisted counters (today's, at start). */
   loadUsage(rows: readonly UsageRow[]): void {
     for (const r of rows) {
@@ -162,7 +270,7 @@ export class Pacer {
   async prepare(req: PaceRequest): Promise<void> {
     if (!this.shared) return;
     // The first message of a gate in a minute learns the other gateways' count before its decision.
-    if (this.throttleOf(req.provider).ratePerMinute) await this.shared.sync(rateKey(gateName(req)), RATE_WINDOW_MS);
+    if (this.effective(req.provider).ratePerMinute) await this.shared.sync(rateKey(gateName(req)), RATE_WINDOW_MS);
     if (!req.bulk) return;
     const now = clock.now();
     const day = dayOf(now);
@@ -196,6 +304,14 @@ export class Pacer {
     this.held.delete(req.key);
 
     if (req.notBeforeMs > now && !this.retryNow.delete(req.key)) return this.hold(req, 'retry', req.notBeforeMs, wake);
+
+    // A suspension (shaping or the operator's) holds it before anything counts it; a slot handed to it passes on.
+    const stop = this.holds?.check(req.provider, req.projectId, now);
+    if (stop) {
+      this.leaveGate(req.key);
+      const d = this.hold(req, stop.cause, stop.untilMs || now + SUSPENDED_RECHECK_MS, wake);
+      return { ...d, rule: stop.rule, sinceMs: stop.sinceMs, holdUntilMs: stop.untilMs };
+    }
 
     const day = dayOf(now);
     if (this.counted.get(req.key) !== day) {
@@ -232,19 +348,52 @@ export class Pacer {
     return { kind: 'hold', hold: kind, untilMs, delaySec };
   }
 
+  /** An item stopped before its attempt: out of the gate's waits, and a slot pump() handed it freed. */
+  private leaveGate(key: string): void {
+    for (const g of this.gates.values()) {
+      g.transactional.delete(key);
+      g.bulk.delete(key);
+    }
+    this.waitingSince.delete(key);
+    const name = this.admitted.get(key);
+    if (name === undefined) return;
+    this.admitted.delete(key);
+    const g = this.gates.get(name);
+    if (!g) return;
+    g.inFlight = Math.max(0, g.inFlight - 1);
+    this.pump(g);
+  }
+
   private gateOf(req: Pick<PaceRequest, 'provider' | 'domain'>): Gate {
     const name = gateName(req);
     let g = this.gates.get(name);
     if (!g) {
       const t = this.throttleOf(req.provider);
-      g = { name, inFlight: 0, tokens: Math.max(1, t.ratePerMinute / 60), refilledAt: Date.now(), transactional: new Map(), bulk: new Map(), fullUntil: 0 };
+      g = {
+        name,
+        inFlight: 0,
+        tokens: Math.max(1, t.ratePerMinute / 60),
+        refilledAt: Date.now(),
+        transactional: new Map(),
+        bulk: new Map(),
+        fullUntil: 0,
+        sent: [],
+      };
       this.gates.set(name, g);
     }
     return g;
   }
 
   private limits(g: Gate): Throttle {
-    return this.throttleOf(g.name.startsWith(`${OTHER}:`) ? OTHER : g.name);
+    return this.effective(g.name.startsWith(`${OTHER}:`) ? OTHER : g.name);
+  }
+
+  /** An attempt was let go through the gate. */
+  private sentNow(g: Gate): void {
+    const now = Date.now();
+    g.sent.push(now);
+    // Only the last minute is read; a gate never keeps more than that (or a bounded many).
+    while (g.sent.length && (g.sent[0]! <= now - RATE_WINDOW_MS || g.sent.length > 100_000)) g.sent.shift();
   }
 
   /** Takes a token of the gate's rate, if one is there (real time: rates are about the wire). */
@@ -279,7 +428,7 @@ export class Pacer {
    */
   connectionRoom(provider: string, domain: string): { gate: string; free: number } {
     const gate = gateName({ provider, domain });
-    const max = this.throttleOf(provider).connections;
+    const max = this.effective(provider).connections;
     if (!max) return { gate, free: Infinity };
     return { gate, free: max - (this.gates.get(gate)?.inFlight ?? 0) };
   }
@@ -305,6 +454,7 @@ export class Pacer {
       queue.delete(req.key);
       this.waitingSince.delete(req.key);
       g.inFlight++;
+      this.sentNow(g);
       this.slots.set(req.key, g.name);
       return { kind: 'go' };
     }
@@ -376,6 +526,7 @@ export class Pacer {
       this.held.delete(key);
       this.waitingSince.delete(key);
       g.inFlight++;
+      this.sentNow(g);
       this.admitted.set(key, g.name);
       wake();
     }
