@@ -279,7 +279,9 @@ export class GatewayControls {
     this.gateOpen = true;
     const items = [...this.waiting.values()];
     this.waiting.clear();
-    this.wake(items);
+    // What an order covers is dropped here, the rest goes to delivery.
+    this.discard(new Map(items.filter((h) => this.verdict(h) === 'drop').map((h) => [h.filename, h])));
+    this.wake(items.filter((h) => this.verdict(h) !== 'drop'));
   }
 
   /** Items on the timer queue go to delivery now (one pass); each still meets the pacing hook. */
