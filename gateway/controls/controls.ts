@@ -9,7 +9,6 @@
 // control's first push comes only once its event stream connects. So a gateway that has had
 // controls before holds the mail it queued before this start until that push arrives, or 60 s
 // pass (control unreachable): then it goes under the persisted controls.
-import { clock } from '../../core/clock.js';
 import type { Logger } from '../../core/log.js';
 import type { HarakaOutbound, HMailItem } from '../haraka.js';
 import type { Outbox } from '../outbox/outbox.js';
@@ -80,15 +79,12 @@ export class GatewayControls {
   readonly startedAt = Date.now();
   private gateOpen = true;
   private gateTimer?: NodeJS.Timeout;
-  private expiryTimer?: NodeJS.Timeout;
   /** Items the start gate holds, by filename. */
   private readonly waiting = new Map<string, HMailItem>();
   /** Items to drop at the next flush (they have just been DELAYed onto the timer queue). */
   private readonly dropping = new Map<string, HMailItem>();
   private flushScheduled = false;
   private outbound?: HarakaOutbound;
-  /** Items held by an operator's suspension (the fallback hold, while rt.holds is absent), by filename. */
-  private readonly suspended = new Map<string, HMailItem>();
   /** Items seen by the pacing hook and not finished: what a cancel or send-now looks through while the state registry is absent. */
   private readonly seen = new Set<HMailItem>();
 
@@ -129,32 +125,6 @@ export class GatewayControls {
   /** The DELAY the hook answers for an item it drops or parks (taken off the timer queue at once). */
   get parkedSec(): number {
     return PARKED_SEC;
-  }
-
-  /**
-   * The operator's suspension that holds this item (its provider as the pacing hook found it), when the
-   * delivery holds (rt.holds, the shaping helper's) are absent: until they exist, the hook holds it here.
-   */
-  suspension(hmail: HMailItem, provider: string): OperatorSuspension | undefined {
-    if (this.deps.holds || !this.suspensions.length) return undefined;
-    const projectId = String(hmail.todo.notes.project_id ?? '');
-    const now = clock.now();
-    return this.suspensions.find(
-      (s) => (!s.untilMs || s.untilMs > now) && (!s.provider || s.provider === provider) && (!s.projectId || s.projectId === projectId),
-    );
-  }
-
-  /** The hook answered DELAY for an item a suspension holds: it goes again when the suspension ends. */
-  parkSuspended(hmail: HMailItem): void {
-    if (!this.suspension(hmail, String(hmail.notes[PROVIDER] ?? ''))) return void this.wake([hmail]);
-    this.suspended.set(hmail.filename, hmail);
-  }
-
-  /** Wakes the items held by suspensions that ended (resumed, or their time is up). */
-  private releaseSuspended(): void {
-    const free = [...this.suspended.values()].filter((h) => !this.suspension(h, String(h.notes[PROVIDER] ?? '')));
-    for (const h of free) this.suspended.delete(h.filename);
-    this.wake(free);
   }
 
   /** The pacing hook let an item go to its attempt (it may come back deferred). */
@@ -209,19 +179,11 @@ export class GatewayControls {
     this.applySuspensions();
   }
 
-  /** Suspensions in force (an ended one is left out), given again when the next one ends. */
+  /** The delivery holds take them as they are: they end each one at its time. */
   private applySuspensions(): void {
-    clearTimeout(this.expiryTimer);
-    const now = clock.now();
-    const list = this.suspensions.filter((s) => !s.untilMs || s.untilMs > now);
-    if (this.deps.holds) this.deps.holds.setOperator(list);
-    else this.releaseSuspended();
-    const ends = list.filter((s) => s.untilMs).map((s) => s.untilMs);
-    if (ends.length) {
-      // Real time: our clock may run ahead of it (tests), never behind.
-      this.expiryTimer = setTimeout(() => this.applySuspensions(), Math.max(1000, Math.min(...ends) - now + 100));
-      this.expiryTimer.unref();
-    }
+    if (this.deps.holds) this.deps.holds.setOperator(this.suspensions);
+    else if (this.suspensions.length)
+      this.deps.log.warn({ suspensions: this.suspensions.length }, 'operator suspensions given, but no delivery holds to apply them');
   }
 
   /** The deferred items the registry knows of canceled mail: off the timer queue in one pass, then their files removed. */
@@ -262,7 +224,6 @@ export class GatewayControls {
     });
     for (const hmail of removed) {
       this.seen.delete(hmail);
-      this.suspended.delete(hmail.filename);
       this.deps.pacer.forget(hmail.todo.uuid);
       this.deps.queueState?.forget?.(hmail);
       // Its delivery turn ended when it was DELAYed: discard() must not end it twice.

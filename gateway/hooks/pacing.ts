@@ -105,7 +105,6 @@ export async function pacingHooks(outbound: HarakaOutbound, reuse?: ReuseTargets
       provider,
     }));
   const WAIT_REPORTED = 'postgate_wait_reported';
-  const SUSPENDED_BY = 'postgate_suspended_by';
 
   /** Which holds are worth an event: a next-day hold always, a wait for a slot once it lasted a while. */
   function report(hmail: HMailItem, d: PaceDecision & { kind: 'hold' }, provider: string): ReturnType<typeof pacingEvents> | undefined {
@@ -163,27 +162,6 @@ export async function pacingHooks(outbound: HarakaOutbound, reuse?: ReuseTargets
           if (controls.verdict(hmail) === 'drop') {
             answer(constants.delay, controls.parkedSec);
             return controls.drop(hmail);
-          }
-          // An operator's suspension (held here while the delivery holds are absent): reported once per suspension.
-          const suspension = controls.suspension(hmail, provider);
-          if (suspension) {
-            const park = () => {
-              answer(constants.delay, suspension.untilMs ? Math.max(1, Math.ceil((suspension.untilMs - clock.now()) / 1000)) : controls.parkedSec);
-              controls.parkSuspended(hmail);
-            };
-            if (hmail.notes[SUSPENDED_BY] === suspension.id) return park();
-            hmail.notes[SUSPENDED_BY] = suspension.id;
-            const events = pacingEvents(
-              hmail,
-              { kind: 'hold', hold: 'limit', untilMs: suspension.untilMs, delaySec: 0 },
-              provider,
-              `postgate: delivery suspended by the operator (${suspension.id})${suspension.reason ? `: ${suspension.reason}` : ''}`,
-            ).map((e) => ({ ...e, cause: 'suspended' }));
-            rt.metrics.deferral(provider, 'suspended', events.length);
-            return rt.record(events).then(park, (err) => {
-              log.error({ err, emailId: notes.email_id }, 'could not record a suspension deferral');
-              park();
-            });
           }
           const d = pacer.decide(req, wakeOf(hmail));
           if (d.kind === 'go') {
