@@ -64,6 +64,7 @@ const toProto = (e: DeliveryEventRow) =>
     enhancedCode: e.enhancedCode,
     nextAttemptMs: BigInt(e.nextAttemptMs),
     cause: eventCauseOf(e.cause),
+    rule: e.rule,
     provider: e.provider,
     token: e.token,
     source: eventSourceOf(e.source),

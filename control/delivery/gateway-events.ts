@@ -42,6 +42,8 @@ export function toGatewayEvent(e: DeliveryEvent, tokens: MailTokens, log?: Logge
   if (e.nextAttemptMs) details.next_attempt_at = new Date(Number(e.nextAttemptMs)).toISOString();
   // Who caused a delay or refusal (pacing, receiver, network), at which provider, learnt how.
   if (cause) details.cause = cause;
+  // The shaping rule or the operator's suspension (operator:<id>) that holds it.
+  if (e.rule) details.rule = e.rule;
   if (e.provider) details.provider = e.provider;
   if (source) details.source = source;
   const ev: GatewayEvent = {
@@ -55,6 +57,8 @@ export function toGatewayEvent(e: DeliveryEvent, tokens: MailTokens, log?: Logge
   };
   // Our pacing may defer one attempt to several days in turn: each is its own event.
   if (cause === 'pacing' && e.nextAttemptMs) ev.dedupe = `pacing:${details.next_attempt_at}`;
+  // So may a shaping action or a suspension, each once per rule and end (none: until resumed).
+  if (cause === 'shaping' || cause === 'suspended') ev.dedupe = `${cause}:${e.rule}:${details.next_attempt_at ?? ''}`;
   if (e.token) {
     const t = tokens.verify(e.token);
     if (!t || t.emailId !== e.emailId) {

@@ -9,6 +9,8 @@ import type { BounceError, DeferredParams, DeliveredParams, HarakaOutbound, HMai
 import { bounceEvents, deferredEvents, retryDelay, sendingEvents, sentEvents } from '../outcome.js';
 import { rejectRetryDelay, requeueRejected } from '../retry.js';
 import { gatewayRuntime } from '../runtime.js';
+import { OTHER } from '../../common/providers.js';
+import type { NewDeliveryEvent } from '../outbox/outbox.js';
 
 /** Wait before retrying an attempt whose 'sending' event could not be written. */
 const RECORD_RETRY_SECONDS = 30;
@@ -31,6 +33,20 @@ export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> 
       () => undefined,
       (err) => log.error({ err, emailId: hmail.todo.notes.email_id, types: [...new Set(events.map((e) => e.type))] }, 'could not record events'),
     );
+  /** The remote's answers feed adaptive shaping (gateway/shaping): a provider's pushback lowers or stops our sending before the next attempt. */
+  const shape = (hmail: HMailItem, events: readonly NewDeliveryEvent[]) => {
+    const seen = new Set<string>();
+    for (const e of events) {
+      if (e.cause !== 'receiver' || !e.response || seen.has(e.response)) continue;
+      seen.add(e.response);
+      rt.shaper.observe({
+        provider: e.provider || OTHER,
+        projectId: String(hmail.todo.notes.project_id ?? ''),
+        response: e.response,
+        enhancedCode: e.enhancedCode,
+      });
+    }
+  };
   const finished = (hmail: HMailItem) => {
     rt.attempts.delete(hmail.todo.uuid);
     rt.metrics.attemptEnded(hmail);
@@ -71,6 +87,7 @@ export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> 
       const delay = retryDelay(retryDelays, hmail.num_failures);
       const events = deferredEvents(hmail, params, delay, clock.now());
       rt.metrics.outcome(hmail, events);
+      shape(hmail, events);
       void record(hmail, events).finally(() => {
         finished(hmail);
         next(constants.denysoft, delay);
@@ -80,6 +97,8 @@ export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> 
       const now = clock.now();
       const events = bounceEvents(hmail, err, now);
       rt.metrics.outcome(hmail, events);
+      // Giving up repeats the last deferral, which shaping saw when it came.
+      if (!/^Too many failures/.test(err.message)) shape(hmail, events);
       // A refusal (not a missing mailbox) is tried again later, a few times, growing apart.
       const rejected = events.filter((e) => e.type === 'rejected');
       const delay = rejectRetryDelay(rejectRetryDelays, (Number(hmail.todo.notes.reject_retries) || 0) + 1);

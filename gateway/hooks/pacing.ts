@@ -90,7 +90,7 @@ export async function pacingHooks(outbound: HarakaOutbound, reuse?: ReuseTargets
     outbound.delivery_queue.push(hmail);
   };
 
-  const pacingEvents = (hmail: HMailItem, d: PaceDecision & { kind: 'hold' }, provider: string, response: string) =>
+  const pacingEvents = (hmail: HMailItem, d: PaceDecision & { kind: 'hold' }, provider: string, response: string, cause = 'pacing', rule = '') =>
     hmail.todo.rcpt_to.map((r) => ({
       emailId: String(hmail.todo.notes.email_id ?? ''),
       type: 'deferred' as const,
@@ -100,11 +100,15 @@ export async function pacingHooks(outbound: HarakaOutbound, reuse?: ReuseTargets
       response,
       attempt: attemptOf(hmail),
       enhancedCode: '',
-      nextAttemptMs: d.untilMs,
-      cause: 'pacing',
+      nextAttemptMs: rule ? (d.holdUntilMs ?? d.untilMs) : d.untilMs,
+      cause,
+      rule,
       provider,
     }));
   const WAIT_REPORTED = 'postgate_wait_reported';
+  /** The suspension (rule@since) an item has reported holding it: once per item per action. */
+  const HOLD_REPORTED = 'postgate_hold_reported';
+  const until = (ms: number | undefined) => (ms ? `until ${new Date(ms).toISOString()}` : 'until resumed');
 
   /** Which holds are worth an event: a next-day hold always, a wait for a slot once it lasted a while. */
   function report(hmail: HMailItem, d: PaceDecision & { kind: 'hold' }, provider: string): ReturnType<typeof pacingEvents> | undefined {
@@ -115,6 +119,17 @@ export async function pacingHooks(outbound: HarakaOutbound, reuse?: ReuseTargets
         provider,
         `postgate pacing: this project's warm-up norm at ${provider} for today (${d.norm} messages) is reached (${d.used} sent); bulk mail continues on the next day`,
       );
+    }
+    if (d.hold === 'shaping' || d.hold === 'suspended') {
+      const seen = `${d.rule}@${d.sinceMs ?? 0}`;
+      if (hmail.notes[HOLD_REPORTED] === seen) return undefined;
+      hmail.notes[HOLD_REPORTED] = seen;
+      const project = rt.holds.check(provider, String(hmail.todo.notes.project_id ?? ''))?.projectId ? ' for this project' : '';
+      const text =
+        d.hold === 'shaping'
+          ? `postgate shaping: rule ${d.rule} holds delivery to ${provider}${project} ${until(d.holdUntilMs)}, after the provider's pushback`
+          : `postgate: delivery to ${provider}${project} is suspended by the operator (${d.rule}) ${until(d.holdUntilMs)}`;
+      return pacingEvents(hmail, d, provider, text, d.hold, d.rule ?? '');
     }
     if (d.hold === 'limit' && (d.waitedMs ?? 0) >= LIMIT_RECHECK_MS && !hmail.notes[WAIT_REPORTED]) {
       hmail.notes[WAIT_REPORTED] = true;

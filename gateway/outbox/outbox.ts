@@ -22,8 +22,10 @@ export interface NewDeliveryEvent {
   enhancedCode: string;
   /** For deferred events: when the next attempt is due (epoch ms), else 0. */
   nextAttemptMs: number;
-  /** Who caused a delay or refusal: 'receiver' or 'pacing'; '' otherwise. */
+  /** Who caused a delay or refusal: 'receiver', 'network', 'pacing', 'shaping' or 'suspended'; '' otherwise. */
   cause?: string;
+  /** cause shaping: the rule's name; suspended: operator:<suspension id>; '' otherwise. */
+  rule?: string;
   /** Receiving provider of the recipient's domain (google, microsoft, ..., other). */
   provider?: string;
   /** Inbound reports: the token of the address they came to (control checks it). */
@@ -117,6 +119,13 @@ const migrations: Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    id: '0004_rule',
+    sql: `
+      -- The shaping rule or operator's suspension that held the mail (cause shaping / suspended).
+      ALTER TABLE events ADD COLUMN rule TEXT NOT NULL DEFAULT '';
+    `,
+  },
 ];
 
 interface EventRecord {
@@ -131,6 +140,7 @@ interface EventRecord {
   enhanced_code: string;
   next_attempt_ms: number;
   cause: string;
+  rule: string;
   provider: string;
   token: string;
   source: string;
@@ -148,6 +158,7 @@ const fromRecord = (r: EventRecord): DeliveryEventRow => ({
   enhancedCode: r.enhanced_code,
   nextAttemptMs: r.next_attempt_ms,
   cause: r.cause,
+  rule: r.rule,
   provider: r.provider,
   token: r.token,
   source: r.source,
@@ -156,8 +167,8 @@ const fromRecord = (r: EventRecord): DeliveryEventRow => ({
 function prepare(db: Db) {
   return {
     insertEvent: db.prepare(
-      `INSERT INTO events (email_id, type, recipient, at_ms, mx, response, attempt, enhanced_code, next_attempt_ms, cause, provider, token, source)
-       VALUES (@emailId, @type, @recipient, @atMs, @mx, @response, @attempt, @enhancedCode, @nextAttemptMs, @cause, @provider, @token, @source)`,
+      `INSERT INTO events (email_id, type, recipient, at_ms, mx, response, attempt, enhanced_code, next_attempt_ms, cause, rule, provider, token, source)
+       VALUES (@emailId, @type, @recipient, @atMs, @mx, @response, @attempt, @enhancedCode, @nextAttemptMs, @cause, @rule, @provider, @token, @source)`,
     ),
     addUsage: db.prepare(
       `INSERT INTO usage (day, project_id, provider, transactional, bulk) VALUES (@day, @projectId, @provider, @transactional, @bulk)
@@ -231,6 +242,7 @@ export class Outbox {
           enhancedCode: e.enhancedCode,
           nextAttemptMs: e.nextAttemptMs,
           cause: e.cause ?? '',
+          rule: e.rule ?? '',
           provider: e.provider ?? '',
           token: e.token ?? '',
           source: e.source ?? '',

@@ -90,3 +90,53 @@ describe('settings of the config file', () => {
     );
   });
 });
+
+describe('shaping', () => {
+  const good = { name: 'mine', providers: ['google'], match: { enhancedCodes: ['4.7.28'] }, action: { kind: 'rate', factor: 0.5 }, durationSeconds: 60 };
+
+  it('has no operator rules and keeps the defaults unless set; takes rules for the providers of pacing.providers', () => {
+    expect(withConfig({})().shaping).toEqual({ rules: [], replaceDefaults: false });
+    const c = withConfig({
+      pacing: { providers: { acme: { dailyNorm: 0, growth: 1, maxDailyNorm: 0, ratePerMinute: 10, connections: 1 } } },
+      shaping: { rules: [good, { ...good, name: 'acme', providers: ['acme'], action: { kind: 'suspend', scope: 'project' } }], replaceDefaults: true },
+    })();
+    expect(c.shaping.replaceDefaults).toBe(true);
+    expect(c.shaping.rules.map((r) => r.name)).toEqual(['mine', 'acme']);
+  });
+
+  it('refuses every mistake of the rules at start, one line each', () => {
+    const bad = [
+      { ...good, name: 'regexp', match: { pattern: '([' } },
+      { ...good, name: 'provider', providers: ['gmail'] },
+      { ...good, name: 'action', action: { kind: 'slow' } },
+      { ...good, name: 'nomatch', match: {} },
+      { ...good, name: 'zero', durationSeconds: 0 },
+      { ...good, name: 'factor', action: { kind: 'connections', factor: 1.5 } },
+      { ...good, name: 'both', action: { kind: 'rate', value: 5, factor: 0.5 } },
+      { ...good, name: 'scope', action: { kind: 'suspend', scope: 'world' } },
+      { ...good, name: 'mine' },
+    ];
+    let message = '';
+    try {
+      withConfig({ shaping: { rules: [good, ...bad] } })();
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message.split('\n')).toEqual([
+      expect.stringMatching(/^POSTGATE_CONFIG: shaping\.rules\[1\] \(regexp\)\.match\.pattern: bad regular expression: /),
+      expect.stringMatching(/^POSTGATE_CONFIG: shaping\.rules\[2\] \(provider\)\.providers: unknown provider "gmail" \(known: google, microsoft, /),
+      'POSTGATE_CONFIG: shaping.rules[3] (action).action.kind: unknown action "slow" (suspend, rate or connections)',
+      'POSTGATE_CONFIG: shaping.rules[4] (nomatch).match: no match field: give enhancedCodes, codes or pattern',
+      'POSTGATE_CONFIG: shaping.rules[5] (zero).durationSeconds must be a number of seconds above 0, got 0',
+      'POSTGATE_CONFIG: shaping.rules[6] (factor).action.factor must be between 0 and 1 (both excluded), got 1.5',
+      'POSTGATE_CONFIG: shaping.rules[7] (both).action: give either value or factor',
+      'POSTGATE_CONFIG: shaping.rules[8] (scope).action.scope must be provider or project, got "world"',
+      'POSTGATE_CONFIG: shaping.rules: the name mine is given twice',
+    ]);
+    expect(withConfig({ shaping: { rules: {} } })).toThrow(/^POSTGATE_CONFIG: shaping\.rules must be a list, got \{\}$/);
+    expect(withConfig({ shaping: { replace: true } })).toThrow(/^POSTGATE_CONFIG: unknown setting shaping\.replace$/);
+    expect(withConfig({ shaping: { rules: [{ ...good, match: { enhancedCodes: ['x'] }, extra: 1 }] } })).toThrow(
+      /^POSTGATE_CONFIG: shaping\.rules\[0\] \(mine\): unknown field extra\nPOSTGATE_CONFIG: shaping\.rules\[0\] \(mine\)\.match\.enhancedCodes must be a list of enhanced codes/,
+    );
+  });
+});

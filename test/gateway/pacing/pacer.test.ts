@@ -122,4 +122,33 @@ describe('pacer', () => {
     expect(pacer.decide(req('a', { bulk: false }), () => {})).toEqual({ kind: 'go' });
     expect(pacer.decide(req('b', { bulk: false }), () => {})).toMatchObject({ kind: 'hold', hold: 'limit' });
   });
+
+  it("shaping's overlay lowers a provider's rate at once (saved tokens dropped) and its connections, and the configured limits come back", () => {
+    const pacer = new Pacer(throttle({ ratePerMinute: 600, connections: 3 }), () => {});
+    const t = { kind: 'hold', hold: 'limit' };
+    // 600 a minute: a burst of 10 tokens saved up.
+    for (const k of ['a', 'b']) expect(pacer.decide(req(k, { bulk: false }), () => {})).toEqual({ kind: 'go' });
+    pacer.setShapingLimit('google', 'rule|google|', { rate: 60, untilMs: clock.now() + 60_000 });
+    expect(pacer.effective('google')).toMatchObject({ ratePerMinute: 60, connections: 3 });
+    // A slot is free, but the next attempt already waits for a token of the new rate.
+    expect(pacer.connectionRoom('google', 'gmail.com').free).toBe(1);
+    expect(pacer.decide(req('c', { bulk: false }), () => {})).toMatchObject(t);
+    pacer.setShapingLimit('google', 'rule|google|', { rate: 60, connections: 2, untilMs: clock.now() + 60_000 });
+    expect(pacer.throttleOf('google')).toMatchObject({ ratePerMinute: 600, connections: 3 });
+    expect(pacer.connectionRoom('google', 'gmail.com').free).toBe(0);
+    // The lowest of several actions applies; a lower configured limit stays.
+    pacer.setShapingLimit('google', 'other|google|', { connections: 5, untilMs: clock.now() + 60_000 });
+    expect(pacer.effective('google')).toMatchObject({ ratePerMinute: 60, connections: 2 });
+    pacer.setShapingLimit('google', 'rule|google|', undefined);
+    expect(pacer.effective('google')).toMatchObject({ ratePerMinute: 600, connections: 3 });
+    // An action whose end our clock has passed no longer counts.
+    pacer.setShapingLimit('google', 'late|google|', { rate: 1, untilMs: clock.now() + 1000 });
+    const offset = clock.offset();
+    try {
+      clock.setOffset(offset + 2000);
+      expect(pacer.effective('google').ratePerMinute).toBe(600);
+    } finally {
+      clock.setOffset(offset);
+    }
+  });
 });
