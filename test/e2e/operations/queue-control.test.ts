@@ -95,6 +95,8 @@ describe('suspend and resume', () => {
     await stack.waitEmail(p.keys.live, free, (e) => e.status === 'sent');
     const waiting = await stack.waitEmail(p.keys.live, held, suspendedEvent);
     expect(waiting.status).not.toBe('sent');
+    // The event names the operator's suspension and until when.
+    expect(waiting.events.find((x: any) => x.cause === 'suspended')).toMatchObject({ rule: `operator:${s.id}`, next_attempt_at: s.until });
     expect(received(held)).toEqual([]);
     await cli('queue', 'resume', '--id', s.id);
     expect((await cli('queue', 'suspensions')).map((x: any) => x.id)).not.toContain(s.id);
