@@ -26,6 +26,8 @@ const toSuspension = (r: any): SuspensionRow => ({
   createdAt: Number(r.created_at),
 });
 
+const OPEN = CANCELABLE.map((s) => `'${s}'`).join(', ');
+
 export class PgOperations implements Operations {
   constructor(
     private readonly db: PgDb,
@@ -94,11 +96,12 @@ export class PgOperations implements Operations {
     let after = '';
     for (;;) {
       const { n, last, more } = await this.db.tx(async (tx) => {
-        // SKIP nothing: an email another transaction holds (its events being applied) is waited for.
+        // SKIP nothing: an email another transaction holds (its events being applied) is waited for. The
+        // statuses are written out, not a parameter: so the planner sees the partial index emails_open applies.
         const locked = await tx.query<{ id: string }>(
           `SELECT id, project_id, status, bulk, reached, from_addr, subject, created_at FROM emails
-           WHERE project_id = $1 AND status = ANY($2::text[]) AND id > $3 AND created_at <= $4 ORDER BY id LIMIT $5 FOR UPDATE`,
-          [projectId, CANCELABLE, after, acceptedBefore, CANCEL_CHUNK],
+           WHERE project_id = $1 AND status IN (${OPEN}) AND id > $2 AND created_at <= $3 ORDER BY id LIMIT $4 FOR UPDATE`,
+          [projectId, after, acceptedBefore, CANCEL_CHUNK],
         );
         const ids = locked.rows.map((r) => r.id);
         const recipients = new Map<string, unknown[]>(ids.map((id) => [id, []]));
