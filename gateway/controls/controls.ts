@@ -64,6 +64,8 @@ interface TimerQueue {
 }
 
 export const CONTROLS_SETTING = 'controls';
+/** As long as control keeps a cancel order (control/operations/controls.ts). */
+const CANCEL_ORDERS_KEPT_MS = 14 * 86_400_000;
 /** How long a restarted gateway waits for control's push before it goes by the persisted controls. */
 export const START_HOLD_MS = 60_000;
 /** What a dropped or waiting item is DELAYed for (it is taken off the timer queue long before). */
@@ -75,6 +77,7 @@ export class GatewayControls {
   /** Project id → the latest accepted_before of its cancel orders. */
   private cancelBefore = new Map<string, number>();
   private suspensions: OperatorSuspension[] = [];
+  private cancels: CancelOrder[] = [];
   /** When this process started: items queued before it may be covered by an order it missed. */
   readonly startedAt = Date.now();
   private gateOpen = true;
@@ -163,7 +166,13 @@ export class GatewayControls {
    * A push from control: stored (so a restart goes by it), applied, the start gate opened, and what the
    * gateway holds of canceled mail dropped. Returns how many queue items it dropped now.
    */
-  async set(c: Controls): Promise<number> {
+  async set(pushed: Controls): Promise<number> {
+    // Cancel orders only ever add up (control keeps each 14 days): kept as a union, so a push read before
+    // the last order (two controls pushing at once) cannot take an order back.
+    const kept = Date.now() - CANCEL_ORDERS_KEPT_MS;
+    const orders = new Map<string, CancelOrder>();
+    for (const o of [...this.cancels, ...pushed.cancels]) if (o.orderedMs >= kept) orders.set(`${o.projectId} ${o.acceptedBeforeMs}`, o);
+    const c = { suspensions: pushed.suspensions, cancels: [...orders.values()] };
     await this.deps.outbox.putSetting(CONTROLS_SETTING, JSON.stringify(c));
     this.apply(c);
     const dropped = this.dropHeld();
@@ -175,6 +184,7 @@ export class GatewayControls {
     const before = new Map<string, number>();
     for (const o of c.cancels) before.set(o.projectId, Math.max(before.get(o.projectId) ?? 0, o.acceptedBeforeMs));
     this.cancelBefore = before;
+    this.cancels = c.cancels;
     this.suspensions = c.suspensions;
     this.applySuspensions();
   }

@@ -82,8 +82,8 @@ describe('gateway controls', () => {
     await c.set(
       controls({
         cancels: [
-          { projectId: 'p1', acceptedBeforeMs: 1000, orderedMs: 1000 },
-          { projectId: 'p1', acceptedBeforeMs: 5000, orderedMs: 5000 },
+          { projectId: 'p1', acceptedBeforeMs: 1000, orderedMs: Date.now() },
+          { projectId: 'p1', acceptedBeforeMs: 5000, orderedMs: Date.now() },
         ],
       }),
     );
@@ -93,6 +93,19 @@ describe('gateway controls', () => {
     expect(c.verdict(item('b', 'p2', 4000))).toBe('go');
   });
 
+  it('a push read before the last order (two controls at once) does not take the order back; orders end after 14 days', async () => {
+    const c = new GatewayControls({ outbox, log: silent, pacer: new Pacer({}, () => {}) });
+    const now = Date.now();
+    await c.set(controls({ cancels: [{ projectId: 'p1', acceptedBeforeMs: now, orderedMs: now }] }));
+    await c.set(controls({ cancels: [{ projectId: 'p2', acceptedBeforeMs: 10, orderedMs: now - 15 * 86_400_000 }] }));
+    expect(c.isCanceled('p1', now)).toBe(true);
+    expect(c.isCanceled('p2', 1)).toBe(false);
+    // Kept across a restart as merged.
+    const again = new GatewayControls({ outbox, log: silent, pacer: new Pacer({}, () => {}) });
+    await again.load();
+    expect(again.isCanceled('p1', now)).toBe(true);
+  });
+
   it("a push drops the project's held items in one pass over the timer queue, files removed; others stay", async () => {
     const items = [item('x1', 'p1', 10), item('x2', 'p1', 20), item('late', 'p1', 9999), item('other', 'p2', 10)];
     for (const h of items) delay(h);
@@ -100,7 +113,7 @@ describe('gateway controls', () => {
     const c = new GatewayControls({ outbox, log: silent, pacer: new Pacer({}, () => {}), queueState: registry });
     c.attach(outbound);
     const discard = vi.spyOn(tq, 'discard');
-    expect(await c.set(controls({ cancels: [{ projectId: 'p1', acceptedBeforeMs: 100, orderedMs: 100 }] }))).toBe(2);
+    expect(await c.set(controls({ cancels: [{ projectId: 'p1', acceptedBeforeMs: 100, orderedMs: Date.now() }] }))).toBe(2);
     expect(discard).not.toHaveBeenCalled();
     expect(tq.queue.map((t) => t.id)).toEqual(['late', 'other']);
     expect(['x1', 'x2', 'late', 'other'].map((f) => fs.existsSync(path.join(dir, f)))).toEqual([false, false, true, true]);
@@ -112,7 +125,7 @@ describe('gateway controls', () => {
   it('an item the pacing hook DELAYs and drops leaves the timer queue and its file goes', async () => {
     const c = new GatewayControls({ outbox, log: silent, pacer: new Pacer({}, () => {}) });
     c.attach(outbound);
-    await c.set(controls({ cancels: [{ projectId: 'p1', acceptedBeforeMs: 100, orderedMs: 100 }] }));
+    await c.set(controls({ cancels: [{ projectId: 'p1', acceptedBeforeMs: 100, orderedMs: Date.now() }] }));
     const h = item('d', 'p1', 50);
     delay(h);
     c.drop(h);
@@ -135,7 +148,7 @@ describe('gateway controls', () => {
       c.park(h);
     }
     // The push that was on its way when it died: p1 canceled.
-    await c.set(controls({ cancels: [{ projectId: 'p1', acceptedBeforeMs: 100, orderedMs: 100 }] }));
+    await c.set(controls({ cancels: [{ projectId: 'p1', acceptedBeforeMs: 100, orderedMs: Date.now() }] }));
     expect(delivered).toEqual(['o2']);
     expect(fs.existsSync(old1.path)).toBe(false);
     expect(tq.length()).toBe(0);
@@ -145,7 +158,7 @@ describe('gateway controls', () => {
 
   it('without a push the gate opens after the time limit, under the persisted controls', async () => {
     await new GatewayControls({ outbox, log: silent, pacer: new Pacer({}, () => {}) }).set(
-      controls({ cancels: [{ projectId: 'p1', acceptedBeforeMs: 100, orderedMs: 100 }] }),
+      controls({ cancels: [{ projectId: 'p1', acceptedBeforeMs: 100, orderedMs: Date.now() }] }),
     );
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     try {
