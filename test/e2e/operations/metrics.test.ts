@@ -195,6 +195,22 @@ describe('/metrics of a node', () => {
     }
   });
 
+  it("a shaping action in force shows under its provider (Gmail's 4.7.28 halves the rate)", async () => {
+    sink.setBehaviour('shaped@inbox.test', {
+      rcpt: [{ code: 450, message: '4.7.28 Our system has detected an unusual rate of unsolicited mail originating from your IP address' }],
+    });
+    const id = await sendToLive('shaped@inbox.test');
+    await stack.waitEmail(p.keys.live, id, (x) => x.events.some((e: any) => e.type === 'deferred'), 30_000);
+    let parsed = (await scrape(stack.adminUrl)).parsed;
+    for (let i = 0; i < 25 && sampleValue(parsed, 'postgate_gateway_shaping_actions', { provider: 'google' }) !== 1; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      parsed = (await scrape(stack.adminUrl)).parsed;
+    }
+    expect(sampleValue(parsed, 'postgate_gateway_shaping_actions', { gateway: live, provider: 'google' })).toBe(1);
+    expect(sampleValue(parsed, 'postgate_gateway_shaping_actions', { gateway: live, provider: 'yahoo' })).toBe(0);
+    expect(sampleValue(parsed, 'postgate_gateway_deferrals_total', { provider: 'google', cause: 'receiver' })).toBe(2);
+  });
+
   it("every metric the Grafana dashboard (deploy/grafana-dashboard.json) queries is in the node's scrape", async () => {
     const { parsed } = await scrape(stack.adminUrl);
     const dashboard = fs.readFileSync(new URL('../../../deploy/grafana-dashboard.json', import.meta.url), 'utf8');
