@@ -115,7 +115,7 @@ export const DEFAULT_RULES: ShapingRule[] = [
     source: 'https://support.google.com/mail/answer/81126',
     example:
       '421-4.7.26 This mail has been rate limited because it is unauthenticated. Gmail requires all senders to authenticate with either SPF or DKIM. Authentication results: DKIM = did not pass SPF [example.com] with ip: [203.0.113.42] = did not pass For instructions on setting up authentication, go to https://support.google.com/mail/answer/81126#authentication - gsmtp',
-    note: "The sending project's domain fails SPF/DKIM: slowing down does not help, so that project's mail waits (30 min) while the others go on.",
+    note: "The sending project's domain fails SPF/DKIM: slowing down does not help, so that project's mail waits (30 min) while the others go on. Text from memory.",
   },
   {
     name: 'google-low-domain-reputation',
