@@ -64,6 +64,19 @@ describe('an SMTP outcome', () => {
     expect(toGatewayEvent(event('deferred', { cause: eventCauseOf('receiver'), nextAttemptMs: 5n }), tokens).dedupe).toBeUndefined();
   });
 
+  it('a shaping or suspension hold keeps its rule in the details and is one event per rule and end', () => {
+    const until = BigInt(Date.parse('2026-03-02T01:00:00Z'));
+    const e = toGatewayEvent(event('deferred', { cause: eventCauseOf('shaping'), rule: 'yahoo-complaints', nextAttemptMs: until }), tokens);
+    expect(e.details).toMatchObject({ cause: 'shaping', rule: 'yahoo-complaints', next_attempt_at: '2026-03-02T01:00:00.000Z' });
+    expect(e.dedupe).toBe('shaping:yahoo-complaints:2026-03-02T01:00:00.000Z');
+    // An operator's suspension until resumed has no end.
+    const s = toGatewayEvent(event('deferred', { cause: eventCauseOf('suspended'), rule: 'operator:s1', nextAttemptMs: 0n }), tokens);
+    expect(s.details).toMatchObject({ cause: 'suspended', rule: 'operator:s1' });
+    expect(s.details.next_attempt_at).toBeUndefined();
+    expect(s.dedupe).toBe('suspended:operator:s1:');
+    expect(toGatewayEvent(event('deferred', { cause: eventCauseOf('receiver') }), tokens).details.rule).toBeUndefined();
+  });
+
   it('a type this control does not know (a gateway of another build) stops the consumer', () => {
     expect(() => toGatewayEvent(create(DeliveryEventSchema, { seq: 9n, emailId: ID, type: 99 as EventType }), tokens)).toThrow(
       /type this control does not know/,

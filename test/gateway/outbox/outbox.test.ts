@@ -38,13 +38,16 @@ describe('events', () => {
   it('get increasing seqs, optional fields as empty strings, and are read after a seq in order', async () => {
     const rows = await outbox.appendEvents([event('e1', 'sending'), event('e1', 'sent'), { ...event('e2', 'bounced'), cause: 'receiver', provider: 'google' }]);
     expect(rows.map((r) => r.seq)).toEqual([1, 2, 3]);
-    expect(rows[0]).toMatchObject({ cause: '', provider: '', token: '', source: '' });
-    expect((await outbox.eventsAfter(1, 10)).map((r) => [r.seq, r.emailId, r.type])).toEqual([
+    expect(rows[0]).toMatchObject({ cause: '', rule: '', provider: '', token: '', source: '' });
+    // A hold by a shaping rule keeps the rule's name.
+    await outbox.appendEvents([{ ...event('e3', 'deferred'), cause: 'shaping', rule: 'yahoo-complaints', provider: 'yahoo' }]);
+    expect((await outbox.eventsAfter(3, 1))[0]).toMatchObject({ cause: 'shaping', rule: 'yahoo-complaints' });
+    expect((await outbox.eventsAfter(1, 2)).map((r) => [r.seq, r.emailId, r.type])).toEqual([
       [2, 'e1', 'sent'],
       [3, 'e2', 'bounced'],
     ]);
     expect(await outbox.eventsAfter(0, 2)).toHaveLength(2);
-    expect(await outbox.lastSeq()).toBe(3);
+    expect(await outbox.lastSeq()).toBe(4);
   });
 
   it('are pruned once control has them; seqs never go back, across a reopen too', async () => {
