@@ -16,6 +16,7 @@ export const CLASSES = ['transactional', 'bulk'] as const;
 export const OUTCOMES = ['delivered', 'deferred', 'bounced', 'rejected'] as const;
 export const CAUSES = ['receiver', 'network', 'pacing', 'volume', 'shaping', 'suspended'] as const;
 export const QUEUE_STATES = ['ready', 'in_flight', 'deferred'] as const;
+export const SHAPING_ACTIONS = ['rate', 'connections', 'suspend'] as const;
 /** Seconds from control's accept to the remote 2xx: loopback in a fraction of a second, a warm-up hold into the next day. */
 export const LATENCY_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 48 * 3600];
 
@@ -56,7 +57,7 @@ export class GatewayMetrics {
   /** Idle kept connections per pacing gate (gateway/hooks/connection-reuse.ts), when reuse is on. */
   idleConnections: () => Iterable<[gate: string, idle: number]> = () => [];
   /** Active shaping actions (rt.shaper.actions(), gateway/shaping), once it exists. */
-  shapingActions: () => Iterable<{ provider?: string }> = () => [];
+  shapingActions: () => Iterable<{ provider?: string; action?: { kind: string } }> = () => [];
 
   constructor(config: Pick<Config, 'pacing'>) {
     this.providers = [...new Set([...PROVIDERS.map((p) => p.name), ...Object.keys(config.pacing.providers), OTHER])];
@@ -108,11 +109,14 @@ export class GatewayMetrics {
     });
     r.gauge(
       'postgate_gateway_shaping_actions',
-      'Shaping actions in force (a lowered rate or connections, a suspension), by the receiving provider they apply to',
+      'Shaping actions in force by the receiving provider they apply to and kind (a lowered rate or connections, a suspension)',
       {
-        labels: { provider },
+        labels: { provider, action: SHAPING_ACTIONS },
         collect: (put) => {
-          for (const a of this.shapingActions()) put({ provider: this.provider(a.provider ?? OTHER) }, 1);
+          for (const a of this.shapingActions()) {
+            const action = SHAPING_ACTIONS.find((k) => k === a.action?.kind);
+            if (action) put({ provider: this.provider(a.provider ?? OTHER), action }, 1);
+          }
         },
       },
     );
@@ -128,7 +132,10 @@ export class GatewayMetrics {
    * Reads the runtime's parts at each scrape: kept connections (set up by the pacing hook), and the
    * shaping actions once gateway/shaping gives rt.shaper.
    */
-  readFrom(rt: { connections?: { idleByGate(): Iterable<[string, number]> }; shaper?: { actions(): Iterable<{ provider?: string }> } }): void {
+  readFrom(rt: {
+    connections?: { idleByGate(): Iterable<[string, number]> };
+    shaper?: { actions(): Iterable<{ provider?: string; action?: { kind: string } }> };
+  }): void {
     this.idleConnections = () => rt.connections?.idleByGate() ?? [];
     this.shapingActions = () => rt.shaper?.actions() ?? [];
   }

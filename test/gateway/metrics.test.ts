@@ -85,7 +85,8 @@ describe('GatewayMetrics', () => {
 
   it('reads connections, shaping actions and queue counts at each scrape', () => {
     const m = new GatewayMetrics(config);
-    const rt: { connections?: { idleByGate(): Iterable<[string, number]> }; shaper?: { actions(): Array<{ provider?: string }> } } = {};
+    const rt: { connections?: { idleByGate(): Iterable<[string, number]> }; shaper?: { actions(): Array<{ provider?: string; action?: { kind: string } }> } } =
+      {};
     m.readFrom(rt);
     m.attemptStarted(hmail('google', {}, 'a'));
     m.attemptStarted(hmail('google', {}, 'b'));
@@ -101,7 +102,14 @@ describe('GatewayMetrics', () => {
         ['other:else.test', 1],
       ],
     };
-    rt.shaper = { actions: () => [{ provider: 'yahoo' }, { provider: 'yahoo' }, { provider: 'microsoft' }] };
+    rt.shaper = {
+      actions: () => [
+        { provider: 'yahoo', action: { kind: 'suspend' } },
+        { provider: 'yahoo', action: { kind: 'suspend' } },
+        { provider: 'microsoft', action: { kind: 'rate' } },
+        { provider: 'microsoft', action: { kind: 'something new' } },
+      ],
+    };
     m.queueCounts = () => [
       { provider: 'google', ready: 4, inFlight: 1, deferred: { receiver: 2, pacing: 3 } },
       { provider: 'other', ready: 1, inFlight: 0, deferred: {} },
@@ -110,14 +118,14 @@ describe('GatewayMetrics', () => {
     expect(text).toContain('postgate_gateway_connections{provider="google",state="busy"} 1\n');
     expect(text).toContain('postgate_gateway_connections{provider="google",state="idle"} 1\n');
     expect(text).toContain('postgate_gateway_connections{provider="other",state="idle"} 3\n');
-    expect(text).toContain('postgate_gateway_shaping_actions{provider="yahoo"} 2\n');
-    expect(text).toContain('postgate_gateway_shaping_actions{provider="microsoft"} 1\n');
+    expect(text).toContain('postgate_gateway_shaping_actions{provider="yahoo",action="suspend"} 2\n');
+    expect(text).toContain('postgate_gateway_shaping_actions{provider="microsoft",action="rate"} 1\n');
     expect(text).toContain('postgate_gateway_queue_messages{provider="google",state="deferred"} 5\n');
     expect(text).toContain('postgate_gateway_queue_messages{provider="google",state="ready"} 4\n');
     expect(text).toContain('postgate_gateway_queue_deferred_messages{provider="google",cause="pacing"} 3\n');
     expect(text).toContain('postgate_gateway_queue_messages{provider="other",state="ready"} 1\n');
     // Gone since the last scrape: back to 0.
     rt.shaper = { actions: () => [] };
-    expect(m.render()).toContain('postgate_gateway_shaping_actions{provider="yahoo"} 0\n');
+    expect(m.render()).toContain('postgate_gateway_shaping_actions{provider="yahoo",action="suspend"} 0\n');
   });
 });

@@ -202,12 +202,13 @@ describe('/metrics of a node', () => {
     const id = await sendToLive('shaped@inbox.test');
     await stack.waitEmail(p.keys.live, id, (x) => x.events.some((e: any) => e.type === 'deferred'), 30_000);
     let parsed = (await scrape(stack.adminUrl)).parsed;
-    for (let i = 0; i < 25 && sampleValue(parsed, 'postgate_gateway_shaping_actions', { provider: 'google' }) !== 1; i++) {
+    for (let i = 0; i < 25 && sampleValue(parsed, 'postgate_gateway_shaping_actions', { provider: 'google', action: 'rate' }) !== 1; i++) {
       await new Promise((r) => setTimeout(r, 200));
       parsed = (await scrape(stack.adminUrl)).parsed;
     }
-    expect(sampleValue(parsed, 'postgate_gateway_shaping_actions', { gateway: live, provider: 'google' })).toBe(1);
-    expect(sampleValue(parsed, 'postgate_gateway_shaping_actions', { gateway: live, provider: 'yahoo' })).toBe(0);
+    expect(sampleValue(parsed, 'postgate_gateway_shaping_actions', { gateway: live, provider: 'google', action: 'rate' })).toBe(1);
+    expect(sampleValue(parsed, 'postgate_gateway_shaping_actions', { gateway: live, provider: 'google', action: 'suspend' })).toBe(0);
+    expect(sampleValue(parsed, 'postgate_gateway_shaping_actions', { gateway: live, provider: 'yahoo', action: 'rate' })).toBe(0);
     expect(sampleValue(parsed, 'postgate_gateway_deferrals_total', { provider: 'google', cause: 'receiver' })).toBe(2);
   });
 
