@@ -77,10 +77,13 @@ export class Shaper {
     const now = clock.now();
     const out: ActiveAction[] = [];
     for (const rule of matchRules(this.rules, answer)) {
+      const ofProject = rule.action.kind === 'suspend' && rule.action.scope === 'project';
+      // Mail of no project (none known) must not turn a project's suspension into the whole provider's.
+      if (ofProject && !answer.projectId) continue;
       const a: ActiveAction = {
         rule: rule.name,
         provider: answer.provider,
-        projectId: rule.action.kind === 'suspend' && rule.action.scope === 'project' ? answer.projectId : '',
+        projectId: ofProject ? answer.projectId : '',
         action: rule.action,
         value: 0,
         sinceMs: now,
@@ -224,10 +227,14 @@ export class Shaper {
         // Not ours to read.
       }
     });
+    // Each (re)connection: subscribe, learn what the others took meanwhile, and tell them what we took while away.
     sub.client.on('ready', () => {
       sub.client
         .subscribe(this.channel())
         .then(() => this.load())
+        .then(() => {
+          for (const a of this.actions()) this.share(a);
+        })
         .catch((err) => sub.failed(err));
     });
     redis.onClose(() => this.close());

@@ -21,6 +21,7 @@ const rules: ShapingRule[] = [
   { name: 'g-rate', providers: ['google'], match: { enhancedCodes: ['4.7.28'] }, action: { kind: 'rate', factor: 0.5 }, durationSeconds: 60 },
   { name: 'g-conn', providers: ['google'], match: { pattern: 'server busy' }, action: { kind: 'connections', value: 2 }, durationSeconds: 60 },
   { name: 'y-stop', providers: ['yahoo'], match: { pattern: '\\[TS03\\]' }, action: { kind: 'suspend', scope: 'provider' }, durationSeconds: 60 },
+  { name: 'y-slow', providers: ['yahoo'], match: { pattern: '\\[TSS04\\]' }, action: { kind: 'rate', factor: 0.5 }, durationSeconds: 60 },
   { name: 'p-stop', match: { enhancedCodes: ['4.7.26'] }, action: { kind: 'suspend', scope: 'project' }, durationSeconds: 60 },
 ];
 
@@ -84,6 +85,8 @@ describe('shaper', () => {
     expect(pacer.shapingBase('yahoo', 'rate')).toBe(10);
     expect(pacer.shapingBase('yahoo', 'connections')).toBe(10);
     expect(pacer.shapingBase('google', 'rate')).toBe(600);
+    expect(shaper.observe({ provider: 'yahoo', projectId: 'p1', response: '421 4.7.0 [TSS04] deferred' })).toMatchObject([{ rule: 'y-slow', value: 5 }]);
+    expect(pacer.effective('yahoo')).toMatchObject({ ratePerMinute: 5, connections: 0 });
   });
 
   it("suspends a provider for every project, holding its mail with the rule's name until the end, then wakes it", () => {
@@ -108,6 +111,12 @@ describe('shaper', () => {
     expect(pacer.decide(req('google', 'p1'), () => {})).toMatchObject({ kind: 'hold', hold: 'shaping', rule: 'p-stop' });
     expect(pacer.decide(req('google', 'p2'), () => {})).toEqual({ kind: 'go' });
     expect(pacer.decide(req('yahoo', 'p1'), () => {})).toEqual({ kind: 'go' });
+  });
+
+  it("takes no project's suspension for mail of no project (it would stop the whole provider)", () => {
+    const { pacer, shaper } = setup();
+    expect(shaper.observe({ provider: 'google', projectId: '', response: '421-4.7.26 unauthenticated' })).toEqual([]);
+    expect(pacer.decide(req('google', 'p1'), () => {})).toEqual({ kind: 'go' });
   });
 
   it("the operator's suspensions hold as operator:<id>, before a rule's, and a resume wakes the mail", () => {
