@@ -97,7 +97,7 @@ export class PgOperations implements Operations {
     for (;;) {
       const { n, last, more } = await this.db.tx(async (tx) => {
         // SKIP nothing: an email another transaction holds (its events being applied) is waited for. The
-        // statuses are written out, not a parameter: so the planner sees the partial index emails_open applies.
+        // server looks through the project's mail by emails_project_id; only the rows it returns are locked.
         const locked = await tx.query<{ id: string }>(
           `SELECT id, project_id, status, bulk, reached, from_addr, subject, created_at FROM emails
            WHERE project_id = $1 AND status IN (${OPEN}) AND id > $2 AND created_at <= $3 ORDER BY id LIMIT $4 FOR UPDATE`,

@@ -475,7 +475,8 @@ const codeVerifierDefault: Migration = {
 /**
  * Queue control (control/operations): the operator audit log (who by token fingerprint, what, on what,
  * how many emails), suspensions of delivery (deleted on resume), cancel orders (kept 14 days for the
- * gateways) and the index a project's cancel reads its open mail by (only open mail is in it).
+ * gateways). A project's cancel reads its mail by emails_project_id: an index of open mail only would tax every
+ * email's status changes for a rare operator action (bench/email-lifecycle.ts: about +0.3 kB written per email).
  */
 const queueControl: Migration = {
   id: '0016_queue_control',
@@ -504,7 +505,6 @@ const queueControl: Migration = {
       ordered_at INTEGER NOT NULL
     );
     CREATE INDEX cancel_orders_ordered ON cancel_orders(ordered_at);
-    CREATE INDEX emails_open ON emails(project_id, id) WHERE status IN ('queued', 'scheduled', 'sending');
   `,
 };
 

@@ -4,7 +4,7 @@ import type Database from 'better-sqlite3';
 import type { Db } from '../../../core/sqlite/open.js';
 import type { GroupWriter } from '../../../core/sqlite/group-writer.js';
 import { CANCEL_CHUNK, CANCELABLE, cancelOpen } from '../../mail/lifecycle.js';
-import type { CancelOrderRow, OperatorAuditEntry, OperatorAuditQuery, Operations, SuspensionRow } from '../index.js';
+import type { CancelOrderRow, EmailStatus, OperatorAuditEntry, OperatorAuditQuery, Operations, SuspensionRow } from '../index.js';
 import type { SqliteChanges } from './changes.js';
 import { toLoadedEmail } from './rows.js';
 
@@ -27,7 +27,8 @@ const toSuspension = (r: any): SuspensionRow => ({
   createdAt: r.created_at,
 });
 
-const OPEN = CANCELABLE.map((s) => `'${s}'`).join(', ');
+/** Emails read per slice of a project's mail (a few milliseconds of reading). */
+const SCAN_SLICE = 5000;
 
 export class SqliteOperations implements Operations {
   private readonly q: Record<string, Database.Statement<unknown[]>>;
@@ -49,10 +50,9 @@ export class SqliteOperations implements Operations {
       order: db.prepare('INSERT INTO cancel_orders (project_id, accepted_before, ordered_at) VALUES (?, ?, ?)'),
       orders: db.prepare('SELECT * FROM cancel_orders WHERE ordered_at >= ? ORDER BY ordered_at'),
       pruneOrders: db.prepare('DELETE FROM cancel_orders WHERE ordered_at < ?'),
-      // The partial index emails_open holds only open mail: a project's history is not read.
-      open: db.prepare(
-        `SELECT emails.* FROM emails INDEXED BY emails_open WHERE project_id = ? AND status IN (${OPEN}) AND id > ? AND created_at <= ? ORDER BY id LIMIT ?`,
-      ),
+      // A slice of the project's mail in id order (emails_project_id): what a cancel looks through.
+      slice: db.prepare('SELECT id, status, created_at FROM emails WHERE project_id = ? AND id > ? ORDER BY id LIMIT ?'),
+      email: db.prepare('SELECT * FROM emails WHERE id = ?'),
       recipients: db.prepare('SELECT address, kind, status FROM email_recipients WHERE email_id = ? ORDER BY position'),
     };
   }
@@ -97,20 +97,32 @@ export class SqliteOperations implements Operations {
     return this.q.orders!.all(since).map((r: any) => ({ projectId: r.project_id, acceptedBefore: r.accepted_before, orderedAt: r.ordered_at }));
   }
 
+  /**
+   * Looks through the project's mail a slice at a time (reads, between which the event loop runs), and
+   * cancels what is open in writes of at most CANCEL_CHUNK emails, each judged again inside its write.
+   */
   async cancelProject(projectId: string, acceptedBefore: number, now: number): Promise<number> {
     let total = 0;
     let after = '';
     for (;;) {
-      const { n, last, more } = await this.writer.run(() => {
-        const rows = this.q.open!.all(projectId, after, acceptedBefore, CANCEL_CHUNK) as Array<{ id: string }>;
-        const emails = rows.map((r) => toLoadedEmail(r, this.q.recipients!.all(r.id)));
-        const { outcome, changes } = cancelOpen(emails, this.changes.hooksOf(projectId), now);
-        this.changes.write(changes);
-        return { n: outcome, last: rows.at(-1)?.id, more: rows.length === CANCEL_CHUNK };
-      });
-      total += n;
-      if (!more || last === undefined) return total;
-      after = last;
+      const rows = this.q.slice!.all(projectId, after, SCAN_SLICE) as Array<{ id: string; status: EmailStatus; created_at: number }>;
+      const open = rows.filter((r) => CANCELABLE.includes(r.status) && r.created_at <= acceptedBefore).map((r) => r.id);
+      for (let i = 0; i < open.length; i += CANCEL_CHUNK) {
+        const ids = open.slice(i, i + CANCEL_CHUNK);
+        total += await this.writer.run(() => {
+          const emails = ids.flatMap((id) => {
+            const r = this.q.email!.get(id) as { id: string; created_at: number } | undefined;
+            return r && r.created_at <= acceptedBefore ? [toLoadedEmail(r, this.q.recipients!.all(id))] : [];
+          });
+          const { outcome, changes } = cancelOpen(emails, this.changes.hooksOf(projectId), now);
+          this.changes.write(changes);
+          return outcome;
+        });
+      }
+      if (rows.length < SCAN_SLICE) return total;
+      after = rows.at(-1)!.id;
+      // Let the event loop run between slices of a long history.
+      await new Promise((r) => setImmediate(r));
     }
   }
 }
