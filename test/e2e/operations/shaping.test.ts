@@ -90,11 +90,13 @@ async function send(on: Stack, project: Project, to: string): Promise<string> {
 const eventOf = (email: any, f: (e: any) => boolean) => email.events.find(f);
 const shapingHold = (rule: string) => (e: any) => e.type === 'deferred' && e.cause === 'shaping' && e.rule === rule;
 
-/** The gateway's gauge of actions in force at a provider (0 when none). */
-async function actionsAt(provider: string, on = stack): Promise<number> {
+/** The gateway's gauge of actions in force at a provider (of one kind, or all), 0 when none. */
+async function actionsAt(provider: string, kind?: string, on = stack): Promise<number> {
   const text = await (await fetch(`${on.url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith('postgate_gateway_shaping_actions{') && l.includes(`provider="${provider}"`));
-  return line ? Number(line.split(' ').at(-1)) : 0;
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('postgate_gateway_shaping_actions{') && l.includes(`provider="${provider}"`) && (!kind || l.includes(`action="${kind}"`)))
+    .reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
 }
 async function waitFor(what: string, fn: () => Promise<boolean>, ms = 20_000): Promise<void> {
   const end = Date.now() + ms;
@@ -152,7 +154,7 @@ describe('each default rule, answered by the loopback MX', () => {
         expect(received(id)).toHaveLength(1);
       } else {
         // A lowered limit: in force at the gateway, the mail still goes (its retry), and it ends by itself.
-        await waitFor(`${rule.name} in force`, async () => (await actionsAt(provider)) === 1);
+        await waitFor(`${rule.name} in force`, async () => (await actionsAt(provider, rule.action.kind)) === 1);
         expect((await stack.waitEmail(p.keys.live, id, (e) => e.status === 'sent')).status).toBe('sent');
         await advance(rule.durationSeconds * 1000 + 60_000);
         await waitFor(`${rule.name} ended`, async () => (await actionsAt(provider)) === 0);
@@ -172,8 +174,10 @@ describe('a rate lowered by a factor', () => {
     for (let i = 0; i < 4; i++) ids.push(await send(stack, p, `after-${i}-${crypto.randomBytes(3).toString('hex')}@zoho.com`));
     for (const id of ids) await stack.waitEmail(p.keys.live, id, (e) => e.status === 'sent', 30_000);
     const times = ids.map((id) => received(id)[0]!.receivedAt).sort((a, b) => a - b);
-    // The pacer lets one go per 1000 ms; the sink may see two of them a little closer (the wire), never at the old 100 ms.
-    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!, `gap ${i}`).toBeGreaterThanOrEqual(800);
+    // The pacer lets one go per 1000 ms at most (at the old rate: one per 100 ms). The sink sees each a
+    // little after (the wire, a busy machine): the span of five, at least 4 s at the gateway, is judged
+    // with a second to spare.
+    expect(times.at(-1)! - times[0]!).toBeGreaterThanOrEqual(3000);
     await advance(SLOW.durationSeconds * 1000 + 60_000);
     await waitFor('the rate is back', async () => (await actionsAt('zoho')) === 0);
   }, 60_000);
