@@ -40,8 +40,8 @@ export function compileRules(rules: readonly ShapingRule[]): CompiledRule[] {
   return rules.map((r) => (r.match.pattern ? { ...r, regexp: new RegExp(r.match.pattern, 'i') } : { ...r }));
 }
 
-/** Whether one rule matches an answer: its provider, then each match field it gives. */
-export function ruleMatches(rule: CompiledRule, a: RemoteAnswer): boolean {
+/** Whether one rule matches an answer: its provider, then each match field it gives. `unfolded`: the answer's unfold(), once for all rules. */
+export function ruleMatches(rule: CompiledRule, a: RemoteAnswer, unfolded: () => string = () => unfold(a.response)): boolean {
   if (rule.providers?.length && !rule.providers.includes(a.provider)) return false;
   const m = rule.match;
   if (!m.enhancedCodes?.length && !m.codes?.length && !m.pattern) return false;
@@ -53,7 +53,7 @@ export function ruleMatches(rule: CompiledRule, a: RemoteAnswer): boolean {
   if (m.pattern) {
     const re = rule.regexp ?? new RegExp(m.pattern, 'i');
     // Haraka joins a multi-line answer's lines with their code prefix ("421-4.7.28 "): read the words across.
-    if (!re.test(a.response) && !re.test(unfold(a.response))) return false;
+    if (!re.test(a.response) && !re.test(unfolded())) return false;
   }
   return true;
 }
@@ -64,7 +64,9 @@ function unfold(response: string): string {
 }
 
 export function matchRules(rules: readonly CompiledRule[], a: RemoteAnswer): CompiledRule[] {
-  return rules.filter((r) => ruleMatches(r, a));
+  let text: string | undefined;
+  const unfolded = () => (text ??= unfold(a.response));
+  return rules.filter((r) => ruleMatches(r, a, unfolded));
 }
 
 /**

@@ -47,6 +47,8 @@ export interface ObservedAnswer extends RemoteAnswer {
 }
 
 const keyOf = (a: Pick<ActiveAction, 'rule' | 'provider' | 'projectId'>) => `${a.rule}|${a.provider}|${a.projectId}`;
+/** An action in force is extended only by this much or more. */
+const EXTEND_STEP_MS = 1000;
 /** A trigger kept in logs, events and Redis is cut here. */
 const TRIGGER_MAX = 300;
 
@@ -110,7 +112,8 @@ export class Shaper {
     if (a.untilMs <= now) return undefined;
     const current = this.active.get(key);
     if (current && current.untilMs > now) {
-      if (a.untilMs <= current.untilMs) return undefined;
+      // A storm of the same answer extends it (and tells the other gateways) at most once a second.
+      if (a.untilMs < current.untilMs + EXTEND_STEP_MS) return undefined;
       current.untilMs = a.untilMs;
       this.enforce(current);
       return current;
