@@ -96,7 +96,16 @@ async function open(): Promise<GatewayRuntime> {
   const holds = new DeliveryHolds();
   pacer.useHolds(holds);
   // The actions in force on the other gateways (Redis) are loaded before the first attempt.
-  const shaper = new Shaper({ rules: mergeRules(ctx.config.shaping.rules, ctx.config.shaping.replaceDefaults), pacer, holds, log: ctx.log, redis });
+  const shaper = new Shaper({
+    rules: mergeRules(ctx.config.shaping.rules, ctx.config.shaping.replaceDefaults),
+    pacer,
+    holds,
+    log: ctx.log,
+    redis,
+    save: (json) => outbox.putSetting('shaping-actions', json),
+  });
+  // The actions in force before a restart hold again.
+  shaper.restore(await outbox.setting('shaping-actions'));
   await shaper.start();
   return {
     ...ctx,

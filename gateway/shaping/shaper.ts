@@ -6,7 +6,8 @@
 // the same rule and scope is extended, not taken again; each is logged once when taken and once
 // when it ends, and everything comes back by itself at the end.
 //
-// With Redis, an action taken on one gateway holds on every gateway: it is stored under a key
+// The actions in force are kept in the outbox settings (`save`), so a restarted gateway holds
+// them still. With Redis, an action taken on one gateway holds on every gateway: it is stored under a key
 // that expires with it and published; the other gateways apply it as theirs (without logging it
 // as taken), and a gateway starting, or back on Redis, loads the ones in force.
 import { clock } from '../../core/clock.js';
@@ -39,6 +40,8 @@ export interface ShaperDeps {
   log: Logger;
   /** Shares actions with the other gateways; none: this gateway alone. */
   redis?: RedisLink;
+  /** Keeps the actions in force (JSON) across a restart: the outbox's settings. */
+  save?: (json: string) => Promise<void>;
 }
 
 /** An answer the events hooks saw, with the project whose mail drew it. */
@@ -92,7 +95,7 @@ export class Shaper {
         untilMs: now + rule.durationSeconds * 1000,
         trigger: answer.response.slice(0, TRIGGER_MAX),
       };
-      const taken = this.take(a, true);
+      const taken = this.take(a, 'answer');
       if (taken) {
         out.push(taken);
         this.share(taken);
@@ -102,11 +105,12 @@ export class Shaper {
   }
 
   /**
-   * Takes an action, or extends the one in force for the same rule and scope. `own`: drawn by an
-   * answer here (its value is computed here and it is logged); else a peer's, applied as given.
+   * Takes an action, or extends the one in force for the same rule and scope. `from` 'answer': drawn by an
+   * answer here (its value is computed here and it is logged as taken); 'peer' (another gateway's) and
+   * 'restart' (saved before a restart) are applied as given.
    * Returns the action in force, or undefined when nothing changed.
    */
-  private take(a: ActiveAction, own: boolean): ActiveAction | undefined {
+  private take(a: ActiveAction, from: 'answer' | 'peer' | 'restart'): ActiveAction | undefined {
     const key = keyOf(a);
     const now = clock.now();
     if (a.untilMs <= now) return undefined;
@@ -116,14 +120,16 @@ export class Shaper {
       if (a.untilMs < current.untilMs + EXTEND_STEP_MS) return undefined;
       current.untilMs = a.untilMs;
       this.enforce(current);
+      this.save();
       return current;
     }
-    if (own && a.action.kind !== 'suspend') {
+    if (from === 'answer' && a.action.kind !== 'suspend') {
       const act = a.action;
       a.value = act.value ?? Math.max(1, Math.floor(this.deps.pacer.shapingBase(a.provider, act.kind) * act.factor!));
     }
     this.active.set(key, a);
     this.enforce(a);
+    this.save();
     const fields = {
       rule: a.rule,
       provider: a.provider,
@@ -132,8 +138,9 @@ export class Shaper {
       value: a.value || undefined,
       until: new Date(a.untilMs).toISOString(),
     };
-    if (own) this.deps.log.warn({ ...fields, trigger: a.trigger }, 'shaping: action taken');
-    else this.deps.log.info(fields, 'shaping: action taken by another gateway applied');
+    if (from === 'answer') this.deps.log.warn({ ...fields, trigger: a.trigger }, 'shaping: action taken');
+    else if (from === 'peer') this.deps.log.info(fields, 'shaping: action taken by another gateway applied');
+    else this.deps.log.info(fields, 'shaping: action in force before the restart holds again');
     return a;
   }
 
@@ -157,14 +164,37 @@ export class Shaper {
   /** Ends the actions whose time is over (their limits and holds come back), then waits for the next end. */
   private expire(): void {
     const now = clock.now();
+    let ended = false;
     for (const [key, a] of this.active) {
       if (a.untilMs > now) continue;
+      ended = true;
       this.active.delete(key);
       if (a.action.kind === 'suspend') this.deps.holds.setShaping(key, undefined);
       else this.deps.pacer.setShapingLimit(a.provider, key, undefined);
       this.deps.log.info({ rule: a.rule, provider: a.provider, project: a.projectId || undefined, action: a.action.kind }, 'shaping: action ended');
     }
+    if (ended) this.save();
     this.schedule();
+  }
+
+  /** Writes the actions in force for a restart (a failure is logged: the actions hold in memory all the same). */
+  private save(): void {
+    this.deps.save?.(JSON.stringify([...this.active.values()])).catch((err) => this.deps.log.error({ err }, 'shaping: could not save the actions in force'));
+  }
+
+  /** The actions saved before a restart: those still in force hold again (not logged as taken again). */
+  restore(saved: string | undefined): number {
+    if (!saved) return 0;
+    let n = 0;
+    try {
+      for (const raw of JSON.parse(saved) as unknown[]) {
+        const a = Shaper.parse(raw);
+        if (a && this.take(a, 'restart')) n++;
+      }
+    } catch (err) {
+      this.deps.log.warn({ err }, 'shaping: the saved actions could not be read; none restored');
+    }
+    return n;
   }
 
   /** A timer for the next end (real time: our clock may run ahead of it in tests, never behind; tick() covers a moved clock). */
@@ -225,7 +255,7 @@ export class Shaper {
       try {
         const msg = JSON.parse(raw) as { node?: string; action?: unknown };
         const a = Shaper.parse(msg.action);
-        if (a && msg.node !== this.node) this.take(a, false);
+        if (a && msg.node !== this.node) this.take(a, 'peer');
       } catch {
         // Not ours to read.
       }
@@ -258,7 +288,7 @@ export class Shaper {
         for (const raw of await redis.client.mget(...keys)) {
           if (!raw) continue;
           const a = Shaper.parse(JSON.parse(raw));
-          if (a && this.take(a, false)) loaded++;
+          if (a && this.take(a, 'peer')) loaded++;
         }
       } while (cursor !== '0');
     } catch (err) {

@@ -134,6 +134,30 @@ describe('shaper', () => {
     expect(woken).toEqual([r.key]);
   });
 
+  it('the actions in force are saved, and those still in force hold again after a restart', async () => {
+    const saved: string[] = [];
+    const pacer = new Pacer(throttles, () => {});
+    const holds = new DeliveryHolds();
+    pacer.useHolds(holds);
+    const shaper = new Shaper({ rules, pacer, holds, log: quietLog, save: async (json) => void saved.push(json) });
+    shaper.observe({ provider: 'yahoo', projectId: 'p1', response: '421 [TS03] x' });
+    shaper.observe({ provider: 'google', projectId: 'p1', response: '421 4.7.28 x' });
+    expect(saved).toHaveLength(2);
+
+    const again = setup();
+    expect(again.shaper.restore(saved.at(-1))).toBe(2);
+    expect(again.shaper.actions()).toEqual(shaper.actions());
+    expect(again.pacer.effective('google').ratePerMinute).toBe(300);
+    expect(again.pacer.decide(req('yahoo'), () => {})).toMatchObject({ hold: 'shaping', rule: 'y-stop' });
+    // Ended meanwhile: nothing holds; unreadable: nothing restored.
+    clock.setOffset(61_000);
+    expect(setup().shaper.restore(saved.at(-1))).toBe(0);
+    expect(setup().shaper.restore('{nope')).toBe(0);
+    // An end is saved too.
+    shaper.tick();
+    expect(JSON.parse(saved.at(-1)!)).toEqual([]);
+  });
+
   it('a suspension frees the connection slot a waiting item was handed', () => {
     const pacer = new Pacer({ ...throttles, google: { ...throttles.google, connections: 1 } }, () => {});
     const holds = new DeliveryHolds();
