@@ -25,6 +25,7 @@ import {
   SetControlsResponseSchema,
   SendNowResponseSchema,
   type SetControlsRequest,
+  type DeliveryStateRequest,
   type SendNowRequest,
   type AckRequest,
   type EnqueueRequest,
@@ -41,6 +42,7 @@ import type { DeliveryEventRow } from './outbox/outbox.js';
 import type { Enqueuer } from './enqueue.js';
 import type { GatewayRuntime } from './runtime.js';
 import { gatewayControls } from './controls/controls.js';
+import { deliveryStateToProto } from '../proto/delivery-state.js';
 
 /** Events read from the outbox per query while a stream catches up. */
 const PAGE = 500;
@@ -220,6 +222,11 @@ export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCou
       const woken = rt.pacer.reconsider();
       log.info({ offsetMs: clock.offset(), woken }, 'clock moved');
       cb(null, create(SetClockResponseSchema));
+    },
+    // The live delivery state (gateway/state): counts kept as the queue changes, read without a scan.
+    deliveryState(call: grpc.ServerUnaryCall<DeliveryStateRequest, unknown>, cb: grpc.sendUnaryData<unknown>) {
+      const r = call.request;
+      cb(null, deliveryStateToProto(rt.deliveryState({ provider: r.provider || undefined, projectId: r.projectId || undefined })));
     },
     // The gateway's own families, for control's /metrics (gateway/metrics.ts).
     metrics(_call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) {

@@ -14,6 +14,7 @@ import type { HarakaOutbound } from './haraka.js';
 import { startRpc } from './grpc-server.js';
 import { gatewayRuntime } from './runtime.js';
 import { clearDirs, sweep } from './spool.js';
+import { type HarakaQueueModule, type HMailClass, trackHarakaQueue } from './state/haraka-queue.js';
 
 /** How long a queued id stays known, so a late retry of its Enqueue is still a duplicate. */
 const IDEMPOTENCY_WINDOW_MS = 7 * 24 * 3600_000;
@@ -42,6 +43,8 @@ export interface GatewayServiceOptions {
   sendEmail: SendEmail;
   /** Resolves once Haraka has loaded its queue dir. */
   queueLoaded: Promise<void>;
+  /** Haraka's outbound/queue module: the live state counts the files it loads at start (gateway/state/haraka-queue.ts). */
+  queueModule?: HarakaQueueModule;
 }
 
 export interface GatewayServiceHandle {
@@ -66,6 +69,13 @@ function queueNotes(msg: Parameters<QueueFn>[0]): object {
 export async function startGatewayService(opts: GatewayServiceOptions): Promise<GatewayServiceHandle> {
   const rt = await gatewayRuntime();
   const { outbox, log, paths } = rt;
+  // Before Haraka loads its queue: every item it holds is counted from the start.
+  trackHarakaQueue(
+    opts.outbound,
+    rt.queueState,
+    log,
+    opts.queueModule && { queue: opts.queueModule, HMailItem: opts.outbound.HMailItem as unknown as HMailClass },
+  );
   const findQueued = (ids: ReadonlySet<string>) => queuedEmailIds(paths.queueDir, ids);
 
   // Haraka has not loaded its queue yet, so the files seen here are exactly what it will send.

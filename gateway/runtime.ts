@@ -17,6 +17,10 @@ import { GatewayMetrics } from './metrics.js';
 import { DeliveryHolds } from './shaping/holds.js';
 import { Shaper } from './shaping/shaper.js';
 import { mergeRules } from '../common/shaping.js';
+import { QueueState } from './state/tracker.js';
+import { deliverySnapshot, type SnapshotFilter } from './state/snapshot.js';
+import { publishDeliveryState } from './state/publish.js';
+import type { DeliverySnapshot } from '../common/delivery-state.js';
 
 export interface GatewayContext {
   config: Config;
@@ -41,6 +45,12 @@ export interface GatewayRuntime extends GatewayContext {
   holds: DeliveryHolds;
   /** Adaptive shaping (gateway/shaping/shaper.ts): observe() the remote answers; actions() in force. */
   shaper: Shaper;
+  /** The live delivery state (gateway/state): counts kept as queue items change, and the items by provider and project. */
+  queueState: QueueState;
+  /** This gateway's name in a cluster (its redis-node id); '' when alone. */
+  node: string;
+  /** The live delivery state now (DeliveryState, and published to Redis every 2 s). */
+  deliveryState(filter?: SnapshotFilter): DeliverySnapshot;
   /** Writes warm-up counters not yet saved, to the outbox and to Redis, and closes Redis (at shutdown). */
   flushUsage(): Promise<void>;
   /**
@@ -107,15 +117,25 @@ async function open(): Promise<GatewayRuntime> {
   // The actions in force before a restart hold again.
   shaper.restore(await outbox.setting('shaping-actions'));
   await shaper.start();
-  return {
+  const metrics = new GatewayMetrics(ctx.config);
+  const queueState = new QueueState((name) => metrics.provider(name));
+  metrics.queueCounts = () => queueState.byProvider();
+  const rt: GatewayRuntime = {
     ...ctx,
     outbox,
     feed,
     attempts: new Set(),
     pacer,
-    metrics: new GatewayMetrics(ctx.config),
+    metrics,
     holds,
     shaper,
+    queueState,
+    node: redis ? (node ?? '') : '',
+    deliveryState: (filter) =>
+      deliverySnapshot(
+        { node: rt.node, queueState, pacer, providers: metrics.providers, label: (n) => metrics.provider(n), connections: rt.connections, shaper },
+        filter,
+      ),
     async flushUsage() {
       await saveUsage();
       await redis?.close();
@@ -130,6 +150,9 @@ async function open(): Promise<GatewayRuntime> {
       return rows;
     },
   };
+  // Controls on other nodes add this gateway's state to their sum.
+  if (redis && node) publishDeliveryState(redis, node, () => rt.deliveryState(), ctx.log);
+  return rt;
 }
 
 /** Opens the outbox once per process; every caller gets the same runtime. */

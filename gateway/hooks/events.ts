@@ -59,6 +59,7 @@ export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> 
         () => {
           rt.attempts.add(hmail.todo.uuid);
           rt.metrics.attemptStarted(hmail);
+          rt.queueState.sending(hmail);
           next();
         },
         (err) => {
@@ -77,6 +78,9 @@ export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> 
       // send it again. Haraka deletes the file once the commit is fsynced (next).
       const events = sentEvents(hmail, params, clock.now());
       rt.metrics.outcome(hmail, events);
+      // Recipients that failed went to a file of their own, counted by its own hook.
+      rt.queueState.observe(events, hmail);
+      rt.queueState.forget(hmail);
       void record(hmail, events, all, true).finally(() => {
         finished(hmail);
         next();
@@ -87,6 +91,8 @@ export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> 
       const delay = retryDelay(retryDelays, hmail.num_failures);
       const events = deferredEvents(hmail, params, delay, clock.now());
       rt.metrics.outcome(hmail, events);
+      rt.queueState.observe(events, hmail);
+      rt.queueState.deferred(hmail, events[0]?.cause === 'network' ? 'network' : 'receiver');
       shape(hmail, events);
       void record(hmail, events).finally(() => {
         finished(hmail);
@@ -97,6 +103,9 @@ export async function eventHooks(outbound: HarakaOutbound): Promise<EventHooks> 
       const now = clock.now();
       const events = bounceEvents(hmail, err, now);
       rt.metrics.outcome(hmail, events);
+      // Rejected recipients retried later are a new queue item, counted as it is queued.
+      rt.queueState.observe(events, hmail);
+      rt.queueState.forget(hmail);
       // Giving up repeats the last deferral, which shaping saw when it came.
       if (!/^Too many failures/.test(err.message)) shape(hmail, events);
       // A refusal (not a missing mailbox) is tried again later, a few times, growing apart.

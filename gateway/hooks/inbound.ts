@@ -88,6 +88,8 @@ export async function inboundHooks(): Promise<InboundHooks> {
           .then((lists) => lists.flat())
           .then(async (events) => {
             if (events.length) await rt.record(events);
+            // Complaints and reported bounces count in the live state's windows.
+            rt.queueState.observe(events);
             log.info(
               { from, rcpts: txn.rcpt_to.length, events: events.map((e) => `${e.type}:${e.emailId}`) },
               events.length ? 'inbound report recorded' : 'inbound mail ignored',

@@ -13,6 +13,7 @@ import { LIMIT_RECHECK_MS, type PaceDecision, type PaceRequest } from '../pacing
 import { gatewayRuntime } from '../runtime.js';
 import { gatewayControls } from '../controls/controls.js';
 import { holdCause } from '../metrics.js';
+import { holdState } from '../state/tracker.js';
 import { type ClientPool, type HMailProto, installConnectionReuse } from './connection-reuse.js';
 import { installPipelining } from './pipelining.js';
 
@@ -156,6 +157,7 @@ export async function pacingHooks(outbound: HarakaOutbound, reuse?: ReuseTargets
       const verdict = controls.verdict(hmail);
       if (verdict !== 'go') {
         answer(constants.delay, controls.parkedSec);
+        if (verdict === 'wait') rt.queueState.deferred(hmail, 'pacing');
         return verdict === 'drop' ? controls.drop(hmail) : controls.park(hmail);
       }
       providerOf(hmail.todo.domain)
@@ -181,8 +183,10 @@ export async function pacingHooks(outbound: HarakaOutbound, reuse?: ReuseTargets
           const d = pacer.decide(req, wakeOf(hmail));
           if (d.kind === 'go') {
             controls.track(hmail);
+            rt.queueState.decided(hmail, provider);
             return answer();
           }
+          rt.queueState.deferred(hmail, holdState(d.hold), provider);
           const events = report(hmail, d, provider);
           if (!events) return answer(constants.delay, d.delaySec);
           rt.metrics.deferral(provider, holdCause(events[0]?.cause, d.hold), events.length);

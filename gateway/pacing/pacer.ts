@@ -433,6 +433,25 @@ export class Pacer {
     return { gate, free: max - (this.gates.get(gate)?.inFlight ?? 0) };
   }
 
+  /** The live state (gateway/state): per gate, attempts holding a slot and attempts let go in the last minute. */
+  *gateFigures(): Iterable<{ gate: string; inFlight: number; lastMinute: number }> {
+    const since = Date.now() - RATE_WINDOW_MS;
+    for (const g of this.gates.values()) {
+      let n = 0;
+      for (let i = g.sent.length - 1; i >= 0 && g.sent[i]! > since; i--) n++;
+      yield { gate: g.name, inFlight: g.inFlight, lastMinute: n };
+    }
+  }
+
+  /** The live state: this gateway's counts of a day, per project and provider. */
+  *usageOf(day: string): Iterable<{ projectId: string; provider: string; used: number }> {
+    for (const [k, c] of this.usage) {
+      if (!k.startsWith(`${day}|`)) continue;
+      const [, projectId = '', provider = ''] = k.split('|');
+      yield { projectId, provider, used: c.transactional + c.bulk };
+    }
+  }
+
   private hasSlot(g: Gate): boolean {
     const max = this.limits(g).connections;
     return !max || g.inFlight < max;

@@ -4,6 +4,7 @@
 import constants = require('haraka-constants');
 import type { HarakaOutbound, HarakaPlugin, Next } from '../../gateway/haraka.js';
 import type { GatewayServiceHandle, SendEmail } from '../../gateway/lifecycle.js';
+import type { HarakaQueueModule } from '../../gateway/state/haraka-queue.js';
 
 let service: GatewayServiceHandle | undefined;
 
@@ -50,7 +51,9 @@ export function start(this: HarakaPlugin, next: Next): void {
   const outbound = this.haraka_require('outbound') as HarakaOutbound;
   const queueLoaded = whenQueueLoaded(outbound);
   import('../../gateway/lifecycle.js')
-    .then((m) => m.startGatewayService({ outbound, sendEmail: queueWith(outbound), queueLoaded }))
+    .then((m) =>
+      m.startGatewayService({ outbound, sendEmail: queueWith(outbound), queueLoaded, queueModule: this.haraka_require('outbound/queue') as HarakaQueueModule }),
+    )
     .then(
       (s) => {
         service = s;
