@@ -52,7 +52,7 @@ export class GatewayMetrics {
   private readonly latency: Histogram<'provider'>;
   /** Attempts under way: queue item → provider (busy connections). */
   private readonly busy = new Map<string, string>();
-  /** Pointed at the state tracker's counts (rt.queueState) once it exists; nothing until then. */
+  /** The state tracker's counts (rt.queueState.byProvider(), pointed at by gateway/runtime.ts). */
   queueCounts: () => Iterable<QueueCounts> = () => [];
   /** Idle kept connections per pacing gate (gateway/hooks/connection-reuse.ts), when reuse is on. */
   idleConnections: () => Iterable<[gate: string, idle: number]> = () => [];

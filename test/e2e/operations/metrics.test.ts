@@ -168,6 +168,10 @@ describe('/metrics of a node', () => {
       ).toBeGreaterThanOrEqual(1);
       expect(sampleValue(parsed, 'postgate_gateway_attempts_total', { provider: 'google', class: 'transactional', outcome: 'deferred' })).toBe(1);
       expect(sampleValue(parsed, 'postgate_gateway_deferrals_total', { provider: 'google', cause: 'receiver' })).toBe(1);
+      // The greylisted copy waits for its retry (30 s): the queue holds it, deferred by the receiver; the delivered one is gone.
+      expect(sampleValue(parsed, 'postgate_gateway_queue_messages', { provider: 'google', state: 'deferred' })).toBe(1);
+      expect(sampleValue(parsed, 'postgate_gateway_queue_deferred_messages', { provider: 'google', cause: 'receiver' })).toBe(1);
+      expect(sampleValue(parsed, 'postgate_gateway_queue_messages', { provider: 'google', state: 'in_flight' })).toBe(0);
       const latency = (parsed.postgate_delivery_latency_seconds!.data as PromHistogramData[]).find((h) => h.labels.provider === 'google')!;
       expect(latency.count).toBeGreaterThanOrEqual(1);
       expect(latency.sum).toBeGreaterThan(0);
