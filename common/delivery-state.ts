@@ -167,3 +167,29 @@ export function sumSnapshots(snapshots: readonly DeliverySnapshot[]): ProviderFi
   for (const t of out.values()) t.answers.sort((a, b) => b.count - a.count || b.lastAtMs - a.lastAtMs);
   return [...out.values()];
 }
+
+/**
+ * A snapshot narrowed to a provider and/or project: of a project, each provider shows the project's
+ * queue and windows (answers stay the provider's), and a provider with none of the project's mail is
+ * left out unless it is the one asked for.
+ */
+export function filterSnapshot(s: DeliverySnapshot, provider?: string, projectId?: string): DeliverySnapshot {
+  const providers: ProviderFigures[] = [];
+  for (const p of s.providers) {
+    if (provider && p.provider !== provider) continue;
+    if (!projectId) {
+      providers.push(p);
+      continue;
+    }
+    const mine = p.projects.filter((f) => f.projectId === projectId);
+    if (!mine.length && p.provider !== provider) continue;
+    const queue = noQueue();
+    const windows = noWindows();
+    for (const f of mine) {
+      addQueue(queue, f.queue);
+      addWindows(windows, f.windows);
+    }
+    providers.push({ ...p, queue, windows, projects: mine, actions: p.actions.filter((a) => !a.projectId || a.projectId === projectId) });
+  }
+  return { ...s, providers };
+}

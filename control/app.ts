@@ -27,6 +27,8 @@ import type { FastLane } from './http/fast-lane.js';
 import { unsubscribeRoutes } from './unsubscribe/routes.js';
 import type { QueueControls } from './operations/controls.js';
 import { controlRoutes } from './operations/control-routes.js';
+import type { DeliveryStateService } from './operations/state.js';
+import { stateRoutes } from './operations/state-routes.js';
 
 export interface AppDeps {
   config: Config;
@@ -47,6 +49,8 @@ export interface AppDeps {
   deliverability?: { pacing: PacingService; tokens: MailTokens };
   /** The operator's queue control: suspensions, send now, cancel, the audit log (control/operations). */
   queueControls?: QueueControls;
+  /** The live delivery state summed over the gateways (control/operations/state.ts). */
+  deliveryState?: DeliveryStateService;
 }
 
 /** The public listener: the mail API, the auth API, the hosted widget and one-click unsubscribe. */
@@ -113,6 +117,7 @@ export async function buildAdminApp(deps: AppDeps, auth: { admin: FastifyPluginA
     await admin.register(auth.admin);
     if (deps.deliverability) await admin.register(pacingAdminRoutes, { config, store: deps.store, pacing: deps.deliverability.pacing });
     if (deps.queueControls) await admin.register(controlRoutes, { store: deps.store, controls: deps.queueControls });
+    if (deps.deliveryState) await admin.register(stateRoutes, { state: deps.deliveryState });
   });
   return app;
 }

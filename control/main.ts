@@ -34,6 +34,7 @@ import { startPublicGrpc } from './grpc/public.js';
 import { MailTokens } from './unsubscribe/mail-tokens.js';
 import { PacingService } from './pacing/service.js';
 import { QueueControls } from './operations/controls.js';
+import { DeliveryStateService } from './operations/state.js';
 
 process.umask(0o077); // data-dir files are the service's alone (core/data-dir.ts), also when run without the supervisor
 const config = loadConfig();
@@ -70,6 +71,7 @@ const dispatcher = new Dispatcher(
 );
 const pacing = new PacingService(store, gateways, config, log, dispatcher);
 const queueControls = new QueueControls(store, gateways, invalidator, log, () => pacing.providers());
+const deliveryState = new DeliveryStateService(store, gateways, log, () => pacing.providers(), redis);
 // Each (re)connection of a gateway's event stream may be a restarted gateway: give it the throttles.
 const events = new GatewayEventStream(store, gateways, log, counted.deliveryEvents, {
   tokens,
@@ -109,6 +111,7 @@ const deps: AppDeps = {
   fastLane,
   deliverability: { pacing, tokens },
   queueControls,
+  deliveryState,
 };
 // The sign-in capability: composed here, the one place control knows it exists.
 const auth = createAuth({

@@ -5,7 +5,8 @@ import type { Commands } from '../../core/cli-commands.js';
 import { coreCommands } from './core-commands.js';
 import { pacingCommands } from '../pacing/cli.js';
 import { queueControlCommands } from '../operations/cli.js';
+import { queueStatusCommands } from '../operations/state-cli.js';
 import { createAuth } from '../../auth/plugin.js';
 
-const commands: Commands = { ...coreCommands, ...createAuth().commands, ...pacingCommands, ...queueControlCommands };
+const commands: Commands = { ...coreCommands, ...createAuth().commands, ...pacingCommands, ...queueControlCommands, ...queueStatusCommands };
 await runCli(commands);

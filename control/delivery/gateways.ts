@@ -24,6 +24,8 @@ import {
   type Suspension,
   type CancelOrder,
   MetricsRequestSchema,
+  DeliveryStateRequestSchema,
+  type DeliveryStateResponse,
   type EnqueueResponse,
   type OutboundMessage,
   type DeliveryEvent,
@@ -35,6 +37,8 @@ import type { HostPort } from '../../core/config.js';
 import { CONTRACT, mismatchText } from '../../proto/contract.js';
 import { controlAuth } from '../../proto/rpc-auth.js';
 import { RpcMac } from '../../core/rpc-mac.js';
+import { deliveryStateFromProto } from '../../proto/delivery-state.js';
+import type { DeliverySnapshot } from '../../common/delivery-state.js';
 
 /**
  * The gateway was built from another commit and refuses this control (see proto/contract.ts), or
@@ -123,6 +127,12 @@ export class GatewayClients {
   /** Deferred mail of a provider and/or project ('' = every one) tried at once; answers how many queue items woke. */
   async sendNow(gw: Gateway, provider: string, projectId: string): Promise<number> {
     return Number((await unary<SendNowResponse>(gw.client, 'sendNow', create(SendNowRequestSchema, { provider, projectId }), undefined, 10_000)).woken);
+  }
+
+  /** The gateway's live delivery state, of a provider and/or project ('' = every one). */
+  async deliveryState(gw: Gateway, provider = '', projectId = '', timeoutMs = 2_000): Promise<DeliverySnapshot> {
+    const res = await unary<DeliveryStateResponse>(gw.client, 'deliveryState', create(DeliveryStateRequestSchema, { provider, projectId }), undefined, timeoutMs);
+    return deliveryStateFromProto(res);
   }
 
   /** Test-only: the gateway refuses unless it runs with POSTGATE_TEST_CLOCK=1. */

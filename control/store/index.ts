@@ -494,6 +494,8 @@ export interface PacingData {
   allowances(projectId: string, fromDay: string): Promise<AllowanceRow[]>;
   /** Lets a project's held bulk mail go (the operator approved it); returns how many emails. */
   releaseHeld(projectId: string): Promise<number>;
+  /** Held emails (a bulk volume spike) per project that has any, for the live delivery state (partial index emails_held). */
+  heldByProject(): Promise<Array<{ projectId: string; held: number }>>;
 }
 
 export interface Analytics {

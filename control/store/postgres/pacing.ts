@@ -67,4 +67,11 @@ export class PgPacing implements PacingData {
   async releaseHeld(projectId: string): Promise<number> {
     return (await this.db.query('UPDATE emails SET held = NULL WHERE project_id = $1 AND held IS NOT NULL', [projectId])).rowCount;
   }
+
+  async heldByProject(): Promise<Array<{ projectId: string; held: number }>> {
+    const r = await this.db.query<{ project_id: string; held: number }>(
+      'SELECT project_id, count(*)::int AS held FROM emails WHERE held IS NOT NULL GROUP BY project_id',
+    );
+    return r.rows.map((x) => ({ projectId: x.project_id, held: x.held }));
+  }
 }

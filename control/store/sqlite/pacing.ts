@@ -23,6 +23,7 @@ export class SqlitePacing implements PacingData {
       bulkSince: db.prepare('SELECT COALESCE(SUM(count), 0) FROM bulk_daily WHERE project_id = ? AND day >= ? AND day < ?').pluck(),
       allowed: db.prepare('SELECT COALESCE(MAX(volume), 0) FROM volume_allowances WHERE project_id = ? AND day = ?').pluck(),
       heldCount: db.prepare('SELECT count(*) FROM emails WHERE project_id = ? AND held IS NOT NULL').pluck(),
+      heldByProject: db.prepare('SELECT project_id, count(*) AS held FROM emails WHERE held IS NOT NULL GROUP BY project_id'),
       insertAllowance: db.prepare('INSERT INTO volume_allowances (project_id, day, volume, source, created_at) VALUES (?, ?, ?, ?, ?)'),
       allowances: db.prepare('SELECT day, volume, source, created_at FROM volume_allowances WHERE project_id = ? AND day >= ? ORDER BY day, id'),
       releaseHeld: db.prepare('UPDATE emails SET held = NULL WHERE project_id = ? AND held IS NOT NULL'),
@@ -69,5 +70,9 @@ export class SqlitePacing implements PacingData {
 
   releaseHeld(projectId: string): Promise<number> {
     return this.writer.run(() => this.q.releaseHeld.run(projectId).changes);
+  }
+
+  async heldByProject(): Promise<Array<{ projectId: string; held: number }>> {
+    return this.q.heldByProject.all().map((r: any) => ({ projectId: r.project_id, held: r.held }));
   }
 }

@@ -130,10 +130,12 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         expect(stored?.events.map((e) => e.type)).toEqual(['queued', 'deferred']);
         expect(stored?.events[1]?.details).toMatchObject({ cause: 'volume' });
         expect(await store.pacing.bulkVolume(projectId, now, 7)).toMatchObject({ today: 3, held: 1 });
+        expect(await store.pacing.heldByProject()).toEqual([{ projectId, held: 1 }]);
         // An announcement for today lets the next spike through; the operator releases what is held.
         await store.pacing.addAllowance(projectId, new Date(now).toISOString().slice(0, 10), 100, 'project', now);
         expect(await store.emails.accept(email({ bulk: true, to: ['d@inbox.test', 'e@inbox.test', 'f@inbox.test'] }), guards)).toEqual({ kind: 'accepted' });
         expect(await store.pacing.releaseHeld(projectId)).toBe(1);
+        expect(await store.pacing.heldByProject()).toEqual([]);
         expect((await store.emails.undispatched(100)).map((e) => e.id)).toContain(spike.id);
       });
     });
