@@ -28,7 +28,17 @@ export class GatewayScrape {
     );
   }
 
-  scrape = async (): Promise<string> => {
+  /** The scrape under way: scrapes that come meanwhile (both listeners, several scrapers) share its calls. */
+  private pending?: Promise<string>;
+
+  scrape = (): Promise<string> => {
+    this.pending ??= this.collect().finally(() => {
+      this.pending = undefined;
+    });
+    return this.pending;
+  };
+
+  private async collect(): Promise<string> {
     const parts = await Promise.all(
       this.gateways.list.map(async (gw) => {
         try {
@@ -50,5 +60,5 @@ export class GatewayScrape {
       }),
     );
     return this.registry.render() + mergeExpositions(parts.filter((p) => p !== undefined));
-  };
+  }
 }

@@ -43,7 +43,16 @@ it('merges the gateways that answer, says which did not, within about a second',
   await m.scrape();
   expect(warned).toHaveLength(2);
   broken = false;
-  const again = await m.scrape();
+  // Scrapes at the same time share the gateways' calls.
+  let calls = 0;
+  const metrics = gateways.metrics;
+  gateways.metrics = (gw) => {
+    calls++;
+    return metrics(gw);
+  };
+  const [again, same] = await Promise.all([m.scrape(), m.scrape()]);
+  expect(same).toBe(again);
+  expect(calls).toBe(3);
   expect(again.match(/# TYPE postgate_gateway_attempts_total/g)).toHaveLength(1);
   expect((await parseExposition(again)).postgate_gateway_attempts_total!.data).toHaveLength(4);
 });
