@@ -56,7 +56,7 @@ const tokens = new MailTokens(secret);
 const deliverability: DispatchDeliverability = { tokens, dkimSealer: sealer(secret, 'dkim'), baseUrl: config.baseUrl };
 // How busy control's event loop is: the dispatcher holds back for a burst only while it is, and operators see it.
 const loopLoad = eventLoopLoad();
-const counted = controlMetrics(metrics, { loopLoad, storeStats: () => store.stats() });
+const counted = controlMetrics(metrics, { loopLoad, storeStats: () => store.stats(), heldByProject: () => store.pacing.heldByProject() });
 const dispatcher = new Dispatcher(
   store,
   gateways,

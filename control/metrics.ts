@@ -14,6 +14,8 @@ export interface ControlSources {
   loopLoad: () => number;
   /** The store's commits and writes since start (Store.stats). */
   storeStats: () => { commits: number; writes: number };
+  /** Emails held before dispatch, per project (Store.pacing.heldByProject): read once per scrape. */
+  heldByProject?: () => Promise<Array<{ held: number }>>;
 }
 
 export function controlMetrics(registry: Registry, sources: ControlSources): ControlMetrics {
@@ -33,6 +35,12 @@ export function controlMetrics(registry: Registry, sources: ControlSources): Con
     )
     .collectFrom(() => sources.storeStats().writes);
   processMemoryGauges(registry, 'postgate_process', 'control');
+  const held = registry.gauge(
+    'postgate_held_emails',
+    'Emails control holds before dispatch: bulk volume above what the warm-up announced, until announced or approved',
+  );
+  const { heldByProject } = sources;
+  if (heldByProject) registry.beforeScrape(async () => held.set((await heldByProject()).reduce((n, p) => n + p.held, 0)));
   return {
     dispatched: registry.counter('postgate_emails_dispatched_total', 'Emails handed to a gateway (every copy queued there)'),
     deliveryEvents: registry.counter('postgate_delivery_events_total', 'Delivery events from the gateways applied to the store'),

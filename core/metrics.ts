@@ -280,6 +280,7 @@ export class Histogram<L extends string = never> extends Family<L, HistogramSeri
 export class Registry {
   private readonly families = new Map<string, Family<string, unknown>>();
   private readonly sources: Array<() => Promise<string>> = [];
+  private readonly refreshers: Array<() => Promise<void>> = [];
 
   private add<F extends Family<string, unknown>>(f: F): F {
     if (this.families.has(f.name)) throw new Error(`metrics: ${f.name} is declared twice`);
@@ -316,8 +317,14 @@ export class Registry {
     this.sources.push(source);
   }
 
+  /** Run before each scrape() renders: sets gauges whose value must be fetched (a database count). A failure keeps the last value. */
+  beforeScrape(refresh: () => Promise<void>): void {
+    this.refreshers.push(refresh);
+  }
+
   /** render() and the appended sources: what /metrics answers. */
   async scrape(): Promise<string> {
+    await Promise.all(this.refreshers.map((r) => r().catch(() => undefined)));
     const own = this.render();
     const more = await Promise.all(this.sources.map((s) => s()));
     return own + more.join('');

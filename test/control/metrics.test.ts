@@ -9,13 +9,13 @@ import { expositionProblems, parseExposition } from '../helpers/prometheus.js';
 it("declares control's families, read at each scrape", async () => {
   const r = new Registry();
   const stats = { commits: 2, writes: 5 };
-  const m = controlMetrics(r, { loopLoad: () => 0.25, storeStats: () => stats });
+  const m = controlMetrics(r, { loopLoad: () => 0.25, storeStats: () => stats, heldByProject: async () => [{ held: 3 }, { held: 4 }] });
   expect(adminRefused(r)).toBe(adminRefused(r));
   m.dispatched.inc(3);
   m.codeSendsCapped.with({ project: 'acme' }).inc();
   expect(() => m.codeSendsCapped.with({ project: 'a@b.test' })).toThrow();
   stats.commits = 4;
-  const text = r.render();
+  const text = await r.scrape();
   expect(expositionProblems(await parseExposition(text))).toEqual([]);
   for (const line of [
     'postgate_event_loop_utilization 0.25',
@@ -26,6 +26,7 @@ it("declares control's families, read at each scrape", async () => {
     'postgate_auth_code_sends_capped_total{project="acme"} 1',
     'postgate_admin_refused_total{reason="token"} 0',
     'postgate_admin_refused_total{reason="throttled"} 0',
+    'postgate_held_emails 7',
   ])
     expect(text).toContain(`${line}\n`);
   expect(text).toMatch(/^postgate_process_rss_bytes [1-9]\d*$/m);

@@ -140,12 +140,20 @@ describe('Registry', () => {
     expect(new Registry().render()).toBe('');
   });
 
-  it('scrape() appends the sources after the own families', async () => {
+  it('scrape() refreshes what must be fetched, then appends the sources after the own families', async () => {
     const r = new Registry();
     r.counter('postgate_a_total', 'A');
+    const fetched = r.gauge('postgate_fetched', 'Fetched before each scrape');
+    let n = 0;
+    r.beforeScrape(async () => fetched.set(++n));
+    r.beforeScrape(async () => {
+      throw new Error('database away');
+    });
+    expect(await r.scrape()).toContain('postgate_fetched 1\n');
+    expect(await r.scrape()).toContain('postgate_fetched 2\n');
     r.append(async () => '# HELP postgate_b B\n# TYPE postgate_b gauge\npostgate_b 1\n');
     const text = await r.scrape();
-    expect(Object.keys(await parseExposition(text))).toEqual(['postgate_a_total', 'postgate_b']);
+    expect(Object.keys(await parseExposition(text))).toEqual(['postgate_a_total', 'postgate_fetched', 'postgate_b']);
   });
 });
 

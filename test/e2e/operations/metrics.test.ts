@@ -112,6 +112,7 @@ const CONTROL = [
   'postgate_admin_refused_total',
   'postgate_auth_code_sends_capped_total',
   'postgate_gateway_up',
+  'postgate_held_emails',
 ];
 const GATEWAY = [
   'postgate_gateway_attempts_total',
