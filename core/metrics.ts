@@ -13,6 +13,9 @@ export type Labels<L extends string> = { readonly [K in L]: string };
 
 type Type = 'counter' | 'gauge' | 'histogram';
 
+/** How long scrape() waits for the gauges it fetches. */
+const REFRESH_MS = 1_000;
+
 const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 
@@ -324,7 +327,13 @@ export class Registry {
 
   /** render() and the appended sources: what /metrics answers. */
   async scrape(): Promise<string> {
-    await Promise.all(this.refreshers.map((r) => r().catch(() => undefined)));
+    // A source that does not answer within a second (a database away) keeps its last value: the scrape is not held.
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, REFRESH_MS);
+    });
+    await Promise.race([Promise.all(this.refreshers.map((r) => r().catch(() => undefined))), late]);
+    clearTimeout(timer);
     const own = this.render();
     const more = await Promise.all(this.sources.map((s) => s()));
     return own + more.join('');

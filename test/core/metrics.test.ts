@@ -151,6 +151,9 @@ describe('Registry', () => {
     });
     expect(await r.scrape()).toContain('postgate_fetched 1\n');
     expect(await r.scrape()).toContain('postgate_fetched 2\n');
+    // One that never answers holds the scrape a second at most.
+    r.beforeScrape(() => new Promise<void>(() => {}));
+    expect(await r.scrape()).toContain('postgate_fetched 3\n');
     r.append(async () => '# HELP postgate_b B\n# TYPE postgate_b gauge\npostgate_b 1\n');
     const text = await r.scrape();
     expect(Object.keys(await parseExposition(text))).toEqual(['postgate_a_total', 'postgate_fetched', 'postgate_b']);
