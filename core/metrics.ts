@@ -57,6 +57,13 @@ abstract class Family<L extends string, S> {
     walk(0, {});
   }
 
+  private single?: S;
+
+  /** The one series of a family without labels (kept: hot paths call inc() or observe() on the family). */
+  protected only(): S {
+    return (this.single ??= this.with({} as Labels<L>));
+  }
+
   /** The series of these label values (created at 0 the first time). Hot paths keep what this returns. */
   with(labels: Labels<L>): S {
     let key = '';
@@ -125,7 +132,7 @@ export class Counter<L extends string = never> extends Family<L, CounterSeries> 
 
   /** The label-free counter's one series. */
   inc(this: Counter<never>, by = 1): void {
-    this.with({}).inc(by);
+    this.only().inc(by);
   }
 
   private reader?: () => number;
@@ -187,7 +194,7 @@ export class Gauge<L extends string = never> extends Family<L, GaugeSeries> {
   }
 
   set(this: Gauge<never>, v: number): void {
-    this.with({}).set(v);
+    this.only().set(v);
   }
 
   protected override collect(): void {
@@ -265,7 +272,7 @@ export class Histogram<L extends string = never> extends Family<L, HistogramSeri
   }
 
   observe(this: Histogram<never>, v: number): void {
-    this.with({}).observe(v);
+    this.only().observe(v);
   }
 
   protected lines(name: string, labels: string, s: HistogramSeries, out: string[]): void {
