@@ -13,7 +13,6 @@ import type { Logger } from '../../core/log.js';
 import type { HarakaOutbound, HMailItem } from '../haraka.js';
 import type { Outbox } from '../outbox/outbox.js';
 import type { Pacer } from '../pacing/pacer.js';
-import { PROVIDER } from '../outcome.js';
 import { gatewayRuntime } from '../runtime.js';
 
 export interface OperatorSuspension {
@@ -88,8 +87,6 @@ export class GatewayControls {
   private readonly dropping = new Map<string, HMailItem>();
   private flushScheduled = false;
   private outbound?: HarakaOutbound;
-  /** Items seen by the pacing hook and not finished: what a cancel or send-now looks through while the state registry is absent. */
-  private readonly seen = new Set<HMailItem>();
 
   constructor(private readonly deps: ControlsDeps) {}
 
@@ -130,24 +127,9 @@ export class GatewayControls {
     return PARKED_SEC;
   }
 
-  /** The pacing hook let an item go to its attempt (it may come back deferred). */
-  track(hmail: HMailItem): void {
-    if (!this.deps.queueState) this.seen.add(hmail);
-  }
-
-  /** The item is finished (delivered, bounced or dropped). */
-  untrack(hmail: HMailItem): void {
-    this.seen.delete(hmail);
-  }
-
-  /** The items the gateway holds of a project and/or provider: the state registry's, else those the hook has seen. */
-  private *items(filter: { provider?: string; projectId?: string }): Iterable<HMailItem> {
-    if (this.deps.queueState) return yield* this.deps.queueState.itemsWhere(filter);
-    for (const hmail of this.seen) {
-      if (filter.projectId && String(hmail.todo.notes.project_id ?? '') !== filter.projectId) continue;
-      if (filter.provider && hmail.notes[PROVIDER] !== filter.provider) continue;
-      yield hmail;
-    }
+  /** The items the gateway holds of a project and/or provider (the state tracker's registry). */
+  private items(filter: { provider?: string; projectId?: string }): Iterable<HMailItem> {
+    return this.deps.queueState?.itemsWhere(filter) ?? [];
   }
 
   /** The hook answered DELAY for a canceled item: it leaves the timer queue and its file goes, unsent. */
@@ -233,7 +215,6 @@ export class GatewayControls {
       return false;
     });
     for (const hmail of removed) {
-      this.seen.delete(hmail);
       this.deps.pacer.forget(hmail.todo.uuid);
       this.deps.queueState?.forget?.(hmail);
       // Its delivery turn ended when it was DELAYed: discard() must not end it twice.

@@ -182,7 +182,6 @@ export async function pacingHooks(outbound: HarakaOutbound, reuse?: ReuseTargets
           }
           const d = pacer.decide(req, wakeOf(hmail));
           if (d.kind === 'go') {
-            controls.track(hmail);
             rt.queueState.decided(hmail, provider);
             return answer();
           }
@@ -203,7 +202,6 @@ export async function pacingHooks(outbound: HarakaOutbound, reuse?: ReuseTargets
         });
     },
     attemptEnded(hmail, final) {
-      if (final) controls.untrack(hmail);
       const key = hmail.todo.uuid;
       const free = () => (final ? pacer.done(key) : pacer.release(key));
       // A delivered session's slot passes on once its connection is idle (or closing), so the next message can reuse it.
