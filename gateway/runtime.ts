@@ -20,6 +20,7 @@ import { mergeRules } from '../common/shaping.js';
 import { QueueState } from './state/tracker.js';
 import { deliverySnapshot, type SnapshotFilter } from './state/snapshot.js';
 import { publishDeliveryState } from './state/publish.js';
+import { keepWindows } from './state/persist.js';
 import type { DeliverySnapshot } from '../common/delivery-state.js';
 
 export interface GatewayContext {
@@ -120,6 +121,7 @@ async function open(): Promise<GatewayRuntime> {
   const metrics = new GatewayMetrics(ctx.config);
   const queueState = new QueueState((name) => metrics.provider(name));
   metrics.queueCounts = () => queueState.byProvider();
+  const saveWindows = await keepWindows(queueState, outbox, ctx.log);
   const rt: GatewayRuntime = {
     ...ctx,
     outbox,
@@ -137,7 +139,7 @@ async function open(): Promise<GatewayRuntime> {
         filter,
       ),
     async flushUsage() {
-      await saveUsage();
+      await Promise.all([saveUsage(), saveWindows()]);
       await redis?.close();
     },
     async record(events, finished, now) {

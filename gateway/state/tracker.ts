@@ -96,6 +96,8 @@ export class QueueState {
   private readonly minutes = new Map<number, Bucket>();
   private readonly hours = new Map<number, Bucket>();
   private readonly answers = new Map<string, Map<string, Answers>>();
+  /** Grows at each outcome or answer counted: whether the windows changed since they were last saved. */
+  revision = 0;
   /** Day 1 of a project's warm-up, as its items carry it (the norm of the day is read from it). */
   readonly warmupStart = new Map<string, number>();
 
@@ -252,6 +254,7 @@ export class QueueState {
 
   /** Recipients' outcomes for the windows: delivered (2xx), deferred, bounced (bounced and rejected), complained. */
   outcome(provider: string, projectId: string, what: WindowOutcome, n = 1, atMs = clock.now()): void {
+    this.revision++;
     const k = `${this.label(provider)}\t${projectId}`;
     const minute = Math.floor(atMs / MINUTE_MS);
     const hour = Math.floor(atMs / HOUR_MS);
@@ -273,6 +276,7 @@ export class QueueState {
 
   /** A remote answer (deferred, bounced, rejected) to mail for a provider: grouped by enhanced code over the last hour. */
   answer(provider: string, enhancedCode: string, text: string, atMs = clock.now()): void {
+    this.revision++;
     const p = this.label(provider);
     let groups = this.answers.get(p);
     if (!groups) this.answers.set(p, (groups = new Map()));
@@ -305,6 +309,40 @@ export class QueueState {
       else if (a.lastAtMs < nowMs - HOUR_MS) groups.delete(a.enhancedCode);
     }
     return out.sort((a, b) => b.count - a.count || b.lastAtMs - a.lastAtMs);
+  }
+
+  /**
+   * The windows, answers and warm-up starts as JSON (saved in the outbox settings now and then, so a
+   * restarted gateway still shows how the last hour and day went); undefined when past `maxChars`.
+   */
+  save(maxChars = 2_000_000): string | undefined {
+    const buckets = (m: Map<number, Bucket>) => [...m].map(([at, b]) => [at, [...b.figures]]);
+    const json = JSON.stringify({
+      minutes: buckets(this.minutes),
+      hours: buckets(this.hours),
+      answers: [...this.answers].map(([p, g]) => [p, [...g.values()].map((a) => ({ ...a, perMinute: [...a.perMinute] }))]),
+      warmupStart: [...this.warmupStart],
+    });
+    return json.length <= maxChars ? json : undefined;
+  }
+
+  /** Takes back what save() wrote (at start, before anything is counted). A broken text is ignored. */
+  restore(json: string | undefined): void {
+    if (!json) return;
+    try {
+      const d = JSON.parse(json) as {
+        minutes: Array<[number, Array<[string, Outcomes]>]>;
+        hours: Array<[number, Array<[string, Outcomes]>]>;
+        answers: Array<[string, Array<Omit<Answers, 'perMinute'> & { perMinute: Array<[number, number]> }>]>;
+        warmupStart: Array<[string, number]>;
+      };
+      for (const [at, figures] of d.minutes) this.minutes.set(at, { figures: new Map(figures) });
+      for (const [at, figures] of d.hours) this.hours.set(at, { figures: new Map(figures) });
+      for (const [p, groups] of d.answers) this.answers.set(p, new Map(groups.map((a) => [a.enhancedCode, { ...a, perMinute: new Map(a.perMinute) }])));
+      for (const [id, start] of d.warmupStart) this.warmupStart.set(id, start);
+    } catch {
+      // Figures of the past only: without them the windows start again.
+    }
   }
 
   /** The windows of every provider/project pair that had outcomes in the last day: `${provider}\t${project}` → windows. */

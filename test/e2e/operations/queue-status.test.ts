@@ -2,8 +2,9 @@
 // answers 4xx for some recipients, so their mail is deferred by the receiver; the admin API's
 // /queue/status and `postgate queue status` show the deferred counts per provider and project, the
 // remote answers grouped by enhanced code with a sample, and the windows with what was delivered;
-// a restarted gateway counts the deferred mail it loads from its queue; bad filters are 404s. On a
-// two-node cluster, the state read on one node sums both gateways.
+// a restarted gateway counts the deferred mail it loads from its queue (and, stopped gracefully, keeps
+// its windows and answers); bad filters are 404s. On a two-node cluster, the state read on one node
+// sums both gateways.
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type Cluster } from '../../helpers/cluster.js';
@@ -147,18 +148,28 @@ describe('queue status on one node', () => {
     await expect(stack.cli('queue', 'status', '--project', 'nosuch')).rejects.toThrow(/No project nosuch/);
   });
 
-  it('a restarted gateway counts the deferred mail it loads from its queue', async () => {
-    const old = stack.kill('gateway');
-    await stack.waitRestart('gateway', old);
-    const s = await until(
-      () => stack.admin('GET', '/admin/v1/queue/status').catch(() => ({ providers: [] })),
-      (x: any) => providerOf(x, 'other')?.queue.deferred.receiver === 3,
-      30_000,
-    );
-    expect(providerOf(s, 'other').projects.map((f: any) => f.project)).toEqual([p.slug]);
+  it('a restarted gateway counts the deferred mail it loads from its queue; stopped gracefully, it keeps its windows and answers', async () => {
+    for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
+      const old = stack.kill('gateway', signal);
+      await stack.waitRestart('gateway', old);
+      const s = await until(
+        () => stack.admin('GET', '/admin/v1/queue/status').catch(() => ({ providers: [] })),
+        (x: any) => providerOf(x, 'other')?.queue.deferred.receiver === 3,
+        30_000,
+      );
+      expect(providerOf(s, 'other').projects.map((f: any) => f.project)).toEqual([p.slug]);
+      if (signal === 'SIGTERM') {
+        // Saved at shutdown, read back at start.
+        expect(providerOf(s, 'google').windows.last_hour.delivered).toBe(2);
+        expect(providerOf(s, 'other').answers.map((a: any) => [a.enhanced_code, a.count])).toEqual([
+          ['4.2.2', 2],
+          ['4.2.0', 1],
+        ]);
+      }
+    }
     // Nothing was sent again: the deferred mail waits for its time.
     for (const id of slowIds) expect((await stack.api('GET', `/v1/emails/${id}`, p.keys.live)).body.status).not.toBe('sent');
-  }, 60_000);
+  }, 90_000);
 });
 
 describe('a two-node cluster', () => {

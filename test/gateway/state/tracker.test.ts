@@ -170,6 +170,29 @@ describe('QueueState', () => {
     expect(s.answersOf('google', t0 + 2 * 3600_000)).toEqual([]);
   });
 
+  it('saves its windows, answers and warm-up starts and takes them back (a restart); a broken text is ignored', () => {
+    const s = new QueueState();
+    const now = clock.now();
+    s.outcome('google', 'p1', 'delivered', 2, now);
+    s.outcome('google', 'p1', 'bounced', 1, now - 3 * 3600_000);
+    s.answer('google', '4.7.28', '421-4.7.28 slow', now);
+    s.queued(item('gmail.com', 'p7', { warmup_start: 123 }));
+    const before = s.revision;
+    const json = s.save()!;
+    const t = new QueueState();
+    t.restore(json);
+    expect(t.windows(now)).toEqual(s.windows(now));
+    expect(t.answersOf('google', now)).toEqual(s.answersOf('google', now));
+    expect(t.warmupStart.get('p7')).toBe(123);
+    // Queue counts are not part of it: the queue is counted again as it loads.
+    expect(t.size).toBe(0);
+    expect(before).toBe(3);
+    expect(s.save(10)).toBeUndefined();
+    const u = new QueueState();
+    u.restore('{"minutes": 5');
+    expect(u.windows(now).size).toBe(0);
+  });
+
   it('counts an inbound complaint under the provider of its recipient', () => {
     const s = new QueueState();
     s.observe([ev('complained', { recipient: 'x@yahoo.com' })]);
