@@ -131,7 +131,13 @@ export class GatewayClients {
 
   /** The gateway's live delivery state, of a provider and/or project ('' = every one). */
   async deliveryState(gw: Gateway, provider = '', projectId = '', timeoutMs = 2_000): Promise<DeliverySnapshot> {
-    const res = await unary<DeliveryStateResponse>(gw.client, 'deliveryState', create(DeliveryStateRequestSchema, { provider, projectId }), undefined, timeoutMs);
+    const res = await unary<DeliveryStateResponse>(
+      gw.client,
+      'deliveryState',
+      create(DeliveryStateRequestSchema, { provider, projectId }),
+      undefined,
+      timeoutMs,
+    );
     return deliveryStateFromProto(res);
   }
 
