@@ -185,6 +185,13 @@ export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCou
     // The operator's suspensions and cancel orders, a full replacement: stored, applied, canceled mail dropped.
     setControls(call: grpc.ServerUnaryCall<SetControlsRequest, unknown>, cb: grpc.sendUnaryData<unknown>) {
       const r = call.request;
+      // Checked before anything is kept: a malformed push must not replace what is in force.
+      const bad = r.suspensions.find((s) => !s.id || (!s.provider && !s.projectId))
+        ? 'a suspension needs an id and a provider or a project'
+        : r.cancels.find((c) => !c.projectId || c.acceptedBeforeMs <= 0n)
+          ? 'a cancel order needs a project and accepted_before_ms'
+          : undefined;
+      if (bad) return cb({ code: grpc.status.INVALID_ARGUMENT, details: bad });
       controls
         .set({
           suspensions: r.suspensions.map((s) => ({ id: s.id, provider: s.provider, projectId: s.projectId, untilMs: Number(s.untilMs), reason: s.reason })),

@@ -13,11 +13,16 @@ import { create } from '@bufbuild/protobuf';
 import { grpcClient, unary } from '../../proto/grpc.js';
 import {
   AckRequestSchema,
+  CancelOrderSchema,
+  DeliveryStateRequestSchema,
   EnqueueRequestSchema,
   EventsRequestSchema,
   GatewayService,
+  MetricsRequestSchema,
   PacingStatsRequestSchema,
   QueueStatsRequestSchema,
+  SendNowRequestSchema,
+  SetControlsRequestSchema,
   SetClockRequestSchema,
   SetThrottlesRequestSchema,
   ThrottleSchema,
@@ -148,6 +153,17 @@ const harmful = () => [
   { method: 'queueStats', path: `${SERVICE}/QueueStats`, req: create(QueueStatsRequestSchema) },
   { method: 'pacingStats', path: `${SERVICE}/PacingStats`, req: create(PacingStatsRequestSchema, { projectId: 'prj_test' }) },
   { method: 'setClock', path: `${SERVICE}/SetClock`, req: create(SetClockRequestSchema, { offsetMs: 86_400_000n }) },
+  // Contract 4: an operator's lever, and what the gateway tells of its queue.
+  {
+    method: 'setControls',
+    path: `${SERVICE}/SetControls`,
+    req: create(SetControlsRequestSchema, {
+      cancels: [create(CancelOrderSchema, { projectId: 'prj_test', acceptedBeforeMs: BigInt(Date.now() + 86_400_000) })],
+    }),
+  },
+  { method: 'sendNow', path: `${SERVICE}/SendNow`, req: create(SendNowRequestSchema) },
+  { method: 'deliveryState', path: `${SERVICE}/DeliveryState`, req: create(DeliveryStateRequestSchema) },
+  { method: 'metrics', path: `${SERVICE}/Metrics`, req: create(MetricsRequestSchema) },
 ];
 
 /** How a call ends: its status code, or 'data' when the event stream gave an event (then it is cancelled). */
@@ -402,6 +418,11 @@ describe('gateway process', () => {
         queueStats: create(QueueStatsRequestSchema),
         pacingStats: create(PacingStatsRequestSchema, { projectId: 'prj_test' }),
         setClock: create(SetClockRequestSchema),
+        // Malformed, so the handler refuses it: a served push would make the gateway wait for control's after the kill -9 below.
+        setControls: create(SetControlsRequestSchema, { cancels: [create(CancelOrderSchema)] }),
+        sendNow: create(SendNowRequestSchema),
+        deliveryState: create(DeliveryStateRequestSchema),
+        metrics: create(MetricsRequestSchema),
       };
       const before = refusedLines().length;
       for (const c of harmful()) {
