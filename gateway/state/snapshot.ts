@@ -7,6 +7,7 @@ import { normFor, warmupDay } from '../../common/warmup.js';
 import { addQueue, type DeliverySnapshot, noQueue, noWindows, type ProjectFigures, type ProviderFigures } from '../../common/delivery-state.js';
 import type { Pacer } from '../pacing/pacer.js';
 import type { QueueState } from './tracker.js';
+import type { ActiveAction } from '../shaping/shaper.js';
 
 export interface SnapshotSources {
   node: string;
@@ -16,18 +17,7 @@ export interface SnapshotSources {
   providers: readonly string[];
   label(name: string): string;
   connections?: { idleByGate(): Iterable<[string, number]> };
-  shaper?: {
-    actions(): Iterable<{
-      rule: string;
-      provider: string;
-      projectId: string;
-      action: { kind: string };
-      value: number;
-      sinceMs: number;
-      untilMs: number;
-      trigger: string;
-    }>;
-  };
+  shaper?: { actions(): Iterable<ActiveAction> };
 }
 
 export interface SnapshotFilter {

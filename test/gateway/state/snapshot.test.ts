@@ -4,6 +4,7 @@ import type { HMailItem } from '../../../gateway/haraka.js';
 import { Pacer, type PaceRequest } from '../../../gateway/pacing/pacer.js';
 import { deliverySnapshot } from '../../../gateway/state/snapshot.js';
 import { QueueState } from '../../../gateway/state/tracker.js';
+import type { ActiveAction } from '../../../gateway/shaping/shaper.js';
 import { filterSnapshot, sumSnapshots } from '../../../common/delivery-state.js';
 
 const PROVIDERS = ['google', 'yahoo', 'other'];
@@ -30,16 +31,7 @@ function setup() {
   const pacer = new Pacer({ google: { dailyNorm: 100, growth: 2, maxDailyNorm: 0, ratePerMinute: 600, connections: 4 } }, () => {});
   const queueState = new QueueState(label);
   const idle: Array<[string, number]> = [];
-  const actions: Array<{
-    rule: string;
-    provider: string;
-    projectId: string;
-    action: { kind: string };
-    value: number;
-    sinceMs: number;
-    untilMs: number;
-    trigger: string;
-  }> = [];
+  const actions: ActiveAction[] = [];
   const src = { node: 'n1', queueState, pacer, providers: PROVIDERS, label, connections: { idleByGate: () => idle }, shaper: { actions: () => actions } };
   return { pacer, queueState, idle, actions, src };
 }
@@ -62,7 +54,16 @@ describe('deliverySnapshot', () => {
     pacer.decide(req('other', 'b.test', 'p1'), () => {});
     idle.push(['google', 1], ['other:a.test', 2]);
     pacer.setShapingLimit('google', 'x', { rate: 30, untilMs: clock.now() + 60_000 });
-    actions.push({ rule: 'gmail-rate', provider: 'google', projectId: '', action: { kind: 'rate' }, value: 30, sinceMs: 1, untilMs: 2, trigger: '421' });
+    actions.push({
+      rule: 'gmail-rate',
+      provider: 'google',
+      projectId: '',
+      action: { kind: 'rate', factor: 0.5 },
+      value: 30,
+      sinceMs: 1,
+      untilMs: 2,
+      trigger: '421',
+    });
 
     const s = deliverySnapshot(src);
     expect(s.node).toBe('n1');
@@ -95,7 +96,16 @@ describe('deliverySnapshot', () => {
   it('sums nodes: counts, connections and rates add up, limits and actions are taken once', () => {
     const { queueState, src, actions } = setup();
     queueState.queued(item('gmail.com', 'p1'));
-    actions.push({ rule: 'r', provider: 'google', projectId: '', action: { kind: 'suspend' }, value: 0, sinceMs: 5, untilMs: 9, trigger: 't' });
+    actions.push({
+      rule: 'r',
+      provider: 'google',
+      projectId: '',
+      action: { kind: 'suspend', scope: 'provider' },
+      value: 0,
+      sinceMs: 5,
+      untilMs: 9,
+      trigger: 't',
+    });
     const one = deliverySnapshot(src);
     const [g] = sumSnapshots([one, { ...one, node: 'n2' }]);
     expect(g).toMatchObject({ provider: 'google', queue: { ready: 2 }, connectionsLimit: 8, configuredRate: 600 });
