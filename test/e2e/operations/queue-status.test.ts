@@ -23,6 +23,9 @@ const RECORDS = [
   { type: 'A' as const, name: 'gmail-smtp-in.l.google.com', address: '127.0.0.1' },
   { type: 'MX' as const, name: 'inbox.test', exchange: 'mx.inbox.test', priority: 10 },
   { type: 'A' as const, name: 'mx.inbox.test', address: '127.0.0.1' },
+  // Yahoo's MX is down: the sink listens on 127.0.0.1 only, so a connection to 127.0.0.2 is refused.
+  { type: 'MX' as const, name: 'yahoo.com', exchange: 'mta5.am0.yahoodns.net', priority: 1 },
+  { type: 'A' as const, name: 'mta5.am0.yahoodns.net', address: '127.0.0.2' },
 ];
 
 // Answers no default shaping rule matches: the provider is not slowed by them.
@@ -195,6 +198,21 @@ describe('queue status on one node', () => {
     // Nothing was sent again: the deferred mail waits for its time.
     for (const id of slowIds) expect((await stack.api('GET', `/v1/emails/${id}`, p.keys.live)).body.status).not.toBe('sent');
   }, 90_000);
+
+  it('mail to a provider whose MX is down is deferred by the network, with no remote answer to group', async () => {
+    const q = await project(stack);
+    const id = await send(stack, q, 'someone@yahoo.com');
+    await stack.waitEmail(q.keys.live, id, (e) => e.events.some((x: any) => x.type === 'deferred' && x.cause === 'network'));
+    const s = await until(
+      () => stack.admin('GET', `/admin/v1/queue/status?project=${q.slug}`),
+      (x: any) => providerOf(x, 'yahoo')?.queue.deferred.network === 1,
+    );
+    const yahoo = providerOf(s, 'yahoo');
+    expect(yahoo.queue).toEqual({ ready: 0, in_flight: 0, deferred: { receiver: 0, network: 1, pacing: 0, volume: 0, shaping: 0, suspended: 0 } });
+    expect(yahoo.windows.last_5m).toEqual({ delivered: 0, deferred: 1, bounced: 0, complained: 0 });
+    expect(yahoo.answers).toEqual([]);
+    expect(s.providers.map((x: any) => x.provider)).toEqual(['yahoo']);
+  }, 30_000);
 });
 
 describe('a two-node cluster', () => {
