@@ -2,8 +2,7 @@
 // (GET /admin/v1/queue/status) as tables, or as the API's JSON.
 import { CliError, type CliContext, type Commands } from '../../core/cli-commands.js';
 import type { QueueStatus } from './state.js';
-
-const CAUSES = ['receiver', 'network', 'pacing', 'volume', 'shaping', 'suspended'] as const;
+import { DEFER_CAUSES as CAUSES } from '../../common/delivery-state.js';
 
 type Q = QueueStatus['providers'][number]['queue'];
 type W = QueueStatus['providers'][number]['windows']['last_hour'];
