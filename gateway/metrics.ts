@@ -11,10 +11,12 @@ import { type Counter, type Histogram, processMemoryGauges, Registry } from '../
 import type { NewDeliveryEvent } from './outbox/outbox.js';
 import type { HMailItem } from './haraka.js';
 import { PROVIDER } from './outcome.js';
+import { DEFER_CAUSES } from '../common/delivery-state.js';
 
 export const CLASSES = ['transactional', 'bulk'] as const;
 export const OUTCOMES = ['delivered', 'deferred', 'bounced', 'rejected'] as const;
-export const CAUSES = ['receiver', 'network', 'pacing', 'volume', 'shaping', 'suspended'] as const;
+/** The deferral causes, as the live state names them. */
+export const CAUSES = DEFER_CAUSES;
 export const QUEUE_STATES = ['ready', 'in_flight', 'deferred'] as const;
 export const SHAPING_ACTIONS = ['rate', 'connections', 'suspend'] as const;
 /** Seconds from control's accept to the remote 2xx: loopback in a fraction of a second, a warm-up hold into the next day. */
