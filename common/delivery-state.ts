@@ -87,6 +87,22 @@ export const noQueue = (): QueueFigures => ({ ready: 0, inFlight: 0, deferred: n
 export const noOutcomes = (): Outcomes => ({ delivered: 0, deferred: 0, bounced: 0, complained: 0 });
 export const noWindows = (): WindowFigures => ({ last5m: noOutcomes(), lastHour: noOutcomes(), lastDay: noOutcomes() });
 
+/** A provider with nothing queued, no limit and nothing seen. */
+export const noProvider = (provider: string): ProviderFigures => ({
+  provider,
+  queue: noQueue(),
+  connectionsOpen: 0,
+  connectionsLimit: 0,
+  ratePerMinute: 0,
+  configuredRate: 0,
+  effectiveRate: 0,
+  effectiveConnections: 0,
+  answers: [],
+  windows: noWindows(),
+  projects: [],
+  actions: [],
+});
+
 export function addQueue(to: QueueFigures, q: QueueFigures): void {
   to.ready += q.ready;
   to.inFlight += q.inFlight;
@@ -117,23 +133,7 @@ export function sumSnapshots(snapshots: readonly DeliverySnapshot[]): ProviderFi
   for (const s of snapshots) {
     for (const p of s.providers) {
       let t = out.get(p.provider);
-      if (!t) {
-        t = {
-          provider: p.provider,
-          queue: noQueue(),
-          connectionsOpen: 0,
-          connectionsLimit: 0,
-          ratePerMinute: 0,
-          configuredRate: 0,
-          effectiveRate: 0,
-          effectiveConnections: 0,
-          answers: [],
-          windows: noWindows(),
-          projects: [],
-          actions: [],
-        };
-        out.set(p.provider, t);
-      }
+      if (!t) out.set(p.provider, (t = noProvider(p.provider)));
       addQueue(t.queue, p.queue);
       addWindows(t.windows, p.windows);
       t.connectionsOpen += p.connectionsOpen;

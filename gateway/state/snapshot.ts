@@ -4,7 +4,7 @@
 import { clock, dayOf } from '../../core/clock.js';
 import { OTHER } from '../../common/providers.js';
 import { normFor, warmupDay } from '../../common/warmup.js';
-import { addQueue, type DeliverySnapshot, noQueue, noWindows, type ProjectFigures, type ProviderFigures } from '../../common/delivery-state.js';
+import { addQueue, type DeliverySnapshot, noProvider, noQueue, noWindows, type ProjectFigures, type ProviderFigures } from '../../common/delivery-state.js';
 import type { Pacer } from '../pacing/pacer.js';
 import type { QueueState } from './tracker.js';
 import type { ActiveAction } from '../shaping/shaper.js';
@@ -38,18 +38,12 @@ export function deliverySnapshot(src: SnapshotSources, filter: SnapshotFilter = 
       const t = src.pacer.throttleOf(provider);
       const e = src.pacer.effective(provider);
       p = {
-        provider,
-        queue: noQueue(),
-        connectionsOpen: 0,
+        ...noProvider(provider),
         connectionsLimit: e.connections,
-        ratePerMinute: 0,
         configuredRate: t.ratePerMinute,
         effectiveRate: e.ratePerMinute,
         effectiveConnections: e.connections,
         answers: src.queueState.answersOf(provider, now),
-        windows: noWindows(),
-        projects: [],
-        actions: [],
       };
       providers.set(provider, p);
     }

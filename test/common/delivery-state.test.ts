@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   type DeliverySnapshot,
   filterSnapshot,
+  noProvider,
   noQueue,
   noWindows,
   type ProviderFigures,
@@ -17,22 +18,7 @@ const queue = (over: Partial<QueueFigures> & { receiver?: number } = {}): QueueF
   return q;
 };
 
-function provider(over: Partial<ProviderFigures> & { provider: string }): ProviderFigures {
-  return {
-    queue: noQueue(),
-    connectionsOpen: 0,
-    connectionsLimit: 0,
-    ratePerMinute: 0,
-    configuredRate: 0,
-    effectiveRate: 0,
-    effectiveConnections: 0,
-    answers: [],
-    windows: noWindows(),
-    projects: [],
-    actions: [],
-    ...over,
-  };
-}
+const provider = (over: Partial<ProviderFigures> & { provider: string }): ProviderFigures => ({ ...noProvider(over.provider), ...over });
 
 const action = {
   rule: 'google-unsolicited-rate',
