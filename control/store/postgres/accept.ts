@@ -22,7 +22,7 @@ import {
 } from '../../mail/lifecycle.js';
 import type { SuppressionScope } from '../../mail/vocabulary.js';
 import type { Acceptance, AcceptGuards, NewEmail, ScheduleChange } from '../index.js';
-import { toLoadedEmail } from './rows.js';
+import { withRecipients } from './rows.js';
 import type { PgDb, Tx } from './db.js';
 import { hooksOf, type WebhookCache, writeChanges } from './changes.js';
 
@@ -127,9 +127,7 @@ async function loadCounts(tx: Tx, list: Screened[]) {
 
 /** An email row (every column) locked by the caller, as the lifecycle takes it, with its recipients. */
 async function loaded(tx: Tx, r: unknown): Promise<LoadedEmail | undefined> {
-  if (!r) return undefined;
-  const recipients = await tx.query('SELECT address, kind, status FROM email_recipients WHERE email_id = $1 ORDER BY position', [(r as { id: string }).id]);
-  return toLoadedEmail(r, recipients.rows);
+  return r ? (await withRecipients(tx, [r as { id: string }]))[0] : undefined;
 }
 
 export class Acceptor {

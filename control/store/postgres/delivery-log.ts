@@ -10,7 +10,7 @@ import { applyEvents, emailsToLoad, eventKey, type LoadedEmail, toRecord } from 
 import type { AppliedEvent, DeliveryLog, GatewayEvent } from '../index.js';
 import { hooksOf, type WebhookCache, writeChanges } from './changes.js';
 import type { PgDb, Tx } from './db.js';
-import { columnsOf, toLoadedEmail } from './rows.js';
+import { columnsOf, LOADED_COLUMNS, withRecipients } from './rows.js';
 
 /** Events per transaction (see apply). */
 const APPLY_CHUNK = 20;
@@ -66,25 +66,12 @@ export class PgDeliveryLog implements DeliveryLog {
 
   /**
    * The chunk's emails, locked in id order (a fixed order: two nodes applying the same run cannot
-   * deadlock), then their recipients read in a statement of its own: under READ COMMITTED a
-   * statement reads what was committed when it began, so recipients read by the statement that
-   * waited for the lock would miss what the node holding it wrote. Two round trips for the chunk
-   * instead of one per event.
+   * deadlock), then their recipients (withRecipients). Two round trips for the chunk instead of one per event.
    */
   private async lock(tx: Tx, ids: string[]): Promise<Map<string, LoadedEmail>> {
     if (!ids.length) return new Map();
-    const locked = await tx.query<{ id: string }>(
-      `SELECT id, project_id, status, bulk, reached, from_addr, subject, created_at
-       FROM emails WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`,
-      [ids],
-    );
-    const recipients = new Map<string, unknown[]>(locked.rows.map((row) => [row.id, []]));
-    const r = await tx.query<{ email_id: string }>(
-      'SELECT email_id, address, kind, status FROM email_recipients WHERE email_id = ANY($1::text[]) ORDER BY email_id, position',
-      [ids],
-    );
-    for (const row of r.rows) recipients.get(row.email_id)?.push(row);
-    return new Map(locked.rows.map((row) => [row.id, toLoadedEmail(row, recipients.get(row.id)!)]));
+    const locked = await tx.query<{ id: string }>(`SELECT ${LOADED_COLUMNS} FROM emails WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE`, [ids]);
+    return new Map((await withRecipients(tx, locked.rows)).map((e) => [e.id, e]));
   }
 
   /** Inserts the chunk's events in one statement; the keys of those that were not recorded before. */

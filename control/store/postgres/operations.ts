@@ -5,7 +5,7 @@ import { CANCEL_CHUNK, CANCELABLE, cancelOpen } from '../../mail/lifecycle.js';
 import type { CancelOrderRow, OperatorAuditEntry, OperatorAuditQuery, Operations, SuspensionRow } from '../index.js';
 import { hooksOf, type WebhookCache, writeChanges } from './changes.js';
 import type { PgDb } from './db.js';
-import { toLoadedEmail } from './rows.js';
+import { LOADED_COLUMNS, withRecipients } from './rows.js';
 
 const toEntry = (r: any): OperatorAuditEntry => ({
   id: r.id,
@@ -99,25 +99,15 @@ export class PgOperations implements Operations {
         // SKIP nothing: an email another transaction holds (its events being applied) is waited for. The
         // server looks through the project's mail by emails_project_id; only the rows it returns are locked.
         const locked = await tx.query<{ id: string }>(
-          `SELECT id, project_id, status, bulk, reached, from_addr, subject, created_at FROM emails
+          `SELECT ${LOADED_COLUMNS} FROM emails
            WHERE project_id = $1 AND status IN (${OPEN}) AND id > $2 AND created_at <= $3 ORDER BY id LIMIT $4 FOR UPDATE`,
           [projectId, after, acceptedBefore, CANCEL_CHUNK],
         );
-        const ids = locked.rows.map((r) => r.id);
-        const recipients = new Map<string, unknown[]>(ids.map((id) => [id, []]));
-        if (ids.length) {
-          // Read after the lock, in a statement of its own: it sees what the transaction it waited for wrote.
-          const r = await tx.query<{ email_id: string }>(
-            'SELECT email_id, address, kind, status FROM email_recipients WHERE email_id = ANY($1::text[]) ORDER BY email_id, position',
-            [ids],
-          );
-          for (const row of r.rows) recipients.get(row.email_id)?.push(row);
-        }
-        const emails = locked.rows.map((row) => toLoadedEmail(row, recipients.get(row.id)!));
+        const emails = await withRecipients(tx, locked.rows);
         const hooks = await hooksOf(tx, this.hooks, [projectId]);
         const { outcome, changes } = cancelOpen(emails, hooks.get(projectId)!, now);
         await writeChanges(tx, changes);
-        return { n: outcome, last: ids.at(-1), more: ids.length === CANCEL_CHUNK };
+        return { n: outcome, last: emails.at(-1)?.id, more: emails.length === CANCEL_CHUNK };
       }, CANCEL_CHUNK);
       total += n;
       if (!more || last === undefined) return total;
