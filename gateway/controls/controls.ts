@@ -204,16 +204,7 @@ export class GatewayControls {
    * already is left to its answer.
    */
   private discard(items: Map<string, HMailItem>): number {
-    if (!items.size || !this.outbound) return 0;
-    const tq = this.outbound.temp_fail_queue as unknown as TimerQueue;
-    const removed: HMailItem[] = [];
-    tq.queue = tq.queue.filter((t) => {
-      const hmail = items.get(t.id);
-      if (!hmail) return true;
-      t.cb = null;
-      removed.push(hmail);
-      return false;
-    });
+    const removed = this.offTimers(items);
     for (const hmail of removed) {
       this.deps.pacer.forget(hmail.todo.uuid);
       this.deps.queueState?.forget?.(hmail);
@@ -238,19 +229,24 @@ export class GatewayControls {
 
   /** Items on the timer queue go to delivery now (one pass); each still meets the pacing hook. */
   private wake(items: HMailItem[]): number {
-    if (!items.length || !this.outbound) return 0;
-    const names = new Map(items.map((h) => [h.filename, h]));
+    const woken = this.offTimers(new Map(items.map((h) => [h.filename, h])));
+    for (const hmail of woken) this.outbound!.delivery_queue.push(hmail);
+    return woken.length;
+  }
+
+  /** Takes the named items off Haraka's timer queue in one pass (discard() per item scans it each time); those that were on it. */
+  private offTimers(byName: ReadonlyMap<string, HMailItem>): HMailItem[] {
+    if (!byName.size || !this.outbound) return [];
     const tq = this.outbound.temp_fail_queue as unknown as TimerQueue;
-    const woken: HMailItem[] = [];
+    const taken: HMailItem[] = [];
     tq.queue = tq.queue.filter((t) => {
-      const hmail = names.get(t.id);
+      const hmail = byName.get(t.id);
       if (!hmail) return true;
       t.cb = null;
-      woken.push(hmail);
+      taken.push(hmail);
       return false;
     });
-    for (const hmail of woken) this.outbound.delivery_queue.push(hmail);
-    return woken.length;
+    return taken;
   }
 
   /**
