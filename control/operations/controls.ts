@@ -10,13 +10,13 @@ import { prefixedId } from '../../core/ids.js';
 import type { Invalidator } from '../../core/invalidation.js';
 import type { Logger } from '../../core/log.js';
 import type { Gateway, GatewayClients } from '../delivery/gateways.js';
+import { GatewayPush } from '../delivery/gateway-push.js';
 import type { Project, Store, SuspensionRow } from '../store/index.js';
 
 /** How long a cancel order is kept and pushed: longer than any mail stays in a gateway's queue. */
 export const CANCEL_ORDERS_KEPT_MS = 14 * DAY_MS;
 /** The bus channel: 'push' (the controls changed) or 'send-now <provider> <project id>'. */
 const CHANNEL = 'queue-controls';
-const PUSH_RETRY_MS = 1000;
 /** How long a change waits for the gateways to take it before it answers (one that is down gets it when it connects). */
 const PUSH_WAIT_MS = 5000;
 const RESET_PUSH_MS = 10_000;
@@ -37,7 +37,7 @@ export interface ControlTarget {
 }
 
 export class QueueControls {
-  private readonly pushing = new Map<string, number>();
+  private readonly pushes: GatewayPush;
   /** True while this node publishes: its own bus delivers the message at once, and it already acted. */
   private publishing = false;
 
@@ -49,6 +49,7 @@ export class QueueControls {
     /** Providers a suspension or send-now may name (the pacing service's list). */
     private readonly providers: () => string[],
   ) {
+    this.pushes = new GatewayPush('queue controls', log);
     invalidator.subscribe(CHANNEL, (key) => {
       if (this.publishing) return;
       if (key === 'push') return void this.pushAll();
@@ -168,26 +169,18 @@ export class QueueControls {
 
   /** Sends the controls in force to one gateway, retrying until it takes them (or a newer push supersedes this one). */
   async push(gw: Gateway): Promise<number | undefined> {
-    const run = (this.pushing.get(gw.name) ?? 0) + 1;
-    this.pushing.set(gw.name, run);
-    for (;;) {
-      try {
-        const now = clock.now();
-        const [suspensions, orders] = await Promise.all([
-          this.store.operations.suspensions(now),
-          this.store.operations.cancelOrders(now - CANCEL_ORDERS_KEPT_MS),
-        ]);
-        return await this.gateways.setControls(
-          gw,
-          suspensions.map((s) => ({ id: s.id, provider: s.provider, projectId: s.projectId, untilMs: BigInt(s.until ?? 0), reason: s.reason })),
-          orders.map((o) => ({ projectId: o.projectId, acceptedBeforeMs: BigInt(o.acceptedBefore), orderedMs: BigInt(o.orderedAt) })),
-        );
-      } catch (err) {
-        this.log.debug({ gateway: gw.name, err: (err as Error).message }, 'queue controls not pushed yet; retrying');
-        await new Promise((r) => setTimeout(r, PUSH_RETRY_MS).unref());
-        if (this.pushing.get(gw.name) !== run) return undefined;
-      }
-    }
+    return this.pushes.push(gw, async () => {
+      const now = clock.now();
+      const [suspensions, orders] = await Promise.all([
+        this.store.operations.suspensions(now),
+        this.store.operations.cancelOrders(now - CANCEL_ORDERS_KEPT_MS),
+      ]);
+      return this.gateways.setControls(
+        gw,
+        suspensions.map((s) => ({ id: s.id, provider: s.provider, projectId: s.projectId, untilMs: BigInt(s.until ?? 0), reason: s.reason })),
+        orders.map((o) => ({ projectId: o.projectId, acceptedBeforeMs: BigInt(o.acceptedBefore), orderedMs: BigInt(o.orderedAt) })),
+      );
+    });
   }
 
   /** Asks this node's gateways to wake the deferred mail; the sum of what those that answered woke. */

@@ -8,6 +8,7 @@ import type { Config, ProviderThrottle } from '../../core/config.js';
 import type { Logger } from '../../core/log.js';
 import type { Project, Store } from '../store/index.js';
 import type { Gateway, GatewayClients } from '../delivery/gateways.js';
+import { GatewayPush } from '../delivery/gateway-push.js';
 import { OTHER, PROVIDERS } from '../../common/providers.js';
 import { normFor, warmupDay } from '../../common/warmup.js';
 
@@ -18,18 +19,18 @@ export interface ThrottleView extends ProviderThrottle {
   updatedAt: number | null;
 }
 
-const PUSH_RETRY_MS = 1000;
-
 export class PacingService {
-  private readonly pushing = new Map<string, number>();
+  private readonly pushes: GatewayPush;
 
   constructor(
     private readonly store: Store,
     private readonly gateways: GatewayClients,
     private readonly config: Config,
-    private readonly log: Logger,
+    log: Logger,
     private readonly dispatch: { wake(): void },
-  ) {}
+  ) {
+    this.pushes = new GatewayPush('throttles', log);
+  }
 
   /** Providers a throttle can name: those the gateway recognises, plus any the config adds. */
   providers(): string[] {
@@ -79,21 +80,11 @@ export class PacingService {
 
   /** Sends the throttles (and, under the test clock, the clock) to one gateway, retrying until it takes them. */
   async push(gw: Gateway): Promise<void> {
-    const run = (this.pushing.get(gw.name) ?? 0) + 1;
-    this.pushing.set(gw.name, run);
-    for (;;) {
-      try {
-        const list = (await this.throttles()).map(({ source: _s, updatedAt: _u, ...t }) => t);
-        await this.gateways.setThrottles(gw, list);
-        if (this.config.testClock && clock.offset()) await this.gateways.setClock(gw, clock.offset());
-        return;
-      } catch (err) {
-        this.log.debug({ gateway: gw.name, err: (err as Error).message }, 'throttles not pushed yet; retrying');
-        await new Promise((r) => setTimeout(r, PUSH_RETRY_MS).unref());
-        // A newer push for this gateway supersedes this one.
-        if (this.pushing.get(gw.name) !== run) return;
-      }
-    }
+    await this.pushes.push(gw, async () => {
+      const list = (await this.throttles()).map(({ source: _s, updatedAt: _u, ...t }) => t);
+      await this.gateways.setThrottles(gw, list);
+      if (this.config.testClock && clock.offset()) await this.gateways.setClock(gw, clock.offset());
+    });
   }
 
   /** Test-only (POSTGATE_TEST_CLOCK=1): moves control's clock and every gateway's. */
