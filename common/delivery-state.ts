@@ -55,6 +55,8 @@ export interface ProjectFigures {
   warmupUsed: number;
   /** 0 = no norm. */
   warmupNorm: number;
+  /** When control accepted the oldest message still in the queue (epoch ms); 0 = none known. */
+  oldestAcceptedMs: number;
 }
 
 export interface ProviderFigures {
@@ -74,18 +76,98 @@ export interface ProviderFigures {
   windows: WindowFigures;
   projects: ProjectFigures[];
   actions: ActionFigures[];
+  /** When control accepted the oldest message still in the queue (epoch ms); 0 = none known. */
+  oldestAcceptedMs: number;
+}
+
+/** Outcomes per bucket, oldest bucket first; the last bucket is the current minute (hour). */
+export interface SeriesFigures {
+  /** Start of the first bucket, epoch ms (a multiple of the step). */
+  startMs: number;
+  delivered: number[];
+  deferred: number[];
+  bounced: number[];
+  complained: number[];
+}
+
+/** The last hour by the minute (60 buckets) and the last day by the hour (24), every provider and project together. */
+export interface DeliverySeries {
+  minute: SeriesFigures;
+  hour: SeriesFigures;
 }
 
 export interface DeliverySnapshot {
   node: string;
   atMs: number;
   providers: ProviderFigures[];
+  /** Absent from a gateway older than the series (its published snapshot, or its answer): zeros. */
+  series?: DeliverySeries;
+}
+
+export const MINUTE_MS = 60_000;
+export const HOUR_MS = 3_600_000;
+export const SERIES = { minute: { stepMs: MINUTE_MS, buckets: 60 }, hour: { stepMs: HOUR_MS, buckets: 24 } } as const;
+export const OUTCOMES = ['delivered', 'deferred', 'bounced', 'complained'] as const;
+
+/** Where a series of `buckets` steps ending with the one holding nowMs starts. */
+export const seriesStart = (nowMs: number, stepMs: number, buckets: number): number => (Math.floor(nowMs / stepMs) - buckets + 1) * stepMs;
+
+const zeros = (n: number) => new Array<number>(n).fill(0);
+
+/** Empty series ending with the minute (hour) of nowMs. */
+export function noSeries(nowMs: number): DeliverySeries {
+  const of = (stepMs: number, buckets: number): SeriesFigures => ({
+    startMs: seriesStart(nowMs, stepMs, buckets),
+    delivered: zeros(buckets),
+    deferred: zeros(buckets),
+    bounced: zeros(buckets),
+    complained: zeros(buckets),
+  });
+  return { minute: of(MINUTE_MS, 60), hour: of(HOUR_MS, 24) };
+}
+
+/**
+ * Adds `from` (buckets of `stepMs` from `fromStart`) into `to` (from `toStart`), bucket by time: a
+ * series read a little earlier (another node's published snapshot, up to seconds old) lands in the
+ * right buckets, and what falls outside `to` is left out.
+ */
+export function addBuckets(to: number[], toStart: number, from: readonly number[], fromStart: number, stepMs: number): void {
+  const shift = Math.round((fromStart - toStart) / stepMs);
+  for (let i = 0; i < from.length; i++) {
+    const j = i + shift;
+    if (j >= 0 && j < to.length) to[j]! += from[i] ?? 0;
+  }
+}
+
+/** The nodes' series summed, ending with the minute (hour) of nowMs; a node without series adds nothing. */
+export function sumSeries(snapshots: readonly Pick<DeliverySnapshot, 'series'>[], nowMs: number): DeliverySeries {
+  const out = noSeries(nowMs);
+  for (const s of snapshots) {
+    if (!s.series) continue;
+    for (const span of ['minute', 'hour'] as const) {
+      const to = out[span];
+      const from = s.series[span];
+      if (!from) continue;
+      for (const o of OUTCOMES) addBuckets(to[o], to.startMs, from[o] ?? [], from.startMs, SERIES[span].stepMs);
+    }
+  }
+  return out;
 }
 
 export const noDeferred = (): Record<DeferCause, number> => ({ receiver: 0, network: 0, pacing: 0, volume: 0, shaping: 0, suspended: 0 });
 export const noQueue = (): QueueFigures => ({ ready: 0, inFlight: 0, deferred: noDeferred(), held: 0 });
 export const noOutcomes = (): Outcomes => ({ delivered: 0, deferred: 0, bounced: 0, complained: 0 });
 export const noWindows = (): WindowFigures => ({ last5m: noOutcomes(), lastHour: noOutcomes(), lastDay: noOutcomes() });
+
+/** A project with nothing queued nor seen. */
+export const noProject = (projectId: string): ProjectFigures => ({
+  projectId,
+  queue: noQueue(),
+  windows: noWindows(),
+  warmupUsed: 0,
+  warmupNorm: 0,
+  oldestAcceptedMs: 0,
+});
 
 /** A provider with nothing queued, no limit and nothing seen. */
 export const noProvider = (provider: string): ProviderFigures => ({
@@ -101,7 +183,11 @@ export const noProvider = (provider: string): ProviderFigures => ({
   windows: noWindows(),
   projects: [],
   actions: [],
+  oldestAcceptedMs: 0,
 });
+
+/** The older of two accepted times, 0 meaning none. */
+export const older = (a: number, b: number): number => (!a ? b : !b ? a : Math.min(a, b));
 
 export function addQueue(to: QueueFigures, q: QueueFigures): void {
   to.ready += q.ready;
@@ -136,6 +222,7 @@ export function sumSnapshots(snapshots: readonly DeliverySnapshot[]): ProviderFi
       if (!t) out.set(p.provider, (t = noProvider(p.provider)));
       addQueue(t.queue, p.queue);
       addWindows(t.windows, p.windows);
+      t.oldestAcceptedMs = older(t.oldestAcceptedMs, p.oldestAcceptedMs ?? 0);
       t.connectionsOpen += p.connectionsOpen;
       // Connections are limited per gateway: the cluster's limit is the sum.
       t.connectionsLimit += p.connectionsLimit;
@@ -156,7 +243,8 @@ export function sumSnapshots(snapshots: readonly DeliverySnapshot[]): ProviderFi
       }
       for (const pr of p.projects) {
         let tp = t.projects.find((x) => x.projectId === pr.projectId);
-        if (!tp) t.projects.push((tp = { projectId: pr.projectId, queue: noQueue(), windows: noWindows(), warmupUsed: 0, warmupNorm: 0 }));
+        if (!tp) t.projects.push((tp = noProject(pr.projectId)));
+        tp.oldestAcceptedMs = older(tp.oldestAcceptedMs, pr.oldestAcceptedMs ?? 0);
         addQueue(tp.queue, pr.queue);
         addWindows(tp.windows, pr.windows);
         tp.warmupUsed += pr.warmupUsed;
@@ -185,11 +273,13 @@ export function filterSnapshot(s: DeliverySnapshot, provider?: string, projectId
     if (!mine.length && p.provider !== provider) continue;
     const queue = noQueue();
     const windows = noWindows();
+    let oldestAcceptedMs = 0;
     for (const f of mine) {
       addQueue(queue, f.queue);
       addWindows(windows, f.windows);
+      oldestAcceptedMs = older(oldestAcceptedMs, f.oldestAcceptedMs ?? 0);
     }
-    providers.push({ ...p, queue, windows, projects: mine, actions: p.actions.filter((a) => !a.projectId || a.projectId === projectId) });
+    providers.push({ ...p, queue, windows, oldestAcceptedMs, projects: mine, actions: p.actions.filter((a) => !a.projectId || a.projectId === projectId) });
   }
   return { ...s, providers };
 }

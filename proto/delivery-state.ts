@@ -1,11 +1,23 @@
 // The live delivery state (common/delivery-state.ts) to and from its wire form (DeliveryStateResponse).
 import { create } from '@bufbuild/protobuf';
-import { DEFER_CAUSES, type DeliverySnapshot, noDeferred, type Outcomes, type QueueFigures, type WindowFigures } from '../common/delivery-state.js';
+import {
+  DEFER_CAUSES,
+  type DeliverySnapshot,
+  noDeferred,
+  noSeries,
+  OUTCOMES,
+  type Outcomes,
+  type QueueFigures,
+  SERIES,
+  type SeriesFigures,
+  type WindowFigures,
+} from '../common/delivery-state.js';
 import {
   type DeliveryStateResponse,
   DeliveryStateResponseSchema,
   type Outcomes as OutcomesMsg,
   type QueueCounts,
+  type Series,
   type Windows,
 } from './gen/postgate/gateway/v1/gateway_pb.js';
 
@@ -20,10 +32,19 @@ function queueMsg(q: QueueFigures) {
 const outcomesMsg = (o: Outcomes) => ({ delivered: big(o.delivered), deferred: big(o.deferred), bounced: big(o.bounced), complained: big(o.complained) });
 const windowsMsg = (w: WindowFigures) => ({ last5m: outcomesMsg(w.last5m), lastHour: outcomesMsg(w.lastHour), lastDay: outcomesMsg(w.lastDay) });
 
+const seriesMsg = (f: SeriesFigures) => ({
+  startMs: BigInt(f.startMs),
+  delivered: f.delivered.map(big),
+  deferred: f.deferred.map(big),
+  bounced: f.bounced.map(big),
+  complained: f.complained.map(big),
+});
+
 export function deliveryStateToProto(s: DeliverySnapshot): DeliveryStateResponse {
   return create(DeliveryStateResponseSchema, {
     node: s.node,
     atMs: BigInt(s.atMs),
+    ...(s.series ? { minuteSeries: seriesMsg(s.series.minute), hourSeries: seriesMsg(s.series.hour) } : {}),
     providers: s.providers.map((p) => ({
       provider: p.provider,
       queue: queueMsg(p.queue),
@@ -41,8 +62,10 @@ export function deliveryStateToProto(s: DeliverySnapshot): DeliveryStateResponse
         windows: windowsMsg(f.windows),
         warmupUsed: big(f.warmupUsed),
         warmupNorm: big(f.warmupNorm),
+        oldestAcceptedMs: BigInt(f.oldestAcceptedMs),
       })),
       actions: p.actions.map((a) => ({ ...a, sinceMs: BigInt(a.sinceMs), untilMs: BigInt(a.untilMs) })),
+      oldestAcceptedMs: BigInt(p.oldestAcceptedMs),
     })),
   });
 }
@@ -65,10 +88,23 @@ const windowsOf = (w: Windows | undefined): WindowFigures => ({
   lastDay: outcomesOf(w?.lastDay),
 });
 
+/** A series off the wire, `buckets` long (a gateway sending none, or fewer buckets, reads as zeros). */
+function seriesOf(m: Series | undefined, empty: SeriesFigures, buckets: number): SeriesFigures {
+  if (!m) return empty;
+  const out: SeriesFigures = { ...empty, startMs: Number(m.startMs) };
+  for (const o of OUTCOMES) out[o] = Array.from({ length: buckets }, (_, i) => Number(m[o][i] ?? 0));
+  return out;
+}
+
 export function deliveryStateFromProto(r: DeliveryStateResponse): DeliverySnapshot {
+  const empty = noSeries(Number(r.atMs));
   return {
     node: r.node,
     atMs: Number(r.atMs),
+    series: {
+      minute: seriesOf(r.minuteSeries, empty.minute, SERIES.minute.buckets),
+      hour: seriesOf(r.hourSeries, empty.hour, SERIES.hour.buckets),
+    },
     providers: r.providers.map((p) => ({
       provider: p.provider,
       queue: queueOf(p.queue),
@@ -86,7 +122,9 @@ export function deliveryStateFromProto(r: DeliveryStateResponse): DeliverySnapsh
         windows: windowsOf(f.windows),
         warmupUsed: Number(f.warmupUsed),
         warmupNorm: Number(f.warmupNorm),
+        oldestAcceptedMs: Number(f.oldestAcceptedMs),
       })),
+      oldestAcceptedMs: Number(p.oldestAcceptedMs),
       actions: p.actions.map((a) => ({
         rule: a.rule,
         provider: a.provider,

@@ -4,7 +4,7 @@
 import { clock, dayOf } from '../../core/clock.js';
 import { OTHER } from '../../common/providers.js';
 import { normFor, warmupDay } from '../../common/warmup.js';
-import { addQueue, type DeliverySnapshot, noProvider, noQueue, noWindows, type ProjectFigures, type ProviderFigures } from '../../common/delivery-state.js';
+import { addQueue, type DeliverySnapshot, noProject, noProvider, older, type ProjectFigures, type ProviderFigures } from '../../common/delivery-state.js';
 import type { Pacer } from '../pacing/pacer.js';
 import type { QueueState } from './tracker.js';
 import type { ActiveAction } from '../shaping/shaper.js';
@@ -55,7 +55,7 @@ export function deliverySnapshot(src: SnapshotSources, filter: SnapshotFilter = 
     const k = `${p.provider}\t${projectId}`;
     let f = projects.get(k);
     if (!f) {
-      f = { projectId, queue: noQueue(), windows: noWindows(), warmupUsed: 0, warmupNorm: 0 };
+      f = noProject(projectId);
       projects.set(k, f);
       p.projects.push(f);
     }
@@ -69,6 +69,8 @@ export function deliverySnapshot(src: SnapshotSources, filter: SnapshotFilter = 
     if (!f) continue;
     addQueue(p.queue, c.queue);
     addQueue(f.queue, c.queue);
+    p.oldestAcceptedMs = older(p.oldestAcceptedMs, c.oldestAcceptedMs);
+    f.oldestAcceptedMs = older(f.oldestAcceptedMs, c.oldestAcceptedMs);
   }
   for (const [k, w] of src.queueState.windows(now)) {
     const [name = OTHER, projectId = ''] = k.split('\t');
@@ -132,5 +134,7 @@ export function deliverySnapshot(src: SnapshotSources, filter: SnapshotFilter = 
   if (wanted !== undefined) at(wanted);
   const list = [...providers.values()].sort((a, b) => src.providers.indexOf(a.provider) - src.providers.indexOf(b.provider));
   for (const p of list) p.projects.sort((a, b) => a.projectId.localeCompare(b.projectId));
-  return { node: src.node, atMs: now, providers: list };
+  // The series are the node's whole traffic: a filtered read (a provider, a project) has none.
+  const series = filter.provider || filter.projectId ? undefined : src.queueState.series(now);
+  return { node: src.node, atMs: now, providers: list, ...(series ? { series } : {}) };
 }

@@ -11,6 +11,10 @@ import {
   DEFER_CAUSES,
   type AnswerFigures,
   type DeferCause,
+  type DeliverySeries,
+  HOUR_MS,
+  MINUTE_MS,
+  noSeries,
   noOutcomes,
   noQueue,
   noWindows,
@@ -34,6 +38,8 @@ interface Entry {
   hmail: HMailItem;
   state: ItemState;
   group: Group;
+  /** When control accepted the message (0: unknown, a file from before contract 4). */
+  acceptedMs: number;
 }
 
 interface Group {
@@ -41,6 +47,9 @@ interface Group {
   projectId: string;
   items: Set<Entry>;
   counts: QueueFigures;
+  /** The oldest acceptedMs of the items (0: none); stale once the item holding it left, found again when read. */
+  oldestMs: number;
+  oldestStale: boolean;
 }
 
 interface Bucket {
@@ -56,8 +65,6 @@ interface Answers {
   perMinute: Map<number, number>;
 }
 
-const MINUTE_MS = 60_000;
-const HOUR_MS = 3_600_000;
 /** Answer groups kept per provider: enhanced codes are few; past this the oldest group goes. */
 const ANSWER_GROUPS = 64;
 const SAMPLE_CHARS = 300;
@@ -115,8 +122,29 @@ export class QueueState {
   private group(provider: string, projectId: string): Group {
     const k = `${provider}\t${projectId}`;
     let g = this.groups.get(k);
-    if (!g) this.groups.set(k, (g = { provider, projectId, items: new Set(), counts: noQueue() }));
+    if (!g) this.groups.set(k, (g = { provider, projectId, items: new Set(), counts: noQueue(), oldestMs: 0, oldestStale: false }));
     return g;
+  }
+
+  private static join(g: Group, e: Entry): void {
+    g.items.add(e);
+    if (e.acceptedMs && !g.oldestStale && (!g.oldestMs || e.acceptedMs < g.oldestMs)) g.oldestMs = e.acceptedMs;
+  }
+
+  private static leave(g: Group, e: Entry): void {
+    g.items.delete(e);
+    if (e.acceptedMs && e.acceptedMs === g.oldestMs) g.oldestStale = true;
+  }
+
+  /** The oldest accepted time of a group's items: kept as items join, scanned again only after the oldest left. */
+  private static oldest(g: Group): number {
+    if (g.oldestStale) {
+      let min = 0;
+      for (const e of g.items) if (e.acceptedMs && (!min || e.acceptedMs < min)) min = e.acceptedMs;
+      g.oldestMs = min;
+      g.oldestStale = false;
+    }
+    return g.oldestMs;
   }
 
   private static count(q: QueueFigures, state: ItemState, by: number): void {
@@ -135,16 +163,16 @@ export class QueueState {
     if (e) {
       QueueState.count(e.group.counts, e.state, -1);
       if (e.group !== g) {
-        e.group.items.delete(e);
+        QueueState.leave(e.group, e);
         this.dropEmpty(e.group);
-        g.items.add(e);
+        QueueState.join(g, e);
         e.group = g;
       }
       e.state = state;
     } else {
-      e = { hmail, state, group: g };
+      e = { hmail, state, group: g, acceptedMs: Number(hmail.todo.notes.accepted_ms) || 0 };
       this.items.set(hmail, e);
-      g.items.add(e);
+      QueueState.join(g, e);
       const start = Number(hmail.todo.notes.warmup_start) || 0;
       if (projectId && start) this.warmupStart.set(projectId, start);
     }
@@ -191,7 +219,7 @@ export class QueueState {
     if (!e) return;
     this.items.delete(hmail);
     QueueState.count(e.group.counts, e.state, -1);
-    e.group.items.delete(e);
+    QueueState.leave(e.group, e);
     this.dropEmpty(e.group);
   }
 
@@ -219,8 +247,8 @@ export class QueueState {
   }
 
   /** The queue counts per provider and project (cheap: one entry per pair with items). */
-  *counts(): Iterable<{ provider: string; projectId: string; queue: QueueFigures }> {
-    for (const g of this.groups.values()) yield { provider: g.provider, projectId: g.projectId, queue: g.counts };
+  *counts(): Iterable<{ provider: string; projectId: string; queue: QueueFigures; oldestAcceptedMs: number }> {
+    for (const g of this.groups.values()) yield { provider: g.provider, projectId: g.projectId, queue: g.counts, oldestAcceptedMs: QueueState.oldest(g) };
   }
 
   /** The queue counts per provider (gateway/metrics.ts QueueCounts). */
@@ -343,6 +371,28 @@ export class QueueState {
     } catch {
       // Figures of the past only: without them the windows start again.
     }
+  }
+
+  /** Every provider's and project's outcomes together, by the minute over the last hour and by the hour over the last day. */
+  series(nowMs = clock.now()): DeliverySeries {
+    const out = noSeries(nowMs);
+    for (const [buckets, to, stepMs] of [
+      [this.minutes, out.minute, MINUTE_MS],
+      [this.hours, out.hour, HOUR_MS],
+    ] as const) {
+      const first = to.startMs / stepMs;
+      for (const [at, b] of buckets) {
+        const i = at - first;
+        if (i < 0 || i >= to.delivered.length) continue;
+        for (const o of b.figures.values()) {
+          to.delivered[i]! += o.delivered;
+          to.deferred[i]! += o.deferred;
+          to.bounced[i]! += o.bounced;
+          to.complained[i]! += o.complained;
+        }
+      }
+    }
+    return out;
   }
 
   /** The windows of every provider/project pair that had outcomes in the last day: `${provider}\t${project}` → windows. */

@@ -4,9 +4,11 @@ import {
   filterSnapshot,
   noProvider,
   noQueue,
+  noSeries,
   noWindows,
   type ProviderFigures,
   type QueueFigures,
+  sumSeries,
   sumSnapshots,
 } from '../../common/delivery-state.js';
 
@@ -49,8 +51,8 @@ function node(name: string, deferred: number, delivered: number, sample: string,
         answers: [{ enhancedCode: '4.2.0', count: deferred, sample, lastAtMs }],
         windows,
         projects: [
-          { projectId: 'p1', queue: queue({ receiver: deferred }), windows, warmupUsed: delivered, warmupNorm: 500 },
-          { projectId: 'p2', queue: queue({ ready: 1 }), windows: noWindows(), warmupUsed: 1, warmupNorm: 500 },
+          { projectId: 'p1', queue: queue({ receiver: deferred }), windows, warmupUsed: delivered, warmupNorm: 500, oldestAcceptedMs: 0 },
+          { projectId: 'p2', queue: queue({ ready: 1 }), windows: noWindows(), warmupUsed: 1, warmupNorm: 500, oldestAcceptedMs: 0 },
         ],
         actions: [action],
       }),
@@ -102,5 +104,47 @@ describe('filterSnapshot', () => {
     expect(filterSnapshot(s, 'google', 'p9').providers.map((p) => [p.provider, p.queue])).toEqual([['google', noQueue()]]);
     expect(filterSnapshot(s, 'yahoo').providers).toEqual([]);
     expect(filterSnapshot(s, 'google').providers).toHaveLength(1);
+  });
+});
+
+describe('sumSeries', () => {
+  const now = Date.UTC(2030, 0, 1, 12, 30, 15);
+  it("adds the nodes' buckets by time: a snapshot read a minute earlier lands one bucket back; one without series adds nothing", () => {
+    const a = noSeries(now);
+    a.minute.delivered[59] = 2;
+    a.minute.bounced[0] = 1;
+    a.hour.delivered[23] = 2;
+    // Published a minute ago: its last bucket is now's second to last, its first falls out.
+    const b = noSeries(now - 60_000);
+    b.minute.delivered[59] = 5;
+    b.minute.bounced[0] = 7;
+    b.hour.delivered[23] = 5;
+    const sum = sumSeries([{ series: a }, { series: b }, {}], now);
+    expect(sum.minute.startMs).toBe(a.minute.startMs);
+    expect(sum.minute.delivered[59]).toBe(2);
+    expect(sum.minute.delivered[58]).toBe(5);
+    expect(sum.minute.bounced[0]).toBe(1);
+    expect(sum.minute.bounced.reduce((x, y) => x + y)).toBe(1);
+    expect(sum.hour.delivered[23]).toBe(7);
+  });
+
+  it('gives zeros for no nodes, with 60 and 24 buckets ending now', () => {
+    const sum = sumSeries([], now);
+    expect(sum.minute.delivered).toEqual(new Array(60).fill(0));
+    expect(sum.hour.complained).toEqual(new Array(24).fill(0));
+    expect(sum.minute.startMs + 59 * 60_000).toBe(Date.UTC(2030, 0, 1, 12, 30));
+    expect(sum.hour.startMs + 23 * 3600_000).toBe(Date.UTC(2030, 0, 1, 12));
+  });
+
+  it('sums the oldest accepted time as the oldest of the nodes, 0 meaning none', () => {
+    const p1 = { ...noProvider('google'), oldestAcceptedMs: 5_000 };
+    const p2 = { ...noProvider('google'), oldestAcceptedMs: 0 };
+    const p3 = { ...noProvider('google'), oldestAcceptedMs: 3_000 };
+    const [sum] = sumSnapshots([
+      { node: 'a', atMs: now, providers: [p1] },
+      { node: 'b', atMs: now, providers: [p2] },
+      { node: 'c', atMs: now, providers: [p3] },
+    ]);
+    expect(sum?.oldestAcceptedMs).toBe(3_000);
   });
 });

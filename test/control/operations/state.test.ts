@@ -29,8 +29,9 @@ function provider(name: string, projectId: string, receiver: number, over: Parti
     effectiveConnections: 5,
     answers: [{ enhancedCode: '4.2.2', count: receiver, sample: `full ${name}`, lastAtMs: 1_000 * receiver }],
     windows,
-    projects: [{ projectId, queue, windows, warmupUsed: 3, warmupNorm: 100 }],
+    projects: [{ projectId, queue, windows, warmupUsed: 3, warmupNorm: 100, oldestAcceptedMs: 0 }],
     actions: [],
+    oldestAcceptedMs: 0,
     ...over,
   };
 }

@@ -198,4 +198,50 @@ describe('QueueState', () => {
     s.observe([ev('complained', { recipient: 'x@yahoo.com' })]);
     expect(s.windows().get('yahoo\t')?.lastHour.complained).toBe(1);
   });
+
+  it("keeps the oldest accepted time of each provider and project's items, found again once the oldest leaves", () => {
+    const s = new QueueState();
+    const oldest = () => [...s.counts()].map((c) => [c.provider, c.projectId, c.oldestAcceptedMs]);
+    const a = item('gmail.com', 'p1', { accepted_ms: 3_000 });
+    const b = item('gmail.com', 'p1', { accepted_ms: 1_000 });
+    const c = item('gmail.com', 'p1', { accepted_ms: 2_000 });
+    const unknown = item('gmail.com', 'p1');
+    for (const h of [a, b, c, unknown]) s.queued(h);
+    expect(oldest()).toEqual([['google', 'p1', 1_000]]);
+    s.forget(b);
+    expect(oldest()).toEqual([['google', 'p1', 2_000]]);
+    // Moving to another provider (its MX named one) takes its time along.
+    s.decided(c, 'microsoft');
+    expect(oldest()).toEqual([
+      ['google', 'p1', 3_000],
+      ['microsoft', 'p1', 2_000],
+    ]);
+    s.forget(a);
+    expect(oldest()).toEqual([
+      ['google', 'p1', 0],
+      ['microsoft', 'p1', 2_000],
+    ]);
+  });
+
+  it('gives every outcome of the last hour by the minute and of the last day by the hour, oldest bucket first', () => {
+    const s = new QueueState();
+    const now = Date.UTC(2030, 0, 1, 12, 30, 15);
+    s.outcome('google', 'p1', 'delivered', 2, now);
+    s.outcome('yahoo', 'p2', 'delivered', 1, now - 10_000);
+    s.outcome('google', 'p1', 'bounced', 1, now - 60_000);
+    s.outcome('google', 'p1', 'deferred', 1, now - 2 * 3600_000);
+    // Past both windows: in no bucket.
+    s.outcome('google', 'p1', 'complained', 1, now - 25 * 3600_000);
+    const x = s.series(now);
+    expect(x.minute.startMs).toBe(Date.UTC(2030, 0, 1, 11, 31));
+    expect(x.minute.delivered).toHaveLength(60);
+    expect(x.minute.delivered[59]).toBe(3);
+    expect(x.minute.bounced[58]).toBe(1);
+    expect(x.minute.deferred.reduce((a, b) => a + b)).toBe(0);
+    expect(x.hour.startMs).toBe(Date.UTC(2029, 11, 31, 13));
+    expect(x.hour.delivered[23]).toBe(3);
+    expect(x.hour.bounced[23]).toBe(1);
+    expect(x.hour.deferred[21]).toBe(1);
+    expect(x.hour.complained.reduce((a, b) => a + b)).toBe(0);
+  });
 });
