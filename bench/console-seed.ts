@@ -20,6 +20,8 @@ export interface SeedProject {
 export interface SeedPlan {
   emails: number;
   suppressions: number;
+  /** Sign-in events (auth_audit) of the first project. */
+  authEvents: number;
   days: number;
   projects: SeedProject[];
   /** Ids of the two emails to clone (already in the store, with their recipients and events). */
@@ -35,6 +37,7 @@ export interface SeedResult {
   events: number;
   suppressions: number;
   deliveries: number;
+  authEvents: number;
   seconds: number;
   /** A few seeded rows to query for: a recipient, a subject word, an email id. */
   probes: { to: string; subject: string; id: string; suppressed: string };
@@ -245,6 +248,33 @@ async function seed(t: Target, plan: SeedPlan): Promise<SeedResult> {
   }
   for (let i = 0; i < sups.length; i += 5000) await t.batch(() => t.insert('suppressions', supCols, sups.slice(i, i + 5000)));
 
+  // Sign-in events of the first project (the one the bench reads): AUTH_EVENTS over the days, one in five failed.
+  const authCols = await t.columns('auth_audit');
+  const auth: unknown[][] = [];
+  const providers = ['email', 'email', 'google', 'github', 'apple'];
+  const first = plan.projects[0]!;
+  for (let i = 0; i < plan.authEvents; i++) {
+    const at = Math.floor(start + (i / plan.authEvents) * span);
+    const failed = i % 5 === 2;
+    const values: Row = {
+      id: `evt_${uuidv7(at).replace(/-/g, '')}`,
+      project_id: first.id,
+      env: 'live',
+      type: failed ? 'sign_in.failed' : 'session.created',
+      user_id: failed ? null : `usr_${i % 5000}`,
+      session_id: failed ? null : `ses_${i}`,
+      email: `${NAMES[i % NAMES.length]}.${i % 5000}@${DOMAINS[i % DOMAINS.length]}`,
+      provider: providers[i % providers.length],
+      ip: `198.51.100.${i % 250}`,
+      user_agent: 'Mozilla/5.0',
+      reason: failed ? 'invalid_code' : null,
+      suppressed: 0,
+      at,
+    };
+    auth.push(authCols.map((c) => values[c] ?? null));
+  }
+  for (let i = 0; i < auth.length; i += 20_000) await t.batch(() => t.insert('auth_audit', authCols, auth.slice(i, i + 20_000)));
+
   // Webhook deliveries: 200 per endpoint over the last days, one in ten failed with an answer code.
   const delCols = await t.columns('webhook_deliveries');
   const dels: unknown[][] = [];
@@ -274,6 +304,7 @@ async function seed(t: Target, plan: SeedPlan): Promise<SeedResult> {
     events,
     suppressions: plan.suppressions,
     deliveries: dels.length,
+    authEvents: auth.length,
     seconds: Math.round((performance.now() - t0) / 100) / 10,
     probes,
   };

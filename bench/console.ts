@@ -5,7 +5,8 @@
 //     compressed as control serves them (gzip and brotli), against 200 kB of JavaScript and CSS.
 // (b) Data calls: for SQLite and for PostgreSQL (a database created and dropped here), a store with
 //     BENCH_EMAILS (1,000,000) emails, each with its recipient and its events, spread over 30 days and
-//     BENCH_PROJECTS (100) projects, and BENCH_SUPPRESSIONS (10,000) suppressions, seeded straight into
+//     BENCH_PROJECTS (100) projects, BENCH_SUPPRESSIONS (10,000) suppressions and BENCH_AUTH_EVENTS
+//     (100,000) sign-in events of the project whose pages are read, seeded straight into
 //     the tables (bench/console-seed.ts clones a delivered and a bounced email a real stack sent first).
 //     Then control and a gateway start on that store and every page's data calls (the admin API the
 //     console uses) run BENCH_CALLS (50) times each, one after another, with the admin token: control's
@@ -33,6 +34,7 @@ const { seedSqlite, seedPostgres } = await import('./console-seed.js');
 const EMAILS = Number(process.env.BENCH_EMAILS ?? 1_000_000);
 const PROJECTS = Number(process.env.BENCH_PROJECTS ?? 100);
 const SUPPRESSIONS = Number(process.env.BENCH_SUPPRESSIONS ?? 10_000);
+const AUTH_EVENTS = Number(process.env.BENCH_AUTH_EVENTS ?? 100_000);
 const CALLS = Number(process.env.BENCH_CALLS ?? 50);
 const CALL_SECONDS = Number(process.env.BENCH_CALL_SECONDS ?? 20);
 const BACKENDS = (process.env.BENCH_BACKENDS ?? 'sqlite,postgres').split(',').filter(Boolean);
@@ -210,6 +212,7 @@ async function runBackend(backend: string): Promise<{ rows: CallRow[]; seed: unk
     const plan = {
       emails: EMAILS,
       suppressions: SUPPRESSIONS,
+      authEvents: AUTH_EVENTS,
       days: 30,
       projects,
       templates: { delivered, bounced },
