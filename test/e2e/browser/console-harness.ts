@@ -1,0 +1,165 @@
+// The operator console's stack for the browser test (console.test.ts): postgate with a loopback MX
+// (loopback DNS names gmail.com, outlook.com, yahoo.com and inbox.test after it), a loopback webhook
+// receiver (one path answers 200, the other 500), and data like a small live service's: three
+// projects on a paid plan with verified domains, a couple of hundred emails over the providers, two
+// hard bounces (suppressed), a webhook whose deliveries fail. The console is served by control on the
+// admin listener at /console/ (the compiled tree's console/ directory, built with the rest).
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import type { Page } from 'playwright-core';
+import { startDnsServer, type DnsServer } from '../../helpers/dns-server.js';
+import { replies, startMxSink, type MxSink } from '../../helpers/mx-sink.js';
+import { Stack, sleep, type Project } from '../../helpers/stack.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+/**
+ * Where the screenshots go: docs/console/ only when asked (POSTGATE_SCREENSHOTS=1, a run made to
+ * refresh the documentation), test-results/console/ otherwise, so a CI run never touches docs/.
+ */
+export const SHOTS = process.env.POSTGATE_SCREENSHOTS === '1' ? path.join(root, 'docs', 'console') : path.join(root, 'test-results', 'console');
+
+export const DOMAINS = ['gmail.com', 'outlook.com', 'yahoo.com', 'inbox.test'];
+
+/** Gmail's answer when it rate-limits an IP for unwanted mail (common/shaping.ts's google-unsolicited-rate example). */
+export const GMAIL_RATE_LIMITED = {
+  code: 421,
+  message:
+    '4.7.28 [203.0.113.42] Our system has detected an unusual rate of unsolicited mail originating from your IP address. To protect our users from spam, mail sent from your IP address has been temporarily rate limited. Please visit https://support.google.com/mail/?p=UnsolicitedRateLimitError to review our Bulk Email Senders Guidelines. - gsmtp',
+};
+
+export interface ConsoleEnv {
+  stack: Stack;
+  sink: MxSink;
+  dns: DnsServer;
+  hooks: http.Server;
+  token: string;
+  /** The console's base URL: the admin listener's origin + /console/. */
+  consoleUrl: string;
+  origin: string;
+  projects: Record<'acme' | 'northwind' | 'globex', Project>;
+  close(): Promise<void>;
+}
+
+const PROJECTS = [
+  ['acme', 'Acme Shop'],
+  ['northwind', 'Northwind Traders'],
+  ['globex', 'Globex Newsletters'],
+] as const;
+
+const FIRST = ['ann', 'bob', 'carla', 'dmitri', 'eve', 'farid', 'grace', 'hiro', 'ines', 'jon', 'kate', 'li', 'maria', 'noor', 'oleg', 'pia'];
+const SUBJECTS = ['Your receipt #', 'Your order has shipped #', 'Reset your password', 'Welcome to ', 'Weekly digest, week ', 'Invoice available #'];
+
+export async function startConsoleEnv(): Promise<ConsoleEnv> {
+  const sink = await startMxSink();
+  const dns = await startDnsServer(
+    DOMAINS.flatMap((d) => [
+      { type: 'MX' as const, name: d, exchange: `mx.${d}`, priority: 10 },
+      { type: 'A' as const, name: `mx.${d}`, address: '127.0.0.1' },
+    ]),
+  );
+  const hooks = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(req.url?.startsWith('/fail') ? 500 : 200).end());
+  });
+  await new Promise<void>((r) => hooks.listen(0, '127.0.0.1', r));
+  const hookPort = (hooks.address() as AddressInfo).port;
+  const fast = { dailyNorm: 0, growth: 1, maxDailyNorm: 0, ratePerMinute: 6000, connections: 20 };
+  let stack: Stack | undefined;
+  try {
+    stack = await Stack.start({
+      env: { POSTGATE_DNS_SERVERS: dns.address, POSTGATE_DELIVERY_PORT: String(sink.port), POSTGATE_LOG_LEVEL: 'warn' },
+      config: {
+        // A deferral is tried again a second later: held mail shows at once, resumed mail leaves at once.
+        delivery: { retryDelays: [1], maxTempFailures: 60, connectTimeout: 5 },
+        pacing: { providers: { google: fast, microsoft: fast, yahoo: fast, other: fast } },
+        // A failing endpoint gives up after two quick tries: a failed delivery to show.
+        webhooks: { allowCidrs: ['127.0.0.0/8'], retryDelays: [1], maxAgeSeconds: 60 },
+      },
+    });
+    const projects = {} as ConsoleEnv['projects'];
+    for (const [slug, name] of PROJECTS) {
+      const p = await stack.createProject(slug, name);
+      await stack.setPlan(slug, slug === 'globex' ? 'scale' : 'pro');
+      await stack.verifyDomain(slug, `${slug}.test`);
+      projects[slug] = p;
+    }
+    const hook = async (p: Project, url: string) => {
+      const r = await stack!.api('POST', '/v1/webhooks', p.keys.live, { url });
+      if (r.status !== 201) throw new Error(`webhook: ${r.status} ${JSON.stringify(r.body)}`);
+    };
+    await hook(projects.acme, `http://127.0.0.1:${hookPort}/ok/postgate`);
+    await hook(projects.northwind, `http://127.0.0.1:${hookPort}/fail/postgate`);
+
+    // Some history: 240 emails in batches over the projects and the providers, two hard bounces among them.
+    for (const addr of ['old.account@yahoo.com', 'typo@outlook.com']) sink.setBehaviour(addr, { rcpt: [replies.noSuchUser] });
+    let n = 0;
+    for (const [slug] of PROJECTS) {
+      const p = projects[slug];
+      const count = slug === 'acme' ? 120 : slug === 'northwind' ? 80 : 40;
+      const body = Array.from({ length: count }, (_, i) => {
+        const s = SUBJECTS[(n + i) % SUBJECTS.length]!;
+        return {
+          from: `hello@${slug}.test`,
+          to:
+            i === 5 && slug === 'acme'
+              ? 'old.account@yahoo.com'
+              : i === 9 && slug === 'northwind'
+                ? 'typo@outlook.com'
+                : `${FIRST[(n + i) % FIRST.length]}.${n + i}@${DOMAINS[(n + i) % DOMAINS.length]}`,
+          subject: s.endsWith('#') ? `${s}${1040 + n + i}` : s.endsWith(' ') ? `${s}${slug === 'globex' ? 48 : 'Acme'}` : s,
+          text: 'Thanks for your order.',
+          tags: [{ name: 'category', value: s.startsWith('Reset') ? 'security' : s.startsWith('Weekly') ? 'newsletter' : 'transactional' }],
+        };
+      });
+      n += count;
+      for (let i = 0; i < body.length; i += 100) {
+        const r = await stack.api('POST', '/v1/emails/batch', p.keys.live, body.slice(i, i + 100));
+        if (r.status >= 300) throw new Error(`batch: ${r.status} ${JSON.stringify(r.body)}`);
+      }
+    }
+    // Sign-ins with email codes (the test environment hands its codes to the test key), a few failed.
+    for (let i = 0; i < 14; i++) {
+      const h = { 'x-service-key': projects.acme.keys.test, 'x-service-client-ip': `203.0.113.${10 + i}` };
+      const email = `${FIRST[i % FIRST.length]}@customer${i}.test`;
+      const auth = (p: string, body?: unknown) => stack!.api(body === undefined ? 'GET' : 'POST', `/api/v1/auth${p}`, undefined, body, h);
+      await auth('/sign-in/email-otp/send', { email });
+      const code = i % 4 === 3 ? '000000' : (await auth(`/test/code?email=${encodeURIComponent(email)}`)).body.code;
+      await auth('/sign-in/email-otp/verify', { email, code });
+    }
+    const until = Date.now() + 30_000;
+    while (sink.messages.length < n - 2 && Date.now() < until) await sleep(200);
+    const token = fs.readFileSync(path.join(stack.dataDir, 'admin-token'), 'utf8').trim();
+    const origin = stack.adminUrl;
+    const started = stack;
+    return {
+      stack,
+      sink,
+      dns,
+      hooks,
+      token,
+      origin,
+      consoleUrl: `${origin}/console/`,
+      projects,
+      async close() {
+        await started.stop();
+        await Promise.all([sink.close(), dns.close(), new Promise((r) => hooks.close(r))]);
+      },
+    };
+  } catch (err) {
+    await stack?.stop();
+    await Promise.all([sink.close(), dns.close(), new Promise((r) => hooks.close(r))]);
+    throw err;
+  }
+}
+
+/** A screenshot of the page as it is (charts drawn, fonts settled) into SHOTS. */
+export async function shot(page: Page, name: string, opts: { fullPage?: boolean } = {}): Promise<string> {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  const file = path.join(SHOTS, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: opts.fullPage ?? true });
+  return file;
+}
