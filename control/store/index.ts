@@ -389,6 +389,8 @@ export interface Emails {
   list(projectId: string, q: EmailQuery): Promise<{ emails: EmailRow[]; hasMore: boolean }>;
   /** Scheduled emails whose time has come (scheduledAt <= now), oldest first. */
   due(now: number, limit: number): Promise<Array<{ id: string; projectId: string }>>;
+  /** How many emails wait for their scheduled time, every project's (the partial index emails_scheduled). */
+  countScheduled(): Promise<number>;
   /**
    * A due scheduled email leaves now: in one transaction the quota and bulk rules are
    * judged as at acceptance (today's counts), and it becomes 'queued' (maybe held), or

@@ -83,6 +83,11 @@ export class PgEmails implements Emails {
     return r.rows.map((x: any) => ({ id: x.id, projectId: x.project_id }));
   }
 
+  async countScheduled(): Promise<number> {
+    const r = await this.db.query("SELECT count(*)::int AS n FROM emails WHERE status = 'scheduled'");
+    return r.rows[0].n;
+  }
+
   release(id: string, guards: AcceptGuards, now: number): Promise<Acceptance | { kind: 'gone' }> {
     return this.acceptor.release(id, guards, now);
   }

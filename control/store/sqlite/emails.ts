@@ -26,6 +26,8 @@ export class SqliteEmails implements Emails {
       email: db.prepare(`SELECT ${EMAIL_COLUMNS} FROM emails WHERE id = ? AND project_id = ?`),
       byId: db.prepare(`SELECT ${EMAIL_COLUMNS} FROM emails WHERE id = ?`),
       due: db.prepare("SELECT id, project_id FROM emails WHERE status = 'scheduled' AND scheduled_at <= ? ORDER BY scheduled_at LIMIT ?"),
+      // INDEXED BY: counted on the partial index, never a scan of the table.
+      countScheduled: db.prepare("SELECT count(*) AS n FROM emails INDEXED BY emails_scheduled WHERE status = 'scheduled'"),
       recipients: db.prepare(RECIPIENTS_SQL),
       recipientAt: db.prepare('SELECT address FROM email_recipients WHERE email_id = ? AND position = ?').pluck(),
       events: db.prepare('SELECT type, recipient, attempt, at, details FROM email_events WHERE email_id = ? ORDER BY id'),
@@ -107,6 +109,10 @@ export class SqliteEmails implements Emails {
 
   async due(now: number, limit: number): Promise<Array<{ id: string; projectId: string }>> {
     return this.q.due.all(now, limit).map((r: any) => ({ id: r.id, projectId: r.project_id }));
+  }
+
+  async countScheduled(): Promise<number> {
+    return (this.q.countScheduled.get() as { n: number }).n;
   }
 
   release(id: string, guards: AcceptGuards, now: number): Promise<Acceptance | { kind: 'gone' }> {

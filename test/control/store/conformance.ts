@@ -343,6 +343,8 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         expect(await store.emails.undispatched(10)).toEqual([]);
         expect(await store.analytics.usage(projectId, now)).toEqual({ day: 0, month: 0 });
         expect(await store.emails.due(later - 1, 10)).toEqual([]);
+        const counted = await store.emails.countScheduled();
+        expect(counted).toBeGreaterThanOrEqual(2);
         const due = await store.emails.due(later, 10);
         expect(due.map((d) => d.id).sort()).toEqual([s1.id, s2.id].sort());
         const guards = { quota: { daily: 1, monthly: 100 } };
@@ -350,6 +352,8 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         expect(await store.emails.release(s2.id, guards, later)).toEqual({ kind: 'quota', period: 'daily', limit: 1 });
         // Released twice is released once.
         expect(await store.emails.release(s1.id, guards, later)).toEqual({ kind: 'gone' });
+        // Released (queued or failed), neither waits any more.
+        expect(await store.emails.countScheduled()).toBe(counted - 2);
         expect(await store.analytics.usage(projectId, later)).toEqual({ day: 1, month: 1 });
         expect((await store.emails.undispatched(10)).map((e) => e.id)).toEqual([s1.id]);
         const [g1, g2] = [await store.emails.get(projectId, s1.id), await store.emails.get(projectId, s2.id)];
