@@ -429,8 +429,26 @@ export interface DeliveryLog {
   durable(): Promise<void>;
 }
 
+/** Where a page of GET /admin/v1/suppressions resumes: the last row given (the order is created_at, project, address, all descending). */
+export interface SuppressionCursor {
+  createdAt: number;
+  projectId: string;
+  address: string;
+}
+
+/** The operator's search: one project or all, `q` a case-insensitive substring of the address; newest first. */
+export interface SuppressionSearch {
+  projectId?: string;
+  q?: string;
+  limit: number;
+  after?: SuppressionCursor;
+}
+
+export type FoundSuppression = SuppressionRow & { projectId: string };
+
 export interface Suppressions {
   list(projectId: string): Promise<SuppressionRow[]>;
+  search(s: SuppressionSearch): Promise<{ rows: FoundSuppression[]; hasMore: boolean }>;
   /** False when the address was not suppressed. */
   remove(projectId: string, address: string): Promise<boolean>;
   /**
@@ -482,8 +500,25 @@ export interface Webhooks {
     lastError: string | null,
     deliveredAt: number | null,
   ): Promise<void>;
-  deliveries(webhookId: string, limit?: number): Promise<WebhookDelivery[]>;
+  /**
+   * The endpoint's latest messages, newest first; with `status`, those of that status among its latest
+   * DELIVERY_SCAN messages (the cost stays bounded on an endpoint with millions).
+   */
+  deliveries(webhookId: string, limit?: number, status?: WebhookDelivery['status']): Promise<WebhookDelivery[]>;
+  /** Every project's endpoints (the operator's console), oldest first. */
+  all(): Promise<WebhookRow[]>;
+  /** How the endpoint's latest `n` messages stand, by status. */
+  recent(webhookId: string, n: number): Promise<Record<WebhookDelivery['status'], number>>;
+  delivery(id: string): Promise<WebhookDelivery | undefined>;
+  /**
+   * The operator's retry: a pending or failed message becomes pending and due at `now` (the sender polls and
+   * takes it); the row after the change, or undefined when there is no such message or it was delivered.
+   */
+  retryNow(id: string, now: number): Promise<WebhookDelivery | undefined>;
 }
+
+/** How far back Webhooks.deliveries looks for messages of one status. */
+export const DELIVERY_SCAN = 5000;
 
 export interface PacingData {
   throttles(): Promise<ThrottleRow[]>;
@@ -637,6 +672,20 @@ export interface AuditLog {
   list(projectId: string, q: AuditQuery): Promise<{ entries: AuditEntry[]; hasMore: boolean } | undefined>;
   /** Deletes entries older than `before` (retention); returns how many. */
   prune(before: number): Promise<number>;
+  /**
+   * Sign-ins (session.created) and failures (sign_in.failed, with the failures the rate limit left out)
+   * of the project from `from` (inclusive) to `to` (exclusive), per bucket of `stepMs` from `from` and provider.
+   */
+  activity(projectId: string, from: number, to: number, stepMs: number): Promise<ActivityRow[]>;
+}
+
+export interface ActivityRow {
+  /** 0-based: the bucket starting at from + bucket × stepMs. */
+  bucket: number;
+  provider: string | null;
+  signedIn: number;
+  /** Recorded failures plus those the rate limit left out. */
+  failed: number;
 }
 
 // Idempotency keys (control/mail/idempotency.ts)

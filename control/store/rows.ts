@@ -163,3 +163,6 @@ export const toLoadedEmail = (r: any, recipients: any[]): LoadedEmail => ({
   ...(typeof r.request === 'string' ? { request: r.request } : {}),
   recipients: recipients.map((x) => ({ address: x.address, kind: x.kind, status: x.status })),
 });
+
+/** A LIKE pattern matching `text` anywhere, its own %, _ and \ taken literally (both backends write `ESCAPE '\'`). */
+export const likePattern = (text: string): string => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

@@ -50,6 +50,9 @@ function recording(fail = false) {
     async list() {
       return undefined;
     },
+    async activity() {
+      return [];
+    },
     async prune(before) {
       pruneBefore = before;
       return 0;

@@ -1,7 +1,7 @@
 // The auth audit log on PostgreSQL: an entry and its webhook messages in one transaction.
 import { prefixedId } from '../../../core/ids.js';
 import { authEventPayload, wantsAuthEvent } from '../../webhooks/payload.js';
-import type { AuditEntry, AuditLog, AuditQuery } from '../index.js';
+import type { ActivityRow, AuditEntry, AuditLog, AuditQuery } from '../index.js';
 import { toAudit } from '../rows.js';
 import type { PgDb } from './db.js';
 import { toWebhook } from './rows.js';
@@ -52,6 +52,19 @@ export class PgAudit implements AuditLog {
     const hasMore = rows.length > q.limit;
     const page = rows.slice(0, q.limit).map(toAudit);
     return { entries: newer ? page.reverse() : page, hasMore };
+  }
+
+  /** By auth_audit_project_at (migration 0017): only the project's entries of the period are read. */
+  async activity(projectId: string, from: number, to: number, stepMs: number): Promise<ActivityRow[]> {
+    const r = await this.db.query(
+      `SELECT (at - $2) / $4 AS bucket, provider,
+         SUM(CASE WHEN type = 'session.created' THEN 1 ELSE 0 END) AS signed_in,
+         SUM(CASE WHEN type = 'sign_in.failed' THEN 1 + suppressed ELSE 0 END) AS failed
+       FROM auth_audit WHERE project_id = $1 AND at >= $2 AND at < $3 AND type IN ('session.created', 'sign_in.failed')
+       GROUP BY bucket, provider`,
+      [projectId, from, to, stepMs],
+    );
+    return r.rows.map((x: any) => ({ bucket: Number(x.bucket), provider: x.provider, signedIn: Number(x.signed_in), failed: Number(x.failed) }));
   }
 
   async prune(before: number): Promise<number> {

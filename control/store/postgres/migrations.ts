@@ -441,6 +441,17 @@ export const migrations: readonly PgMigration[] = [
       CREATE INDEX cancel_orders_ordered ON cancel_orders(ordered_at);
     `,
   },
+  {
+    // The operator console's reads (control/admin); see the SQLite step of the same id.
+    id: '0017_console_reads',
+    sql: `
+      -- GET /admin/v1/suppressions: newest first over every project, or over one.
+      CREATE INDEX suppressions_created ON suppressions(created_at, project_id, address);
+      CREATE INDEX suppressions_project_created ON suppressions(project_id, created_at, address);
+      -- GET /admin/v1/projects/:slug/auth/activity: a project's entries of a day or a week.
+      CREATE INDEX auth_audit_project_at ON auth_audit(project_id, at);
+    `,
+  },
 ];
 
 /** Any constant both nodes agree on: the key of the advisory lock that serialises migrations. */

@@ -5,7 +5,7 @@
 // one node at a time.
 import type { Invalidator } from '../../../core/invalidation.js';
 import { STORE_CHANNELS } from '../cache.js';
-import type { WebhookChange, WebhookDelivery, WebhookRow, Webhooks } from '../index.js';
+import { DELIVERY_SCAN, type WebhookChange, type WebhookDelivery, type WebhookRow, type Webhooks } from '../index.js';
 import type { PgDb, Tx } from './db.js';
 import { DB_NOW, toDelivery, toWebhook } from './rows.js';
 
@@ -120,10 +120,49 @@ export class PgWebhooks implements Webhooks {
     );
   }
 
-  async deliveries(webhookId: string, limit = 50): Promise<WebhookDelivery[]> {
-    return (await this.db.query('SELECT * FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY created_at DESC LIMIT $2', [webhookId, limit])).rows.map(
-      toDelivery,
+  async deliveries(webhookId: string, limit = 50, status?: WebhookDelivery['status']): Promise<WebhookDelivery[]> {
+    if (!status) {
+      return (await this.db.query('SELECT * FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY created_at DESC LIMIT $2', [webhookId, limit])).rows.map(
+        toDelivery,
+      );
+    }
+    // The latest DELIVERY_SCAN by webhook_deliveries_webhook, then the rows of those that match: no payload read for the others.
+    const r = await this.db.query(
+      `SELECT * FROM webhook_deliveries WHERE id IN (
+         SELECT id FROM (SELECT id, status, created_at FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY created_at DESC LIMIT ${DELIVERY_SCAN}) AS latest
+         WHERE status = $2 ORDER BY created_at DESC LIMIT $3)
+       ORDER BY created_at DESC`,
+      [webhookId, status, limit],
     );
+    return r.rows.map(toDelivery);
+  }
+
+  async all(): Promise<WebhookRow[]> {
+    return (await this.db.query('SELECT * FROM webhooks ORDER BY created_at, id')).rows.map(toWebhook);
+  }
+
+  async recent(webhookId: string, n: number): Promise<Record<WebhookDelivery['status'], number>> {
+    const r = await this.db.query<{ status: WebhookDelivery['status']; n: number }>(
+      'SELECT status, COUNT(*) AS n FROM (SELECT status FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY created_at DESC LIMIT $2) AS latest GROUP BY status',
+      [webhookId, n],
+    );
+    const out = { pending: 0, delivered: 0, failed: 0 };
+    for (const x of r.rows) out[x.status] = x.n;
+    return out;
+  }
+
+  async delivery(id: string): Promise<WebhookDelivery | undefined> {
+    const r = (await this.db.query('SELECT * FROM webhook_deliveries WHERE id = $1', [id])).rows[0];
+    return r ? toDelivery(r) : undefined;
+  }
+
+  /** A claim (another node posting it now) is left alone: that node's recordAttempt comes after, and an idle claim lapses. */
+  async retryNow(id: string, now: number): Promise<WebhookDelivery | undefined> {
+    const r = await this.db.query(
+      "UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $1 WHERE id = $2 AND status IN ('pending', 'failed') RETURNING *",
+      [now, id],
+    );
+    return r.rows[0] ? toDelivery(r.rows[0]) : undefined;
   }
 
   /** Gives up this node's claims (closing). */

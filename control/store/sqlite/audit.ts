@@ -4,7 +4,7 @@ import { prefixedId } from '../../../core/ids.js';
 import type { Db } from '../../../core/sqlite/open.js';
 import type { GroupWriter } from '../../../core/sqlite/group-writer.js';
 import { authEventPayload, wantsAuthEvent } from '../../webhooks/payload.js';
-import type { AuditEntry, AuditLog, AuditQuery } from '../index.js';
+import type { ActivityRow, AuditEntry, AuditLog, AuditQuery } from '../index.js';
 import { toAudit } from '../rows.js';
 import { toWebhook } from './rows.js';
 
@@ -26,6 +26,13 @@ export class SqliteAudit implements AuditLog {
         VALUES (?, ?, ?, ?, 0, ?, 'pending', ?)`),
       cursor: db.prepare('SELECT seq FROM auth_audit WHERE id = ? AND project_id = ?').pluck(),
       prune: db.prepare('DELETE FROM auth_audit WHERE at < ?'),
+      // By auth_audit_project_at (migration 0017): only the project's entries of the period are read. Bound numbers are
+      // REAL in better-sqlite3: the CAST makes the bucket a whole number.
+      activity: db.prepare(`SELECT CAST((at - @from) / @step AS INTEGER) AS bucket, provider,
+          SUM(CASE WHEN type = 'session.created' THEN 1 ELSE 0 END) AS signed_in,
+          SUM(CASE WHEN type = 'sign_in.failed' THEN 1 + suppressed ELSE 0 END) AS failed
+        FROM auth_audit WHERE project_id = @projectId AND at >= @from AND at < @to AND type IN ('session.created', 'sign_in.failed')
+        GROUP BY bucket, provider`),
     };
   }
 
@@ -76,6 +83,15 @@ export class SqliteAudit implements AuditLog {
     let st = this.pages.get(sql);
     if (!st) this.pages.set(sql, (st = this.db.prepare<unknown[]>(sql)));
     return st;
+  }
+
+  async activity(projectId: string, from: number, to: number, stepMs: number): Promise<ActivityRow[]> {
+    return (this.q.activity.all({ projectId, from, to, step: stepMs }) as any[]).map((r) => ({
+      bucket: r.bucket,
+      provider: r.provider,
+      signedIn: r.signed_in,
+      failed: r.failed,
+    }));
   }
 
   prune(before: number): Promise<number> {

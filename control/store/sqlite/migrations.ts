@@ -508,6 +508,22 @@ const queueControl: Migration = {
   `,
 };
 
+/**
+ * The operator console's reads (control/admin): suppressions newest first, across projects or in one,
+ * and a project's sign-in activity over a period. Suppressions and sign-in events are written rarely;
+ * nothing on the mail path gains an index.
+ */
+const consoleReads: Migration = {
+  id: '0017_console_reads',
+  sql: `
+    -- GET /admin/v1/suppressions: newest first over every project, or over one.
+    CREATE INDEX suppressions_created ON suppressions(created_at, project_id, address);
+    CREATE INDEX suppressions_project_created ON suppressions(project_id, created_at, address);
+    -- GET /admin/v1/projects/:slug/auth/activity: a project's entries of a day or a week.
+    CREATE INDEX auth_audit_project_at ON auth_audit(project_id, at);
+  `,
+};
+
 export const migrations: readonly Migration[] = [
   ...controlMigrations,
   ...authMigrations,
@@ -521,4 +537,5 @@ export const migrations: readonly Migration[] = [
   authStatesByProject,
   codeVerifierDefault,
   queueControl,
+  consoleReads,
 ];

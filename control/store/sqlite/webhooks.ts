@@ -5,7 +5,7 @@ import type { Db } from '../../../core/sqlite/open.js';
 import type { GroupWriter } from '../../../core/sqlite/group-writer.js';
 import type { Invalidator } from '../../../core/invalidation.js';
 import { STORE_CHANNELS } from '../cache.js';
-import type { WebhookChange, WebhookDelivery, WebhookRow, Webhooks } from '../index.js';
+import { DELIVERY_SCAN, type WebhookChange, type WebhookDelivery, type WebhookRow, type Webhooks } from '../index.js';
 import { toDelivery, toWebhook } from './rows.js';
 
 export class SqliteWebhooks implements Webhooks {
@@ -32,6 +32,17 @@ export class SqliteWebhooks implements Webhooks {
       nextDue: db.prepare("SELECT MIN(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending'").pluck(),
       updateDelivery: db.prepare('UPDATE webhook_deliveries SET status = ?, attempt = ?, next_attempt_at = ?, last_error = ?, delivered_at = ? WHERE id = ?'),
       deliveries: db.prepare('SELECT * FROM webhook_deliveries WHERE webhook_id = ? ORDER BY created_at DESC LIMIT ?'),
+      // The latest DELIVERY_SCAN ids by webhook_deliveries_webhook, then their rows: no payload read for the skipped ones.
+      deliveriesOf: db.prepare(`SELECT * FROM webhook_deliveries WHERE id IN (
+          SELECT id FROM (SELECT id, status, created_at FROM webhook_deliveries WHERE webhook_id = ? ORDER BY created_at DESC LIMIT ${DELIVERY_SCAN})
+          WHERE status = ? ORDER BY created_at DESC LIMIT ?)
+        ORDER BY created_at DESC`),
+      all: db.prepare('SELECT * FROM webhooks ORDER BY created_at, id'),
+      recent: db.prepare(
+        'SELECT status, COUNT(*) AS n FROM (SELECT status FROM webhook_deliveries WHERE webhook_id = ? ORDER BY created_at DESC LIMIT ?) GROUP BY status',
+      ),
+      delivery: db.prepare('SELECT * FROM webhook_deliveries WHERE id = ?'),
+      retry: db.prepare("UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ? WHERE id = ? AND status IN ('pending', 'failed')"),
     };
   }
 
@@ -104,7 +115,29 @@ export class SqliteWebhooks implements Webhooks {
     return this.writer.run(() => void this.q.updateDelivery.run(status, attempt, nextAttemptAt, lastError, deliveredAt, id));
   }
 
-  async deliveries(webhookId: string, limit = 50): Promise<WebhookDelivery[]> {
-    return this.q.deliveries.all(webhookId, limit).map(toDelivery);
+  async deliveries(webhookId: string, limit = 50, status?: WebhookDelivery['status']): Promise<WebhookDelivery[]> {
+    return (status ? this.q.deliveriesOf.all(webhookId, status, limit) : this.q.deliveries.all(webhookId, limit)).map(toDelivery);
+  }
+
+  async all(): Promise<WebhookRow[]> {
+    return this.q.all.all().map(toWebhook);
+  }
+
+  async recent(webhookId: string, n: number): Promise<Record<WebhookDelivery['status'], number>> {
+    const out = { pending: 0, delivered: 0, failed: 0 };
+    for (const r of this.q.recent.all(webhookId, n) as Array<{ status: WebhookDelivery['status']; n: number }>) out[r.status] = r.n;
+    return out;
+  }
+
+  async delivery(id: string): Promise<WebhookDelivery | undefined> {
+    const r = this.q.delivery.get(id);
+    return r ? toDelivery(r) : undefined;
+  }
+
+  retryNow(id: string, now: number): Promise<WebhookDelivery | undefined> {
+    return this.writer.run(() => {
+      if (!this.q.retry.run(now, id).changes) return undefined;
+      return toDelivery(this.q.delivery.get(id));
+    });
   }
 }

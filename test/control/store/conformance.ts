@@ -6,6 +6,7 @@ import crypto from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AcceptGuards, AuditEntry, GatewayEvent, NewEmail, OperatorAuditEntry, Store, SuspensionRow } from '../../../control/store/index.js';
 import { uuidv7 } from '../../../core/ids.js';
+import { describeConsoleReads } from './console-reads.js';
 
 export interface StoreFixture {
   store: Store;
@@ -925,6 +926,8 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         expect(results.filter(Boolean)).toHaveLength(5);
       });
     });
+
+    describeConsoleReads(() => ({ store, projectId, now }));
 
     describe('idempotency keys', () => {
       const WINDOW = 86_400_000;
