@@ -29,6 +29,8 @@ import type { QueueControls } from './operations/controls.js';
 import { controlRoutes } from './operations/control-routes.js';
 import type { DeliveryStateService } from './operations/state.js';
 import { stateRoutes } from './operations/state-routes.js';
+import type { OverviewService } from './operations/overview.js';
+import { overviewRoutes } from './operations/overview-routes.js';
 
 export interface AppDeps {
   config: Config;
@@ -51,6 +53,8 @@ export interface AppDeps {
   queueControls?: QueueControls;
   /** The live delivery state summed over the gateways (control/operations/state.ts). */
   deliveryState?: DeliveryStateService;
+  /** The console's overview: series, queue depth, suspended and shaped providers, alerts (control/operations/overview.ts). */
+  overview?: OverviewService;
 }
 
 /** The public listener: the mail API, the auth API, the hosted widget and one-click unsubscribe. */
@@ -118,6 +122,7 @@ export async function buildAdminApp(deps: AppDeps, auth: { admin: FastifyPluginA
     if (deps.deliverability) await admin.register(pacingAdminRoutes, { config, store: deps.store, pacing: deps.deliverability.pacing });
     if (deps.queueControls) await admin.register(controlRoutes, { store: deps.store, controls: deps.queueControls });
     if (deps.deliveryState) await admin.register(stateRoutes, { state: deps.deliveryState });
+    if (deps.overview) await admin.register(overviewRoutes, { overview: deps.overview });
   });
   return app;
 }

@@ -35,6 +35,8 @@ import { MailTokens } from './unsubscribe/mail-tokens.js';
 import { PacingService } from './pacing/service.js';
 import { QueueControls } from './operations/controls.js';
 import { DeliveryStateService } from './operations/state.js';
+import { AcceptedTraffic, publishTraffic } from './operations/traffic.js';
+import { OverviewService } from './operations/overview.js';
 
 process.umask(0o077); // data-dir files are the service's alone (core/data-dir.ts), also when run without the supervisor
 const config = loadConfig();
@@ -82,7 +84,19 @@ const events = new GatewayEventStream(store, gateways, log, counted.deliveryEven
   },
 });
 const access = new KeyAuthenticator(store, invalidator);
-const pipeline = new MailPipeline(store, config, dispatcher);
+// Emails accepted per minute and hour, for the console's overview (in memory; on a cluster published to Redis).
+const traffic = new AcceptedTraffic();
+if (redis) publishTraffic(redis, traffic, log);
+const overview = new OverviewService({
+  store,
+  state: deliveryState,
+  suspensions: () => queueControls.list(),
+  traffic,
+  alerts: config.alerts,
+  log,
+  redis,
+});
+const pipeline = new MailPipeline(store, config, dispatcher, traffic);
 const scheduler = new Scheduler(store, pipeline, dispatcher, log);
 const resolver = makeResolver(config.dnsServers);
 const webhookTargets = new WebhookTargets(new AddressGuard(config.webhooks.allowCidrs), resolver);
@@ -112,6 +126,7 @@ const deps: AppDeps = {
   deliverability: { pacing, tokens },
   queueControls,
   deliveryState,
+  overview,
 };
 // The sign-in capability: composed here, the one place control knows it exists.
 const auth = createAuth({

@@ -200,6 +200,21 @@ export interface AuthSettings {
   pendingSignInsPerProject: number;
 }
 
+/** The overview's alerts (GET /admin/v1/overview; deploy/config-reference.md, "Alerts"). */
+export interface AlertSettings {
+  /** Bounced share of a project's or provider's outcomes over the last hour that warns (0-1). */
+  bounceRate: number;
+  /** ... and that is critical. */
+  bounceRateCritical: number;
+  /** Complained share of the outcomes over the last hour that warns (0-1). */
+  complaintRate: number;
+  complaintRateCritical: number;
+  /** The oldest message still queued at a provider, in minutes, past which it warns (critical past 4 times it). */
+  queueAgeMinutes: number;
+  /** Outcomes over the last hour below which a rate is not judged (too few to mean anything). */
+  minOutcomes: number;
+}
+
 export interface SmtpTrusted {
   key: string;
   /** CIDRs (a bare address is one host). */
@@ -260,6 +275,7 @@ export interface Config {
   http: HttpSettings;
   pacing: PacingSettings;
   shaping: ShapingSettings;
+  alerts: AlertSettings;
   /** POSTGATE_TEST_CLOCK=1: the admin API (and the gateways) let tests move the clock. */
   testClock: boolean;
   /** POSTGATE_REDIS_URL: shared limit and pacing counters and cross-node cache invalidation; unset = this process's memory. */
@@ -460,6 +476,54 @@ function redisNodes(raw: string | undefined): number {
   if (!Number.isInteger(n) || n < 1 || n > 1000)
     throw new Error(`POSTGATE_REDIS_NODES must be a whole number of nodes (1 or more), got ${JSON.stringify(raw)}`);
   return n;
+}
+
+/**
+ * The file's `alerts`, then POSTGATE_ALERT_BOUNCE_RATE, POSTGATE_ALERT_COMPLAINT_RATE and
+ * POSTGATE_ALERT_QUEUE_AGE_MINUTES over it. A critical rate below its warning rate is raised to it
+ * unless both were set (then it is an error), so lowering or raising only the warning works.
+ */
+function alertSettings(over: unknown, env: NodeJS.ProcessEnv): AlertSettings {
+  const base: AlertSettings = {
+    bounceRate: 0.05,
+    bounceRateCritical: 0.1,
+    complaintRate: 0.001,
+    complaintRateCritical: 0.003,
+    queueAgeMinutes: 60,
+    minOutcomes: 50,
+  };
+  const a = merge(base, over, 'alerts');
+  const file = (over ?? {}) as Partial<AlertSettings>;
+  const rate = (name: string, raw: string | undefined, fallback: number): number => {
+    if (raw === undefined || raw === '') return fallback;
+    const n = Number(raw);
+    if (!Number.isFinite(n) || n <= 0 || n > 1) throw new Error(`${name} must be a share above 0 and at most 1 (0.05 = 5 %), got ${JSON.stringify(raw)}`);
+    return n;
+  };
+  a.bounceRate = rate('POSTGATE_ALERT_BOUNCE_RATE', env.POSTGATE_ALERT_BOUNCE_RATE, a.bounceRate);
+  a.complaintRate = rate('POSTGATE_ALERT_COMPLAINT_RATE', env.POSTGATE_ALERT_COMPLAINT_RATE, a.complaintRate);
+  const age = env.POSTGATE_ALERT_QUEUE_AGE_MINUTES;
+  if (age !== undefined && age !== '') {
+    const n = Number(age);
+    if (!Number.isInteger(n) || n < 1 || n > 100_000)
+      throw new Error(`POSTGATE_ALERT_QUEUE_AGE_MINUTES must be a whole number of minutes (1 or more), got ${JSON.stringify(age)}`);
+    a.queueAgeMinutes = n;
+  }
+  for (const k of ['bounceRate', 'bounceRateCritical', 'complaintRate', 'complaintRateCritical'] as const)
+    if (!(a[k] > 0 && a[k] <= 1)) throw new Error(`POSTGATE_CONFIG: alerts.${k} must be a share above 0 and at most 1, got ${JSON.stringify(a[k])}`);
+  if (!Number.isInteger(a.queueAgeMinutes) || a.queueAgeMinutes < 1)
+    throw new Error(`POSTGATE_CONFIG: alerts.queueAgeMinutes must be a whole number of at least 1, got ${JSON.stringify(a.queueAgeMinutes)}`);
+  if (!Number.isInteger(a.minOutcomes) || a.minOutcomes < 1)
+    throw new Error(`POSTGATE_CONFIG: alerts.minOutcomes must be a whole number of at least 1, got ${JSON.stringify(a.minOutcomes)}`);
+  for (const [warn, crit] of [
+    ['bounceRate', 'bounceRateCritical'],
+    ['complaintRate', 'complaintRateCritical'],
+  ] as const) {
+    if (a[crit] >= a[warn]) continue;
+    if (file[crit] !== undefined) throw new Error(`POSTGATE_CONFIG: alerts.${crit} (${a[crit]}) must not be below the warning rate ${warn} (${a[warn]})`);
+    a[crit] = a[warn];
+  }
+  return a;
 }
 
 function list(raw: string | undefined): string[] {
@@ -678,6 +742,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     http: merge(defaults.http, file.http, 'http'),
     pacing,
     shaping: shapingSettings(file.shaping, Object.keys(pacing.providers)),
+    alerts: alertSettings(file.alerts, env),
     testClock: env.POSTGATE_TEST_CLOCK === '1',
     redisUrl: redisUrl(env.POSTGATE_REDIS_URL),
     redisPrefix: redisPrefix(env.POSTGATE_REDIS_PREFIX),

@@ -95,6 +95,11 @@ export interface Dispatch {
   wake(): void;
 }
 
+/** Counts accepted emails (control/operations/traffic.ts): an array increment, called once per accept. */
+export interface AcceptCounter {
+  add(n: number): void;
+}
+
 export class MailPipeline {
   private readonly validateSchema: ValidateFunction;
 
@@ -102,6 +107,7 @@ export class MailPipeline {
     private readonly store: Store,
     private readonly config: Config,
     private readonly dispatcher: Dispatch,
+    private readonly acceptCount?: AcceptCounter,
   ) {
     const ajv = new Ajv({ allErrors: false, coerceTypes: false, removeAdditional: false });
     this.validateSchema = ajv.compile(sendRequestSchema(config.limits));
@@ -253,6 +259,7 @@ export class MailPipeline {
     }
     const accepted = await this.store.emails.accept(email, this.guards(caller.project, system, true));
     if (accepted.kind !== 'accepted') throw refusalError(accepted, email.id);
+    this.acceptCount?.add(1);
     if (email.status === 'queued') this.dispatcher.wake();
     return { id: email.id, status: email.status === 'scheduled' ? 'scheduled' : 'queued' };
   }
@@ -317,7 +324,10 @@ export class MailPipeline {
     const accepted = (o: PromiseSettledResult<Acceptance>) => o.status === 'fulfilled' && o.value.kind === 'accepted';
     const lost = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected' && o.reason instanceof StoreUnavailableError);
     if (lost && !outcomes.some((o) => o.status === 'fulfilled')) throw lost.reason;
-    if (emails.some((e, i) => !e.refusal && accepted(outcomes[i]!))) this.dispatcher.wake();
+    let taken = 0;
+    for (let k = 0; k < emails.length; k++) if (!emails[k]!.refusal && accepted(outcomes[k]!)) taken++;
+    this.acceptCount?.add(taken);
+    if (taken) this.dispatcher.wake();
     let i = 0;
     return judged.map((j) => {
       if (j instanceof ApiError) return j;

@@ -140,3 +140,44 @@ describe('shaping', () => {
     );
   });
 });
+
+describe('alerts', () => {
+  const env = (over: Record<string, string>, json: unknown = {}) => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pg-config-')), 'config.json');
+    fs.writeFileSync(file, JSON.stringify(json));
+    return () => loadConfig({ POSTGATE_CONFIG: file, POSTGATE_DATA_DIR: path.dirname(file), ...over });
+  };
+
+  it('has the defaults; the environment sets the warning rates and the queue age over the file', () => {
+    expect(withConfig({})().alerts).toEqual({
+      bounceRate: 0.05,
+      bounceRateCritical: 0.1,
+      complaintRate: 0.001,
+      complaintRateCritical: 0.003,
+      queueAgeMinutes: 60,
+      minOutcomes: 50,
+    });
+    const c = env(
+      { POSTGATE_ALERT_BOUNCE_RATE: '0.02', POSTGATE_ALERT_COMPLAINT_RATE: '0.01', POSTGATE_ALERT_QUEUE_AGE_MINUTES: '30' },
+      { alerts: { minOutcomes: 5 } },
+    )();
+    // A warning raised above its default critical rate lifts the critical rate with it.
+    expect(c.alerts).toEqual({
+      bounceRate: 0.02,
+      bounceRateCritical: 0.1,
+      complaintRate: 0.01,
+      complaintRateCritical: 0.01,
+      queueAgeMinutes: 30,
+      minOutcomes: 5,
+    });
+  });
+
+  it('refuses bad values at start', () => {
+    expect(env({ POSTGATE_ALERT_BOUNCE_RATE: '5' })).toThrow(/POSTGATE_ALERT_BOUNCE_RATE must be a share above 0 and at most 1/);
+    expect(env({ POSTGATE_ALERT_COMPLAINT_RATE: 'x' })).toThrow(/POSTGATE_ALERT_COMPLAINT_RATE/);
+    expect(env({ POSTGATE_ALERT_QUEUE_AGE_MINUTES: '0' })).toThrow(/POSTGATE_ALERT_QUEUE_AGE_MINUTES must be a whole number/);
+    expect(withConfig({ alerts: { bounceRate: 0.2, bounceRateCritical: 0.1 } })).toThrow(/alerts.bounceRateCritical \(0.1\) must not be below/);
+    expect(withConfig({ alerts: { minOutcomes: 0 } })).toThrow(/alerts.minOutcomes/);
+    expect(withConfig({ alerts: { loud: true } })).toThrow(/unknown setting alerts.loud/);
+  });
+});
