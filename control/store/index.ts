@@ -132,6 +132,56 @@ export interface StoredEmail {
 
 export type PendingEmail = EmailRow & { recipients: RecipientRow[] };
 
+/**
+ * The operator's email search (GET /admin/v1/emails), over every project or one; all filters optional but
+ * limit. Pages run newest first by id (time-ordered UUIDv7s, as the public list), `after` being an email id.
+ * `to`: a recipient address, case-insensitive (by index); `from` and `subject`: case-insensitive substrings;
+ * `tag`: `name:value` exactly, or `name` (the tag `name` or any `name:…`); since/until: created_at, epoch ms,
+ * inclusive. Without `id` or `to`, the search examines at most EMAIL_SEARCH_SCAN emails a call.
+ */
+export interface EmailSearch {
+  projectId?: string;
+  id?: string;
+  to?: string;
+  from?: string;
+  subject?: string;
+  status?: EmailStatus;
+  tag?: string;
+  since?: number;
+  until?: number;
+  limit: number;
+  after?: string;
+  /** How many rows a walk examines at most; EMAIL_SEARCH_SCAN when absent. */
+  scan?: number;
+}
+
+/** An email as the operator's search lists it: `to` and `tags` as the send request gave them. */
+export interface EmailSummary {
+  id: string;
+  projectId: string;
+  status: EmailStatus;
+  from: string;
+  subject: string;
+  createdAt: number;
+  to: string[];
+  tags: string[];
+}
+
+/**
+ * A page of the search. `next`: where the next call goes on (`after`), null when the range is searched to its
+ * end; a page cut short by the scan bound may hold fewer than `limit` emails and still have a `next`.
+ * `scannedUntil`: the created_at of the oldest email the call examined when it stopped before the end, else null.
+ */
+export interface EmailSearchPage {
+  emails: EmailSummary[];
+  hasMore: boolean;
+  next: string | null;
+  scannedUntil: number | null;
+}
+
+/** How many emails (or a recipient's emails) one search call examines at most. */
+export const EMAIL_SEARCH_SCAN = 5000;
+
 export interface EmailOwner {
   id: string;
   projectId: string;
@@ -371,6 +421,10 @@ export interface Emails {
   /** Several emails (a batch), each judged and settled on its own, committed together where the backend can. */
   acceptMany(list: NewEmail[], guards?: AcceptGuards): Array<Promise<Acceptance>>;
   get(projectId: string, id: string): Promise<StoredEmail | undefined>;
+  /** An email of any project (the operator's view); its project is email.projectId. */
+  find(id: string): Promise<StoredEmail | undefined>;
+  /** The operator's search across projects (EmailSearch): bounded cost, newest first. */
+  search(q: EmailSearch): Promise<EmailSearchPage>;
   /**
    * Accepted emails not yet handed to a gateway (and not held), oldest first; of one project when given.
    * On a database several control nodes share (PostgreSQL) the call also claims what it returns for

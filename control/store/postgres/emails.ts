@@ -11,6 +11,8 @@ import type {
   EmailQuery,
   EmailRow,
   Emails,
+  EmailSearch,
+  EmailSearchPage,
   NewEmail,
   PendingEmail,
   RecipientRow,
@@ -24,6 +26,7 @@ import { writeChanges } from './changes.js';
 import type { PgDb } from './db.js';
 import { pageOf } from '../page.js';
 import { DB_NOW, EMAIL_COLUMNS, RECIPIENTS_SQL, toEmail, toRecipient } from './rows.js';
+import { searchPg } from './email-search.js';
 
 /** How long a node's claim on an email lasts: longer than one dispatch round takes. */
 export const DISPATCH_LEASE_MS = 30_000;
@@ -46,13 +49,28 @@ export class PgEmails implements Emails {
 
   async get(projectId: string, id: string): Promise<StoredEmail | undefined> {
     const r = await this.db.query(`SELECT ${EMAIL_COLUMNS} FROM emails WHERE id = $1 AND project_id = $2`, [id, projectId]);
-    if (!r.rows.length) return undefined;
+    return this.stored(r.rows[0]);
+  }
+
+  async find(id: string): Promise<StoredEmail | undefined> {
+    const r = await this.db.query(`SELECT ${EMAIL_COLUMNS} FROM emails WHERE id = $1`, [id]);
+    return this.stored(r.rows[0]);
+  }
+
+  search(q: EmailSearch): Promise<EmailSearchPage> {
+    return searchPg(this.db, q);
+  }
+
+  /** An email row (EMAIL_COLUMNS) with its recipients and events. */
+  private async stored(row: any): Promise<StoredEmail | undefined> {
+    if (!row) return undefined;
+    const id: string = row.id;
     const [recipients, events] = await Promise.all([
       this.db.query(RECIPIENTS_SQL, [id]),
       this.db.query('SELECT type, recipient, attempt, at, details FROM email_events WHERE email_id = $1 ORDER BY id', [id]),
     ]);
     return {
-      email: toEmail(r.rows[0]),
+      email: toEmail(row),
       recipients: recipients.rows.map(toRecipient),
       events: events.rows.map((x: any) => ({ type: x.type, recipient: x.recipient, attempt: x.attempt, at: x.at, details: x.details ?? null })),
     };

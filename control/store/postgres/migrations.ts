@@ -452,6 +452,11 @@ export const migrations: readonly PgMigration[] = [
       CREATE INDEX auth_audit_project_at ON auth_audit(project_id, at);
     `,
   },
+  {
+    // The operator's email search by recipient; see the SQLite step of the same id.
+    id: '0018_email_search_recipient',
+    sql: 'CREATE INDEX email_recipients_address ON email_recipients (lower(address), email_id);',
+  },
 ];
 
 /** Any constant both nodes agree on: the key of the advisory lock that serialises migrations. */

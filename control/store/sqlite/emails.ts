@@ -6,14 +6,29 @@ import type { Db } from '../../../core/sqlite/open.js';
 import type { GroupWriter } from '../../../core/sqlite/group-writer.js';
 import { accept, cancel, type LoadedCounts, release, releasing, reschedule, type Screened, screen, suppressionLookups } from '../../mail/lifecycle.js';
 import { type EmailStatus, readRequest, type SuppressionScope } from '../../mail/vocabulary.js';
-import type { Acceptance, AcceptGuards, EmailOwner, EmailQuery, EmailRow, Emails, NewEmail, PendingEmail, ScheduleChange, StoredEmail } from '../index.js';
+import type {
+  Acceptance,
+  AcceptGuards,
+  EmailOwner,
+  EmailQuery,
+  EmailRow,
+  Emails,
+  EmailSearch,
+  EmailSearchPage,
+  NewEmail,
+  PendingEmail,
+  ScheduleChange,
+  StoredEmail,
+} from '../index.js';
 import { pageOf } from '../page.js';
 import type { DayTallies } from './tallies.js';
 import type { SqliteChanges } from './changes.js';
 import { EMAIL_COLUMNS, RECIPIENTS_SQL, toEmail, toLoadedEmail, toRecipient } from './rows.js';
+import { SqliteEmailSearch } from './email-search.js';
 
 export class SqliteEmails implements Emails {
   private readonly q;
+  private readonly searcher;
 
   constructor(
     private readonly db: Db,
@@ -21,6 +36,7 @@ export class SqliteEmails implements Emails {
     private readonly tallies: DayTallies,
     private readonly changes: SqliteChanges,
   ) {
+    this.searcher = new SqliteEmailSearch(db);
     this.q = {
       attachments: db.prepare('SELECT content FROM email_attachments WHERE email_id = ? ORDER BY position').pluck(),
       email: db.prepare(`SELECT ${EMAIL_COLUMNS} FROM emails WHERE id = ? AND project_id = ?`),
@@ -148,8 +164,21 @@ export class SqliteEmails implements Emails {
   }
 
   async get(projectId: string, id: string): Promise<StoredEmail | undefined> {
-    const r = this.q.email.get(id, projectId);
+    return this.stored(this.q.email.get(id, projectId));
+  }
+
+  async find(id: string): Promise<StoredEmail | undefined> {
+    return this.stored(this.q.byId.get(id));
+  }
+
+  async search(q: EmailSearch): Promise<EmailSearchPage> {
+    return this.searcher.search(q);
+  }
+
+  /** An email row (EMAIL_COLUMNS) with its recipients and events. */
+  private stored(r: any): StoredEmail | undefined {
     if (!r) return undefined;
+    const id: string = r.id;
     return {
       email: toEmail(r),
       recipients: this.q.recipients.all(id).map(toRecipient),

@@ -524,6 +524,16 @@ const consoleReads: Migration = {
   `,
 };
 
+/**
+ * The operator's email search by recipient (GET /admin/v1/emails?to=): a recipient's emails newest first,
+ * case-insensitive. The one index the search adds to the mail path (one entry per recipient); the other
+ * filters walk the emails by id (time-ordered), which the primary key already orders.
+ */
+const emailSearch: Migration = {
+  id: '0018_email_search_recipient',
+  sql: 'CREATE INDEX email_recipients_address ON email_recipients(lower(address), email_id);',
+};
+
 export const migrations: readonly Migration[] = [
   ...controlMigrations,
   ...authMigrations,
@@ -538,4 +548,5 @@ export const migrations: readonly Migration[] = [
   codeVerifierDefault,
   queueControl,
   consoleReads,
+  emailSearch,
 ];

@@ -6,6 +6,7 @@ import crypto from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AcceptGuards, AuditEntry, GatewayEvent, NewEmail, OperatorAuditEntry, Store, SuspensionRow } from '../../../control/store/index.js';
 import { uuidv7 } from '../../../core/ids.js';
+import { describeEmailSearch } from './email-search-cases.js';
 import { describeConsoleReads } from './console-reads.js';
 
 export interface StoreFixture {
@@ -419,6 +420,8 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         expect((await store.emails.list('prj_other', { limit: 10 })).emails).toEqual([]);
       });
     });
+
+    describeEmailSearch({ store: () => store, projectId: () => projectId, now });
 
     it('domains.list: every domain in (created_at, name) order, or pages with limit and a cursor both ways; a foreign cursor is refused', async () => {
       const domain = (name: string, createdAt: number) => ({

@@ -1,0 +1,134 @@
+// The operator's email search on SQLite (Emails.search; the shared rules are ../email-search.ts). An id
+// is one primary-key read; a recipient walks email_recipients_address (lower(address), email_id); every
+// other search walks the emails newest first by id (the primary key, or emails_project_id for one
+// project). Both walks stop after EMAIL_SEARCH_SCAN rows: a first, index-only query finds the row the
+// walk would stop at, and the second reads the emails between the cursor and it, filtering, and stops
+// at limit + 1 matches.
+import type Database from 'better-sqlite3';
+import type { Db } from '../../../core/sqlite/open.js';
+import { EMAIL_SEARCH_SCAN, type EmailSearch, type EmailSearchPage, type EmailSummary, type EmailStatus } from '../index.js';
+import { idRange, searchPage, stringList, tagFilter } from '../email-search.js';
+
+const SUMMARY = `e.id, e.project_id, e.status, e.from_addr, e.subject, e.created_at,
+  (SELECT json_extract(request, '$.to', '$.tags') FROM email_requests WHERE email_id = e.id) AS extra`;
+
+const toSummary = (r: any): EmailSummary => {
+  const [to, tags] = r.extra ? (JSON.parse(r.extra) as unknown[]) : [];
+  return {
+    id: r.id,
+    projectId: r.project_id,
+    status: r.status as EmailStatus,
+    from: r.from_addr,
+    subject: r.subject,
+    createdAt: r.created_at,
+    to: stringList(to),
+    tags: stringList(tags),
+  };
+};
+
+export class SqliteEmailSearch {
+  /** Prepared once per shape of query (which filters are given): a few dozen at most. */
+  private readonly statements = new Map<string, Database.Statement<unknown[]>>();
+
+  constructor(private readonly db: Db) {}
+
+  private prepare(sql: string): Database.Statement<unknown[]> {
+    let s = this.statements.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.statements.set(sql, s);
+    }
+    return s;
+  }
+
+  search(q: EmailSearch): EmailSearchPage {
+    // The conditions on the email row (alias e), besides the range and the walk's own index.
+    const where: string[] = [];
+    const args: unknown[] = [];
+    const add = (sql: string, ...v: unknown[]) => {
+      where.push(sql);
+      args.push(...v);
+    };
+    if (q.status !== undefined) add('e.status = ?', q.status);
+    if (q.since !== undefined) add('e.created_at >= ?', q.since);
+    if (q.until !== undefined) add('e.created_at <= ?', q.until);
+    // instr, not LIKE: what the operator types is text, never a pattern. lower() folds ASCII.
+    if (q.from !== undefined) add('instr(lower(e.from_addr), lower(?)) > 0', q.from);
+    if (q.subject !== undefined) add('instr(lower(e.subject), lower(?)) > 0', q.subject);
+    if (q.tag !== undefined) {
+      const t = tagFilter(q.tag);
+      // The tag's text in the request is a cheap test before its JSON is read.
+      const match = t.prefix === null ? 'value = ?' : "(value = ? OR (value >= ? AND value < ? || ';'))";
+      add(
+        `EXISTS (SELECT 1 FROM email_requests r, json_each(r.request, '$.tags') WHERE r.email_id = e.id AND instr(r.request, ?) > 0 AND ${match})`,
+        t.needle,
+        t.exact,
+        ...(t.prefix === null ? [] : [t.prefix, t.exact]),
+      );
+    }
+
+    // The project is part of the walk when it is a walk of every email; else a condition like the others.
+    const ofProject = () => (q.projectId === undefined ? { sql: [], args: [] } : { sql: ['e.project_id = ?'], args: [q.projectId] });
+
+    if (q.id !== undefined) {
+      const p = ofProject();
+      where.push(...p.sql);
+      args.push(...p.args);
+      if (q.to !== undefined) add('EXISTS (SELECT 1 FROM email_recipients WHERE email_id = e.id AND lower(address) = lower(?))', q.to);
+      const rows = this.prepare(`SELECT ${SUMMARY} FROM emails e WHERE ${['e.id = ?', ...where].join(' AND ')}`).all(q.id, ...args);
+      return searchPage(rows.map(toSummary), q.limit, undefined);
+    }
+
+    const range = idRange(q);
+    // An integer in the SQL text: the statement is prepared once per value, which is one in production.
+    const skip = Math.max(1, Math.floor(q.scan ?? EMAIL_SEARCH_SCAN)) - 1;
+    if (q.to !== undefined) {
+      // A recipient's emails, newest first, by the recipient index; the other filters on the joined row.
+      const walk = ['lower(r.address) = lower(?)'];
+      const walkArgs: unknown[] = [q.to];
+      const on = (sql: string, v: unknown) => {
+        walk.push(sql);
+        walkArgs.push(v);
+      };
+      if (range.below !== undefined) on('r.email_id < ?', range.below);
+      if (range.from !== undefined) on('r.email_id >= ?', range.from);
+      const last = this.prepare(
+        `SELECT DISTINCT r.email_id AS id FROM email_recipients r WHERE ${walk.join(' AND ')} ORDER BY r.email_id DESC LIMIT 1 OFFSET ${skip}`,
+      ).get(...walkArgs) as { id: string } | undefined;
+      if (last) on('r.email_id >= ?', last.id);
+      const p = ofProject();
+      const rows = this.prepare(
+        `SELECT ${SUMMARY} FROM email_recipients r JOIN emails e ON e.id = r.email_id WHERE ${[...walk, ...p.sql, ...where].join(' AND ')}
+         GROUP BY r.email_id ORDER BY r.email_id DESC LIMIT ?`,
+      ).all(...walkArgs, ...p.args, ...args, q.limit + 1);
+      return searchPage(rows.map(toSummary), q.limit, last && this.boundary(last.id));
+    }
+
+    // Every email (or a project's), newest first by id: the primary key, or emails_project_id.
+    const walk: string[] = [];
+    const walkArgs: unknown[] = [];
+    const on = (sql: string, v: unknown) => {
+      walk.push(sql);
+      walkArgs.push(v);
+    };
+    if (q.projectId !== undefined) on('project_id = ?', q.projectId);
+    if (range.below !== undefined) on('id < ?', range.below);
+    if (range.from !== undefined) on('id >= ?', range.from);
+    const whereWalk = walk.length ? `WHERE ${walk.join(' AND ')}` : '';
+    const last = this.prepare(`SELECT id FROM emails ${whereWalk} ORDER BY id DESC LIMIT 1 OFFSET ${skip}`).get(...walkArgs) as { id: string } | undefined;
+    if (last) on('id >= ?', last.id);
+    const conditions = [...walk.map((w) => `e.${w}`), ...where];
+    const rows = this.prepare(`SELECT ${SUMMARY} FROM emails e ${conditions.length ? `WHERE ${conditions.join(' AND ')}` : ''} ORDER BY e.id DESC LIMIT ?`).all(
+      ...walkArgs,
+      ...args,
+      q.limit + 1,
+    );
+    return searchPage(rows.map(toSummary), q.limit, last && this.boundary(last.id));
+  }
+
+  /** The scan's last row, with its creation time (scanned_until). */
+  private boundary(id: string): { id: string; createdAt: number } {
+    const createdAt = this.prepare('SELECT created_at FROM emails WHERE id = ?').pluck().get(id) as number;
+    return { id, createdAt };
+  }
+}
