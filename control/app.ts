@@ -17,6 +17,10 @@ import type { Resolver } from '../core/dns.js';
 import type { WebhookTargets } from './webhooks/target.js';
 import { mailRoutes } from './mail/routes.js';
 import { adminRoutes } from './admin/routes.js';
+import { projectDetailRoutes } from './admin/project-detail.js';
+import { suppressionAdminRoutes } from './admin/suppressions-routes.js';
+import { webhookAdminRoutes } from './admin/webhooks-routes.js';
+import { signInActivityRoutes } from './admin/signin-activity.js';
 import { adminGuard } from './admin/guard.js';
 import { newFastify } from './http/fastify.js';
 import { completeOpenapi } from './http/openapi.js';
@@ -118,6 +122,11 @@ export async function buildAdminApp(deps: AppDeps, auth: { admin: FastifyPluginA
   await app.register(async (admin) => {
     admin.addHook('onRequest', guard);
     await admin.register(adminRoutes, { config, store: deps.store, invalidator: deps.invalidator, secret: deps.secret });
+    // The console's Projects, Suppressions, Webhooks and Sign-in pages (control/admin).
+    await admin.register(projectDetailRoutes, { config, store: deps.store });
+    await admin.register(suppressionAdminRoutes, { store: deps.store });
+    await admin.register(webhookAdminRoutes, { store: deps.store });
+    await admin.register(signInActivityRoutes, { store: deps.store });
     await admin.register(auth.admin);
     if (deps.deliverability) await admin.register(pacingAdminRoutes, { config, store: deps.store, pacing: deps.deliverability.pacing });
     if (deps.queueControls) await admin.register(controlRoutes, { store: deps.store, controls: deps.queueControls });

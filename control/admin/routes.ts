@@ -14,6 +14,7 @@ import { PLANS, limitsOf, type PlanName } from '../plans.js';
 import { createDomain, normalizeDomain } from '../domains/create.js';
 import { domainView } from '../domains/routes.js';
 import { audit } from '../operations/audit.js';
+import { adminErrors, projectBySlug, projectOut, projectProperties, projectSchema, slugParams, slugSchema } from './common.js';
 
 export interface AdminOptions {
   config: Config;
@@ -22,9 +23,33 @@ export interface AdminOptions {
   secret: string;
 }
 
-const slugSchema = { type: 'string', pattern: '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$' } as const;
-const projectOut = (p: Project) => ({ id: p.id, slug: p.slug, name: p.name, status: p.status, plan: p.plan, created_at: new Date(p.createdAt).toISOString() });
-const slugParams = { type: 'object', required: ['slug'], properties: { slug: slugSchema } } as const;
+const nullableString = { type: ['string', 'null'] } as const;
+const keyKinds = { kind: { type: 'string', enum: ['live', 'test'] }, scope: { type: 'string', enum: ['all', 'auth'] } } as const;
+/** Every field of an auth audit entry (Fastify answers only the fields a response schema lists). */
+const auditEntrySchema = {
+  type: 'object',
+  required: ['id', 'type', 'env', 'user_id', 'session_id', 'email', 'phone', 'provider', 'reason', 'suppressed', 'ip', 'user_agent', 'at'],
+  properties: {
+    id: { type: 'string' },
+    type: { type: 'string', enum: [...AUTH_EVENT_TYPES] },
+    env: { type: 'string', enum: ['live', 'test'] },
+    user_id: nullableString,
+    session_id: nullableString,
+    email: { ...nullableString, description: 'Masked: j***@example.com.' },
+    phone: { ...nullableString, description: 'Masked.' },
+    provider: nullableString,
+    reason: nullableString,
+    suppressed: { type: 'integer', description: 'sign_in.failed: like failures the rate limit left out since the last one recorded.' },
+    ip: nullableString,
+    user_agent: nullableString,
+    at: { type: 'string' },
+  },
+} as const;
+const planAnswer = {
+  type: 'object',
+  required: [...projectSchema.required, 'daily_quota', 'monthly_quota', 'rate'],
+  properties: { ...projectProperties, daily_quota: { type: 'integer' }, monthly_quota: { type: 'integer' }, rate: { type: 'integer' } },
+} as const;
 const auditOut = (e: AuditEntry) => ({
   id: e.id,
   type: e.type,
@@ -45,11 +70,7 @@ const auditOut = (e: AuditEntry) => ({
 export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { config, store, invalidator, secret }) => {
   const dkimSealer = sealer(secret, 'dkim');
 
-  const project = async (slug: string): Promise<Project> => {
-    const p = await store.projects.bySlug(slug);
-    if (!p) throw notFound(`No project ${slug}`);
-    return p;
-  };
+  const project = (slug: string): Promise<Project> => projectBySlug(store, slug);
 
   const hide = { hide: true, tags: ['admin'] };
 
@@ -64,7 +85,19 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
           required: ['name', 'slug'],
           properties: { name: { type: 'string', minLength: 1, maxLength: 200 }, slug: slugSchema },
         },
-        response: { 409: errorSchema },
+        response: {
+          201: {
+            type: 'object',
+            required: ['id', 'slug', 'keys'],
+            properties: {
+              id: { type: 'string' },
+              slug: { type: 'string' },
+              keys: { type: 'object', required: ['live', 'test'], properties: { live: { type: 'string' }, test: { type: 'string' } } },
+            },
+          },
+          409: errorSchema,
+          ...adminErrors,
+        },
       },
     },
     async (req, reply) => {
@@ -79,16 +112,29 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
     },
   );
 
-  app.get('/admin/v1/projects', { schema: hide }, async () => ({ data: (await store.projects.list()).map(projectOut) }));
+  app.get(
+    '/admin/v1/projects',
+    {
+      schema: {
+        ...hide,
+        response: { 200: { type: 'object', required: ['data'], properties: { data: { type: 'array', items: projectSchema } } }, ...adminErrors },
+      },
+    },
+    async () => ({ data: (await store.projects.list()).map(projectOut) }),
+  );
 
   for (const action of ['pause', 'resume'] as const) {
-    app.post<{ Params: { slug: string } }>(`/admin/v1/projects/:slug/${action}`, { schema: { ...hide, params: slugParams } }, async (req) => {
-      const p = await project(req.params.slug);
-      await store.projects.setStatus(p.id, action === 'pause' ? 'paused' : 'active');
-      invalidator.publish('project', p.id);
-      await audit(store, req, { action: `project.${action}`, target: `project:${p.slug}` });
-      return projectOut({ ...p, status: action === 'pause' ? 'paused' : 'active' });
-    });
+    app.post<{ Params: { slug: string } }>(
+      `/admin/v1/projects/:slug/${action}`,
+      { schema: { ...hide, params: slugParams, response: { 200: projectSchema, ...adminErrors } } },
+      async (req) => {
+        const p = await project(req.params.slug);
+        await store.projects.setStatus(p.id, action === 'pause' ? 'paused' : 'active');
+        invalidator.publish('project', p.id);
+        await audit(store, req, { action: `project.${action}`, target: `project:${p.slug}` });
+        return projectOut({ ...p, status: action === 'pause' ? 'paused' : 'active' });
+      },
+    );
   }
 
   app.post<{ Params: { slug: string }; Body: { plan: PlanName; daily_quota?: number; monthly_quota?: number; rate?: number } }>(
@@ -108,6 +154,7 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
             rate: { type: 'integer', minimum: 1 },
           },
         },
+        response: { 200: planAnswer, ...adminErrors },
       },
     },
     async (req) => {
@@ -159,6 +206,19 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
           required: ['kind'],
           properties: { kind: { enum: ['live', 'test'] }, scope: { enum: ['all', 'auth'] } },
         },
+        response: {
+          201: {
+            type: 'object',
+            required: ['id', 'key', 'kind', 'scope', 'hint'],
+            properties: {
+              id: { type: 'string' },
+              key: { type: 'string', description: 'Shown once: only its hash is kept.' },
+              ...keyKinds,
+              hint: { type: 'string' },
+            },
+          },
+          ...adminErrors,
+        },
       },
     },
     async (req, reply) => {
@@ -174,24 +234,49 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
     },
   );
 
-  app.get<{ Params: { slug: string } }>('/admin/v1/projects/:slug/keys', { schema: { ...hide, params: slugParams } }, async (req) => {
-    const p = await project(req.params.slug);
-    return {
-      data: (await store.apiKeys.list(p.id)).map((k) => ({
-        id: k.id,
-        kind: k.kind,
-        scope: k.scope,
-        hint: k.hint,
-        created_at: new Date(k.createdAt).toISOString(),
-        revoked_at: k.revokedAt ? new Date(k.revokedAt).toISOString() : null,
-      })),
-    };
-  });
+  const keyList = {
+    type: 'object',
+    required: ['data'],
+    properties: {
+      data: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['id', 'kind', 'scope', 'hint', 'created_at', 'revoked_at'],
+          properties: { id: { type: 'string' }, ...keyKinds, hint: { type: 'string' }, created_at: { type: 'string' }, revoked_at: nullableString },
+        },
+      },
+    },
+  } as const;
+  app.get<{ Params: { slug: string } }>(
+    '/admin/v1/projects/:slug/keys',
+    { schema: { ...hide, params: slugParams, response: { 200: keyList, ...adminErrors } } },
+    async (req) => {
+      const p = await project(req.params.slug);
+      return {
+        data: (await store.apiKeys.list(p.id)).map((k) => ({
+          id: k.id,
+          kind: k.kind,
+          scope: k.scope,
+          hint: k.hint,
+          created_at: new Date(k.createdAt).toISOString(),
+          revoked_at: k.revokedAt ? new Date(k.revokedAt).toISOString() : null,
+        })),
+      };
+    },
+  );
 
   app.delete<{ Params: { slug: string; id: string } }>(
     '/admin/v1/projects/:slug/keys/:id',
     {
-      schema: { ...hide, params: { type: 'object', required: ['slug', 'id'], properties: { slug: slugSchema, id: { type: 'string', maxLength: 100 } } } },
+      schema: {
+        ...hide,
+        params: { type: 'object', required: ['slug', 'id'], properties: { slug: slugSchema, id: { type: 'string', maxLength: 100 } } },
+        response: {
+          200: { type: 'object', required: ['id', 'revoked'], properties: { id: { type: 'string' }, revoked: { type: 'boolean' } } },
+          ...adminErrors,
+        },
+      },
     },
     async (req) => {
       const p = await project(req.params.slug);
@@ -220,6 +305,14 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
             before: { type: 'string', maxLength: 100 },
             type: { type: 'string', enum: [...AUTH_EVENT_TYPES] },
           },
+        },
+        response: {
+          200: {
+            type: 'object',
+            required: ['object', 'has_more', 'data'],
+            properties: { object: { type: 'string', enum: ['list'] }, has_more: { type: 'boolean' }, data: { type: 'array', items: auditEntrySchema } },
+          },
+          ...adminErrors,
         },
       },
     },

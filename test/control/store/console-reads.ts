@@ -96,7 +96,14 @@ export function describeConsoleReads(ctx: () => ConsoleCase): void {
       const { store, projectId, now } = ctx();
       const other = await newProject(store, now);
       const hook = { id: crypto.randomUUID(), projectId, url: 'https://hooks.test/a', statuses: ['sign_in.failed'], secret: 'sealed', createdAt: now };
-      const theirs = { id: crypto.randomUUID(), projectId: other, url: 'https://hooks.test/b', statuses: ['sign_in.failed'], secret: 'sealed', createdAt: now + 1 };
+      const theirs = {
+        id: crypto.randomUUID(),
+        projectId: other,
+        url: 'https://hooks.test/b',
+        statuses: ['sign_in.failed'],
+        secret: 'sealed',
+        createdAt: now + 1,
+      };
       await store.webhooks.create(hook);
       await store.webhooks.create(theirs);
       expect((await store.webhooks.all()).map((w) => w.id)).toEqual([hook.id, theirs.id]);
