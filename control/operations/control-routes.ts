@@ -16,6 +16,38 @@ const providerSchema = { type: 'string', pattern: '^[a-z0-9-]{1,40}$' } as const
 const slugSchema = { type: 'string', pattern: '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$' } as const;
 const target = { provider: providerSchema, project: slugSchema } as const;
 
+// Response schemas (the admin OpenAPI document types the console with them). Fastify's serializer keeps
+// only the fields a schema lists: every field answered is listed, nullable where it may be null.
+const nullable = (type: string) => ({ type: [type, 'null'] }) as const;
+const SUSPENSION_FIELDS = {
+  id: { type: 'string' },
+  provider: { ...nullable('string'), description: 'null: every provider' },
+  project: { ...nullable('string'), description: "A project's slug; null: every project" },
+  until: { ...nullable('string'), format: 'date-time', description: 'null: until resumed' },
+  reason: { type: 'string' },
+  created_at: { type: 'string', format: 'date-time' },
+} as const;
+const suspensionSchema = { type: 'object', required: Object.keys(SUSPENSION_FIELDS), properties: SUSPENSION_FIELDS } as const;
+const resumedSchema = {
+  type: 'object',
+  required: [...Object.keys(SUSPENSION_FIELDS), 'resumed'],
+  properties: { ...SUSPENSION_FIELDS, resumed: { type: 'boolean' } },
+} as const;
+const auditEntrySchema = {
+  type: 'object',
+  required: ['id', 'at', 'action', 'actor', 'target', 'details', 'emails'],
+  properties: {
+    id: { type: 'string' },
+    at: { type: 'string', format: 'date-time' },
+    action: { type: 'string' },
+    actor: { type: 'string', description: "The first 12 hex digits of the SHA-256 of the operator's token" },
+    target: { type: 'string' },
+    details: { type: 'object', additionalProperties: true },
+    emails: { ...nullable('integer'), description: 'How many emails it concerned, when known' },
+  },
+} as const;
+const count = { type: 'integer' } as const;
+
 const auditOut = (e: OperatorAuditEntry) => ({
   id: e.id,
   at: new Date(e.at).toISOString(),
@@ -41,6 +73,7 @@ export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (ap
           additionalProperties: false,
           properties: { ...target, until: { type: 'string', maxLength: 40 }, reason: { type: 'string', maxLength: 500 } },
         },
+        response: { 201: suspensionSchema },
       },
     },
     async (req, reply) => {
@@ -56,11 +89,32 @@ export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (ap
     },
   );
 
-  app.get('/admin/v1/queue/suspensions', { schema: hide }, async () => ({ object: 'list', data: await controls.list() }));
+  app.get(
+    '/admin/v1/queue/suspensions',
+    {
+      schema: {
+        ...hide,
+        response: {
+          200: {
+            type: 'object',
+            required: ['object', 'data'],
+            properties: { object: { type: 'string', enum: ['list'] }, data: { type: 'array', items: suspensionSchema } },
+          },
+        },
+      },
+    },
+    async () => ({ object: 'list', data: await controls.list() }),
+  );
 
   app.delete<{ Params: { id: string } }>(
     '/admin/v1/queue/suspensions/:id',
-    { schema: { ...hide, params: { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 100 } } } } },
+    {
+      schema: {
+        ...hide,
+        params: { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 100 } } },
+        response: { 200: resumedSchema },
+      },
+    },
     async (req) => {
       const s = await controls.resume(req.params.id);
       await audit(store, req, {
@@ -74,7 +128,15 @@ export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (ap
 
   app.post<{ Body: { provider?: string; project?: string } }>(
     '/admin/v1/queue/send-now',
-    { schema: { ...hide, body: { type: 'object', additionalProperties: false, properties: target } } },
+    {
+      schema: {
+        ...hide,
+        body: { type: 'object', additionalProperties: false, properties: target },
+        response: {
+          200: { type: 'object', required: ['woken'], properties: { woken: { ...count, description: "Queue items woken on this node's gateways" } } },
+        },
+      },
+    },
     async (req) => {
       const b = req.body ?? {};
       const out = await controls.sendNow(b);
@@ -86,7 +148,22 @@ export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (ap
 
   app.post<{ Params: { slug: string } }>(
     '/admin/v1/projects/:slug/cancel-queued',
-    { schema: { ...hide, params: { type: 'object', required: ['slug'], properties: { slug: slugSchema } } } },
+    {
+      schema: {
+        ...hide,
+        params: { type: 'object', required: ['slug'], properties: { slug: slugSchema } },
+        response: {
+          200: {
+            type: 'object',
+            required: ['canceled', 'dropped'],
+            properties: {
+              canceled: { ...count, description: 'Emails that became canceled in the store' },
+              dropped: { ...count, description: 'Queue items the gateways that answered dropped' },
+            },
+          },
+        },
+      },
+    },
     async (req) => {
       const out = await controls.cancel(req.params.slug);
       await audit(store, req, { action: 'queue.cancel', target: `project:${req.params.slug}`, details: { dropped: out.dropped }, emails: out.canceled });
@@ -107,6 +184,13 @@ export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (ap
             // Query strings are not coerced (control/http/fastify.ts): a number arrives as digits.
             limit: { type: 'string', pattern: '^(1000|[1-9][0-9]{0,2})$' },
             before: { type: 'string', maxLength: 100 },
+          },
+        },
+        response: {
+          200: {
+            type: 'object',
+            required: ['object', 'has_more', 'data'],
+            properties: { object: { type: 'string', enum: ['list'] }, has_more: { type: 'boolean' }, data: { type: 'array', items: auditEntrySchema } },
           },
         },
       },

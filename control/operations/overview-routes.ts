@@ -2,8 +2,8 @@
 // admin OpenAPI document for the front end; Fastify's serializer keeps only what it lists, so it lists
 // every field the service answers.
 import type { FastifyPluginAsync } from 'fastify';
-import { DEFER_CAUSES } from '../../common/delivery-state.js';
 import type { OverviewService } from './overview.js';
+import { actionSchema, deferredSchema } from './state-schema.js';
 
 export interface OverviewRoutesOptions {
   overview: OverviewService;
@@ -28,12 +28,6 @@ const span = (buckets: number) =>
       complained: numbers,
     },
   }) as const;
-
-export const deferredSchema = {
-  type: 'object',
-  required: [...DEFER_CAUSES],
-  properties: Object.fromEntries(DEFER_CAUSES.map((c) => [c, { type: 'integer' }])),
-} as const;
 
 export const overviewSchema = {
   type: 'object',
@@ -65,22 +59,7 @@ export const overviewSchema = {
           provider: { type: 'string' },
           suspended: { type: 'boolean' },
           shaped: { type: 'boolean' },
-          actions: {
-            type: 'array',
-            items: {
-              type: 'object',
-              required: ['rule', 'action', 'value', 'project', 'since', 'until', 'trigger'],
-              properties: {
-                rule: { type: 'string' },
-                action: { type: 'string' },
-                value: { type: 'number' },
-                project: nullable('string'),
-                since: nullable('string'),
-                until: nullable('string'),
-                trigger: { type: 'string' },
-              },
-            },
-          },
+          actions: { type: 'array', items: actionSchema },
           suspensions: {
             type: 'array',
             items: {

@@ -1,6 +1,7 @@
 // The live delivery state on the admin listener (behind the admin token; the CLI's `queue status`).
 import type { FastifyPluginAsync } from 'fastify';
 import type { DeliveryStateService } from './state.js';
+import { queueStatusSchema } from './state-schema.js';
 
 export interface StateRoutesOptions {
   state: DeliveryStateService;
@@ -17,6 +18,7 @@ export const stateRoutes: FastifyPluginAsync<StateRoutesOptions> = async (app, {
         hide: true,
         tags: ['admin'],
         querystring: { type: 'object', additionalProperties: false, properties: { provider: providerSchema, project: slugSchema } },
+        response: { 200: queueStatusSchema },
       },
     },
     async (req) => state.status({ provider: req.query.provider || undefined, project: req.query.project || undefined }),

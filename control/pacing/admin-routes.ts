@@ -19,6 +19,22 @@ export interface PacingAdminOptions {
 const hide = { hide: true, tags: ['admin'] };
 const count = { type: 'integer', minimum: 0, maximum: 1_000_000_000 } as const;
 
+// Response schemas (typed in the admin OpenAPI document); every field answered is listed.
+const throttleSchema = {
+  type: 'object',
+  required: ['provider', 'daily_norm', 'growth', 'max_daily_norm', 'rate_per_minute', 'connections', 'source', 'updated_at'],
+  properties: {
+    provider: { type: 'string' },
+    daily_norm: { type: 'number', description: "A project's norm on its first sending day; 0 = no norm" },
+    growth: { type: 'number' },
+    max_daily_norm: { type: 'number', description: '0 = no cap' },
+    rate_per_minute: { type: 'number', description: '0 = unlimited' },
+    connections: { type: 'number', description: '0 = unlimited' },
+    source: { type: 'string', enum: ['config', 'operator'] },
+    updated_at: { type: ['string', 'null'], format: 'date-time' },
+  },
+} as const;
+
 const throttleOut = (t: ThrottleView) => ({
   provider: t.provider,
   daily_norm: t.dailyNorm,
@@ -31,7 +47,11 @@ const throttleOut = (t: ThrottleView) => ({
 });
 
 export const pacingAdminRoutes: FastifyPluginAsync<PacingAdminOptions> = async (app, { config, store, pacing }) => {
-  app.get('/admin/v1/throttles', { schema: hide }, async () => ({ data: (await pacing.throttles()).map(throttleOut) }));
+  app.get(
+    '/admin/v1/throttles',
+    { schema: { ...hide, response: { 200: { type: 'object', required: ['data'], properties: { data: { type: 'array', items: throttleSchema } } } } } },
+    async () => ({ data: (await pacing.throttles()).map(throttleOut) }),
+  );
 
   app.post<{
     Params: { provider: string };
@@ -54,6 +74,7 @@ export const pacingAdminRoutes: FastifyPluginAsync<PacingAdminOptions> = async (
             connections: { type: 'integer', minimum: 0, maximum: 100_000 },
           },
         },
+        response: { 200: throttleSchema },
       },
     },
     async (req) => {
@@ -82,6 +103,18 @@ export const pacingAdminRoutes: FastifyPluginAsync<PacingAdminOptions> = async (
           type: 'object',
           additionalProperties: false,
           properties: { day: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}$' }, volume: { type: 'integer', minimum: 1, maximum: 100_000_000 } },
+        },
+        response: {
+          200: {
+            type: 'object',
+            required: ['project', 'day', 'volume', 'released'],
+            properties: {
+              project: { type: 'string' },
+              day: { type: 'string' },
+              volume: { type: 'integer' },
+              released: { type: 'integer', description: 'Held emails released' },
+            },
+          },
         },
       },
     },
