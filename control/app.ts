@@ -33,6 +33,7 @@ import type { QueueControls } from './operations/controls.js';
 import { controlRoutes } from './operations/control-routes.js';
 import type { DeliveryStateService } from './operations/state.js';
 import { stateRoutes } from './operations/state-routes.js';
+import { emailsRoutes } from './operations/emails-routes.js';
 import type { OverviewService } from './operations/overview.js';
 import { overviewRoutes } from './operations/overview-routes.js';
 
@@ -127,6 +128,8 @@ export async function buildAdminApp(deps: AppDeps, auth: { admin: FastifyPluginA
     await admin.register(suppressionAdminRoutes, { store: deps.store });
     await admin.register(webhookAdminRoutes, { store: deps.store });
     await admin.register(signInActivityRoutes, { store: deps.store });
+    // The console's Emails page: search and one email's timeline (control/operations/emails-routes.ts).
+    await admin.register(emailsRoutes, { store: deps.store });
     await admin.register(auth.admin);
     if (deps.deliverability) await admin.register(pacingAdminRoutes, { config, store: deps.store, pacing: deps.deliverability.pacing });
     if (deps.queueControls) await admin.register(controlRoutes, { store: deps.store, controls: deps.queueControls });

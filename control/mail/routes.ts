@@ -301,7 +301,8 @@ interface ListQuery {
 /** Email ids are UUIDs (time-ordered, core/ids.ts). */
 const EMAIL_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function instant(field: string, value: string): number {
+/** A query's ISO 8601 date or date-time as epoch ms; anything else is bad input (400). */
+export function instant(field: string, value: string): number {
   const ms = /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/i.test(value) ? Date.parse(value) : Number.NaN;
   if (!Number.isFinite(ms)) throw invalid(`${field} must be an ISO 8601 date or date-time`);
   return ms;
