@@ -480,8 +480,8 @@ function redisNodes(raw: string | undefined): number {
 
 /**
  * The file's `alerts`, then POSTGATE_ALERT_BOUNCE_RATE, POSTGATE_ALERT_COMPLAINT_RATE and
- * POSTGATE_ALERT_QUEUE_AGE_MINUTES over it. A critical rate below its warning rate is raised to it
- * unless both were set (then it is an error), so lowering or raising only the warning works.
+ * POSTGATE_ALERT_QUEUE_AGE_MINUTES over it. A critical rate below its warning rate becomes twice the
+ * warning rate (at most 1) unless it was set (then it is an error), so raising only the warning works.
  */
 function alertSettings(over: unknown, env: NodeJS.ProcessEnv): AlertSettings {
   const base: AlertSettings = {
@@ -521,7 +521,7 @@ function alertSettings(over: unknown, env: NodeJS.ProcessEnv): AlertSettings {
   ] as const) {
     if (a[crit] >= a[warn]) continue;
     if (file[crit] !== undefined) throw new Error(`POSTGATE_CONFIG: alerts.${crit} (${a[crit]}) must not be below the warning rate ${warn} (${a[warn]})`);
-    a[crit] = a[warn];
+    a[crit] = Math.min(1, 2 * a[warn]);
   }
   return a;
 }

@@ -161,15 +161,16 @@ describe('alerts', () => {
       { POSTGATE_ALERT_BOUNCE_RATE: '0.02', POSTGATE_ALERT_COMPLAINT_RATE: '0.01', POSTGATE_ALERT_QUEUE_AGE_MINUTES: '30' },
       { alerts: { minOutcomes: 5 } },
     )();
-    // A warning raised above its default critical rate lifts the critical rate with it.
+    // A warning raised above its default critical rate makes the critical rate twice it (at most 1).
     expect(c.alerts).toEqual({
       bounceRate: 0.02,
       bounceRateCritical: 0.1,
       complaintRate: 0.01,
-      complaintRateCritical: 0.01,
+      complaintRateCritical: 0.02,
       queueAgeMinutes: 30,
       minOutcomes: 5,
     });
+    expect(env({ POSTGATE_ALERT_BOUNCE_RATE: '0.6' })().alerts.bounceRateCritical).toBe(1);
   });
 
   it('refuses bad values at start', () => {
