@@ -25,7 +25,7 @@ export const keySchema = object({
 
 const recordSchema = {
   type: 'object',
-  required: ['purpose', 'type', 'name', 'value', 'status'],
+  required: ['type', 'name', 'value', 'status'],
   properties: {
     purpose: { type: 'string' },
     type: { type: 'string' },

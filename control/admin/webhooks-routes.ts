@@ -9,6 +9,7 @@ import type { Project, Store, WebhookDelivery } from '../store/index.js';
 import { audit } from '../operations/audit.js';
 import { adminErrors, iso, limitQuery, projectBySlug, slugSchema } from './common.js';
 import { errorSchema } from '../http/schemas.js';
+import { eventsOfFilter } from '../webhooks/events.js';
 
 /** How many of an endpoint's latest messages `recent` counts (bounded per endpoint, whatever its history). */
 export const RECENT = 100;
@@ -40,7 +41,11 @@ const webhookSchema = {
     id: { type: 'string' },
     project: { type: 'string', description: 'The slug.' },
     url: { type: 'string' },
-    events: { type: 'array', items: { type: 'string' }, description: 'What it subscribed to; empty: every email event.' },
+    events: {
+      type: 'array',
+      items: { type: 'string' },
+      description: 'What it subscribed to, as event names (email.sent, user.created…), as the public API lists them.',
+    },
     enabled: { type: 'boolean' },
     created_at: { type: 'string' },
     recent: {
@@ -102,7 +107,7 @@ export const webhookAdminRoutes: FastifyPluginAsync<{ store: Store }> = async (a
           id: w.id,
           project: projects.get(w.projectId)?.slug ?? w.projectId,
           url: w.url,
-          events: w.statuses,
+          events: eventsOfFilter(w.statuses),
           enabled: w.enabled,
           created_at: new Date(w.createdAt).toISOString(),
           recent: recent[i]!,
