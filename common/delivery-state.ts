@@ -102,6 +102,8 @@ export interface DeliverySnapshot {
   providers: ProviderFigures[];
   /** Absent from a gateway older than the series (its published snapshot, or its answer): zeros. */
   series?: DeliverySeries;
+  /** On a summary (providers without their projects): each project's last hour at every provider. */
+  projectsHour?: Array<{ projectId: string; lastHour: Outcomes }>;
 }
 
 export const MINUTE_MS = 60_000;

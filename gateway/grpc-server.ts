@@ -233,7 +233,7 @@ export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCou
     // The live delivery state (gateway/state): counts kept as the queue changes, read without a scan.
     deliveryState(call: grpc.ServerUnaryCall<DeliveryStateRequest, unknown>, cb: grpc.sendUnaryData<unknown>) {
       const r = call.request;
-      cb(null, deliveryStateToProto(rt.deliveryState({ provider: r.provider || undefined, projectId: r.projectId || undefined })));
+      cb(null, deliveryStateToProto(rt.deliveryState({ provider: r.provider || undefined, projectId: r.projectId || undefined, summary: r.summary })));
     },
     // The gateway's own families, for control's /metrics (gateway/metrics.ts).
     metrics(_call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) {

@@ -45,6 +45,7 @@ export function deliveryStateToProto(s: DeliverySnapshot): DeliveryStateResponse
     node: s.node,
     atMs: BigInt(s.atMs),
     ...(s.series ? { minuteSeries: seriesMsg(s.series.minute), hourSeries: seriesMsg(s.series.hour) } : {}),
+    ...(s.projectsHour ? { projectsHour: s.projectsHour.map((h) => ({ projectId: h.projectId, lastHour: outcomesMsg(h.lastHour) })) } : {}),
     providers: s.providers.map((p) => ({
       provider: p.provider,
       queue: queueMsg(p.queue),
@@ -105,6 +106,7 @@ export function deliveryStateFromProto(r: DeliveryStateResponse): DeliverySnapsh
       minute: seriesOf(r.minuteSeries, empty.minute, SERIES.minute.buckets),
       hour: seriesOf(r.hourSeries, empty.hour, SERIES.hour.buckets),
     },
+    ...(r.projectsHour.length ? { projectsHour: r.projectsHour.map((h) => ({ projectId: h.projectId, lastHour: outcomesOf(h.lastHour) })) } : {}),
     providers: r.providers.map((p) => ({
       provider: p.provider,
       queue: queueOf(p.queue),

@@ -130,11 +130,11 @@ export class GatewayClients {
   }
 
   /** The gateway's live delivery state, of a provider and/or project ('' = every one). */
-  async deliveryState(gw: Gateway, provider = '', projectId = '', timeoutMs = 2_000): Promise<DeliverySnapshot> {
+  async deliveryState(gw: Gateway, provider = '', projectId = '', timeoutMs = 2_000, summary = false): Promise<DeliverySnapshot> {
     const res = await unary<DeliveryStateResponse>(
       gw.client,
       'deliveryState',
-      create(DeliveryStateRequestSchema, { provider, projectId }),
+      create(DeliveryStateRequestSchema, { provider, projectId, summary }),
       undefined,
       timeoutMs,
     );

@@ -11,8 +11,8 @@ import type { RedisLink } from '../../core/redis.js';
 import {
   addQueue,
   type DeliverySnapshot,
+  noOutcomes,
   noQueue,
-  noWindows,
   OUTCOMES,
   type Outcomes,
   older,
@@ -98,6 +98,25 @@ export function queueAgeAlert(provider: string, oldestAcceptedMs: number, now: n
 
 const SEVERITY = { critical: 0, warning: 1 } as const;
 
+/**
+ * Each project's outcomes over the last hour at every provider, every node's: from a summary's
+ * projectsHour, or from the providers' projects of a full snapshot (an older gateway, another node's).
+ */
+export function projectHours(snapshots: readonly DeliverySnapshot[]): Map<string, Outcomes> {
+  const out = new Map<string, Outcomes>();
+  const add = (projectId: string, o: Outcomes) => {
+    if (!projectId) return;
+    let t = out.get(projectId);
+    if (!t) out.set(projectId, (t = noOutcomes()));
+    for (const k of OUTCOMES) t[k] += o[k] ?? 0;
+  };
+  for (const s of snapshots) {
+    if (s.projectsHour) for (const h of s.projectsHour) add(h.projectId, h.lastHour);
+    else for (const p of s.providers) for (const f of p.projects) add(f.projectId, f.windows.lastHour);
+  }
+  return out;
+}
+
 export function assembleOverview(i: OverviewInput) {
   const providers = sumSnapshots(i.snapshots);
   const series = sumSeries(i.snapshots, i.now);
@@ -121,20 +140,12 @@ export function assembleOverview(i: OverviewInput) {
       threshold: null,
       message: `Gateway ${gw} did not answer: its queue and counts are missing from this overview`,
     });
-  // A project's hour is its outcomes at every provider.
-  const byProject = new Map<string, Outcomes>();
   for (const p of providers) {
     alerts.push(...rateAlerts(p.windows.lastHour, { project: null, provider: p.provider }, i.alerts));
     const age = queueAgeAlert(p.provider, p.oldestAcceptedMs, i.now, i.alerts);
     if (age) alerts.push(age);
-    for (const f of p.projects) {
-      if (!f.projectId) continue;
-      let o = byProject.get(f.projectId);
-      if (!o) byProject.set(f.projectId, (o = noWindows().lastHour));
-      for (const k of OUTCOMES) o[k] += f.windows.lastHour[k];
-    }
   }
-  for (const [id, o] of byProject) alerts.push(...rateAlerts(o, { project: i.slug(id), provider: null }, i.alerts));
+  for (const [id, o] of projectHours(i.snapshots)) alerts.push(...rateAlerts(o, { project: i.slug(id), provider: null }, i.alerts));
   alerts.sort((a, b) => SEVERITY[a.severity] - SEVERITY[b.severity]);
 
   // Suspended (by the operator) or shaped (an action of the shaping rules) now.
@@ -222,7 +233,7 @@ export class OverviewService {
   async overview(): Promise<Overview> {
     const { store, state } = this.deps;
     const [{ snapshots, unreachable }, held, scheduled, suspensions] = await Promise.all([
-      state.snapshots(),
+      state.snapshots('', '', true),
       store.pacing.heldByProject(),
       store.emails.countScheduled(),
       this.deps.suspensions(),
@@ -231,11 +242,8 @@ export class OverviewService {
     const accepted = await this.accepted(now);
     // Slugs of the projects the answer may name (shaping actions, rate alerts), once each.
     const ids = new Set<string>();
-    for (const s of snapshots)
-      for (const p of s.providers) {
-        for (const a of p.actions) if (a.projectId) ids.add(a.projectId);
-        for (const f of p.projects) if (f.projectId && f.windows.lastHour.delivered + f.windows.lastHour.bounced > 0) ids.add(f.projectId);
-      }
+    for (const s of snapshots) for (const p of s.providers) for (const a of p.actions) if (a.projectId) ids.add(a.projectId);
+    for (const [id, o] of projectHours(snapshots)) if (o.delivered + o.bounced >= this.deps.alerts.minOutcomes) ids.add(id);
     const slugs = new Map<string, string>();
     await Promise.all([...ids].map(async (id) => slugs.set(id, (await store.projects.byId(id))?.slug ?? id)));
     return assembleOverview({

@@ -65,12 +65,15 @@ export class DeliveryStateService {
     private readonly redis?: RedisLink,
   ) {}
 
-  /** Every node's snapshots: this control's gateways asked, the other nodes' read from Redis. */
-  async snapshots(provider = '', projectId = ''): Promise<{ snapshots: DeliverySnapshot[]; unreachable: string[] }> {
+  /**
+   * Every node's snapshots: this control's gateways asked, the other nodes' read from Redis (in full).
+   * `summary`: the gateways asked answer without each provider's projects (DeliveryStateRequest.summary).
+   */
+  async snapshots(provider = '', projectId = '', summary = false): Promise<{ snapshots: DeliverySnapshot[]; unreachable: string[] }> {
     const unreachable: string[] = [];
     const asked = await Promise.all(
       this.gateways.list.map((gw) =>
-        this.gateways.deliveryState(gw, provider, projectId, GATEWAY_TIMEOUT_MS).then(
+        this.gateways.deliveryState(gw, provider, projectId, GATEWAY_TIMEOUT_MS, summary).then(
           (s) => ({ ...s, node: s.node || gw.name }),
           (err: unknown) => {
             this.log.warn({ err, gateway: gw.name }, 'delivery state: gateway did not answer');

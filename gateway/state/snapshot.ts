@@ -4,7 +4,18 @@
 import { clock, dayOf } from '../../core/clock.js';
 import { OTHER } from '../../common/providers.js';
 import { normFor, warmupDay } from '../../common/warmup.js';
-import { addQueue, type DeliverySnapshot, noProject, noProvider, older, type ProjectFigures, type ProviderFigures } from '../../common/delivery-state.js';
+import {
+  addQueue,
+  type DeliverySnapshot,
+  noOutcomes,
+  noProject,
+  noProvider,
+  older,
+  OUTCOMES,
+  type Outcomes,
+  type ProjectFigures,
+  type ProviderFigures,
+} from '../../common/delivery-state.js';
 import type { Pacer } from '../pacing/pacer.js';
 import type { QueueState } from './tracker.js';
 import type { ActiveAction } from '../shaping/shaper.js';
@@ -23,6 +34,8 @@ export interface SnapshotSources {
 export interface SnapshotFilter {
   provider?: string;
   projectId?: string;
+  /** The providers without their projects and answers, each project's last hour once instead (the console's overview). */
+  summary?: boolean;
 }
 
 /** The live state, optionally of one provider and/or project; a provider with nothing to show is left out unless asked for. */
@@ -136,5 +149,19 @@ export function deliverySnapshot(src: SnapshotSources, filter: SnapshotFilter = 
   for (const p of list) p.projects.sort((a, b) => a.projectId.localeCompare(b.projectId));
   // The series are the node's whole traffic: a filtered read (a provider, a project) has none.
   const series = filter.provider || filter.projectId ? undefined : src.queueState.series(now);
-  return { node: src.node, atMs: now, providers: list, ...(series ? { series } : {}) };
+  const out: DeliverySnapshot = { node: src.node, atMs: now, providers: list, ...(series ? { series } : {}) };
+  if (filter.summary) {
+    const hours = new Map<string, Outcomes>();
+    for (const p of list) {
+      for (const f of p.projects) {
+        let o = hours.get(f.projectId);
+        if (!o) hours.set(f.projectId, (o = noOutcomes()));
+        for (const k of OUTCOMES) o[k] += f.windows.lastHour[k];
+      }
+      p.projects = [];
+      p.answers = [];
+    }
+    out.projectsHour = [...hours].map(([projectId, lastHour]) => ({ projectId, lastHour }));
+  }
+  return out;
 }

@@ -17,6 +17,7 @@ describe('the delivery state on the wire', () => {
       atMs: now,
       providers: [{ ...noProvider('google'), oldestAcceptedMs: now - 5_000, projects: [{ ...noProject('p1'), oldestAcceptedMs: now - 5_000 }] }],
       series,
+      projectsHour: [{ projectId: 'p1', lastHour: { delivered: 5, deferred: 1, bounced: 2, complained: 0 } }],
     };
     expect(deliveryStateFromProto(deliveryStateToProto(s))).toEqual(s);
   });
@@ -26,5 +27,6 @@ describe('the delivery state on the wire', () => {
     const s = deliveryStateFromProto(r);
     expect(s.series).toEqual(noSeries(now));
     expect(s.providers[0]?.oldestAcceptedMs).toBe(0);
+    expect(s.projectsHour).toBeUndefined();
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type DeliverySnapshot, noProject, noProvider, noSeries, type Outcomes, type ProviderFigures } from '../../../common/delivery-state.js';
 import type { AlertSettings } from '../../../core/config.js';
-import { assembleOverview, type OverviewInput, queueAgeAlert, rateAlerts } from '../../../control/operations/overview.js';
+import { assembleOverview, type OverviewInput, projectHours, queueAgeAlert, rateAlerts } from '../../../control/operations/overview.js';
 import { AcceptedTraffic } from '../../../control/operations/traffic.js';
 
 const ALERTS: AlertSettings = {
@@ -157,5 +157,27 @@ describe('assembleOverview', () => {
     expect(assembleOverview(input({ unreachable: [], alerts: { ...ALERTS, queueAgeMinutes: 120, bounceRate: 0.3, bounceRateCritical: 0.5 } })).alerts).toEqual(
       [],
     );
+  });
+});
+
+describe('projectHours', () => {
+  it("adds a summary's projects and a full snapshot's (an older gateway, another node's) by project", () => {
+    const full = {
+      ...noProvider('yahoo'),
+      projects: [{ ...noProject('p1'), windows: { last5m: hour({}), lastHour: hour({ delivered: 4, bounced: 1 }), lastDay: hour({}) } }],
+    };
+    const out = projectHours([
+      {
+        node: 'a',
+        atMs: NOW,
+        providers: [noProvider('google')],
+        projectsHour: [
+          { projectId: 'p1', lastHour: hour({ delivered: 10 }) },
+          { projectId: '', lastHour: hour({ delivered: 1 }) },
+        ],
+      },
+      { node: 'b', atMs: NOW, providers: [full] },
+    ]);
+    expect([...out]).toEqual([['p1', hour({ delivered: 14, bounced: 1 })]]);
   });
 });

@@ -82,6 +82,28 @@ describe('deliverySnapshot', () => {
     expect(o).toMatchObject({ connectionsOpen: 4, ratePerMinute: 2 });
   });
 
+  it("summarises for the overview: providers without projects and answers, each project's last hour once; the series only unfiltered", () => {
+    const { queueState, src } = setup();
+    queueState.queued(item('gmail.com', 'p1'));
+    queueState.outcome('google', 'p1', 'delivered', 3);
+    queueState.outcome('yahoo', 'p1', 'bounced', 1);
+    queueState.outcome('yahoo', 'p2', 'delivered', 2);
+    queueState.answer('google', '4.7.28', '421-4.7.28 slow down');
+    const s = deliverySnapshot(src, { summary: true });
+    expect(s.providers.map((p) => [p.provider, p.projects.length, p.answers.length])).toEqual([
+      ['google', 0, 0],
+      ['yahoo', 0, 0],
+    ]);
+    expect(s.providers[0]?.queue.ready).toBe(1);
+    expect(s.projectsHour).toEqual([
+      { projectId: 'p1', lastHour: { delivered: 3, deferred: 0, bounced: 1, complained: 0 } },
+      { projectId: 'p2', lastHour: { delivered: 2, deferred: 0, bounced: 0, complained: 0 } },
+    ]);
+    expect(s.series?.minute.delivered[59]).toBe(5);
+    expect(deliverySnapshot(src).projectsHour).toBeUndefined();
+    expect(deliverySnapshot(src, { provider: 'google' }).series).toBeUndefined();
+  });
+
   it('narrows to a provider (shown even when idle) or a project', () => {
     const { queueState, src } = setup();
     queueState.queued(item('gmail.com', 'p1'));
