@@ -2,7 +2,7 @@
 // time range maps to, how a tag filter reads, and how a page is cut. Emails are read newest first by
 // id, which is time-ordered (UUIDv7, core/ids.ts): the primary key (or emails_project_id, or the
 // recipient index) gives that order, so no index on created_at is written on the mail path for it.
-import { IDEMPOTENCY_WINDOW_MS } from '../mail/idempotency.js';
+import { IDEMPOTENCY_LEASE_MS } from '../mail/idempotency.js';
 import type { EmailSearch, EmailSearchPage, EmailSummary } from './index.js';
 
 /** The 48-bit millisecond field of a UUIDv7 (dates past it, or before 1970, are clamped). */
@@ -17,15 +17,18 @@ export function idFloor(ms: number): string {
 }
 
 /**
- * The id range that holds every email created in [since, until]: an id is minted at or before its
- * email's creation, at most an idempotency window before (a retried request keeps the ids it reserved),
- * so the range starts that much earlier; created_at itself is filtered exactly.
+ * The id range of the emails created in [since, until] (created_at itself is filtered exactly). An id is
+ * minted at or before its email's creation: by the time the request is handled, which is seconds before, or,
+ * for a request with an Idempotency-Key, when its first attempt reserved it, which holds a lease of a minute.
+ * The range starts that much earlier. A request retried after its first attempt failed (a 5xx or a 429) keeps
+ * its ids for up to a day: a window starting in between misses that email (it is found by id or recipient,
+ * or without `since`); a day of slack would make every windowed search walk a day more of mail.
  */
 export function idRange(q: Pick<EmailSearch, 'since' | 'until' | 'after'>): { below?: string; from?: string } {
   const range: { below?: string; from?: string } = {};
   if (q.until !== undefined) range.below = idFloor(q.until + 1);
   if (q.after !== undefined && (range.below === undefined || q.after < range.below)) range.below = q.after;
-  if (q.since !== undefined) range.from = idFloor(q.since - IDEMPOTENCY_WINDOW_MS);
+  if (q.since !== undefined) range.from = idFloor(q.since - IDEMPOTENCY_LEASE_MS);
   return range;
 }
 
