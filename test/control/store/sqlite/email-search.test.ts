@@ -16,7 +16,7 @@ const now = Date.now();
 
 beforeEach(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pg-search-'));
-  store = await openStore({ dataDir: dir, storage: { synchronous: 'OFF', maxBatch: 1000 } }, localInvalidator());
+  store = await openStore({ dataDir: dir, storage: { synchronous: 'NORMAL', maxBatch: 1000 } }, localInvalidator());
   await store.projects.create({ id: projectId, slug: 'search', name: 'Search', plan: 'free', createdAt: now }, []);
 });
 
