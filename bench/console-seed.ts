@@ -157,7 +157,9 @@ async function seed(t: Target, plan: SeedPlan): Promise<SeedResult> {
       const id = uuidv7(at);
       const to = `${NAMES[i % NAMES.length]}.${i}@${DOMAINS[Math.floor(random() * DOMAINS.length)]}`;
       const s = SUBJECTS[i % SUBJECTS.length]!;
-      const subject = s.endsWith('#') || s.endsWith(' ') ? `${s}${1000 + (i % 90_000)}` : s;
+      // The probe (the middle email) has a subject of its own: searching for it walks to the search's bound.
+      const subject =
+        i === Math.floor(plan.emails / 2) ? `Refund approved for order R-${i}` : s.endsWith('#') || s.endsWith(' ') ? `${s}${1000 + (i % 90_000)}` : s;
       const from = `hello@${project.slug}.test`;
       const swaps: Array<[string, string]> = [
         [tpl.to, to],
