@@ -59,4 +59,8 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   const t0 = performance.now();
   build();
   console.log(`dist/ built in ${Math.round(performance.now() - t0)} ms`);
+  const t1 = performance.now();
+  const { buildConsole } = await import('./build-console.js');
+  await buildConsole(dist);
+  console.log(`dist/console built in ${Math.round(performance.now() - t1)} ms`);
 }
