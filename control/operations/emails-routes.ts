@@ -1,8 +1,8 @@
 // The operator's emails (admin listener, behind the admin guard; the console's Emails page): a search
 // over every project and one email with its recipients and the timeline of its events. The operator
 // sees every project's mail; the `project` filter narrows to one. The cost is bounded by the store
-// (Emails.search): an id or a recipient is read by index, any other filter examines at most 5,000
-// emails a call and answers `next` to go on.
+// (Emails.search): an id or a recipient is read by index, and a call examines at most 5,000 emails
+// (2,000 with a tag filter) and answers `next` to go on.
 import type { FastifyPluginAsync } from 'fastify';
 import { invalid, notFound } from '../../core/errors.js';
 import { EMAIL_STATUSES } from '../../common/status.js';
@@ -206,7 +206,7 @@ export const emailsRoutes: FastifyPluginAsync<EmailsRoutesOptions> = async (app,
         ...hide,
         summary: "Search every project's emails, newest first, a page at a time",
         description:
-          'An id or a recipient is found by index; any other filter examines at most 5,000 emails a call, newest first within the time range, and answers `next` (and `scanned_until`) to go on, so a page may hold fewer than `limit` emails and still have more.',
+          'An id or a recipient is found by index; a call examines at most 5,000 emails (2,000 with a tag filter, whose walk reads the bodies) newest first within the time range, and answers `next` (and `scanned_until`) to go on, so a page may hold fewer than `limit` emails and still have more.',
         querystring: searchQuerySchema,
         response: { 200: listSchema, ...adminErrors },
       },

@@ -3,7 +3,7 @@
 // id, which is time-ordered (UUIDv7, core/ids.ts): the primary key (or emails_project_id, or the
 // recipient index) gives that order, so no index on created_at is written on the mail path for it.
 import { IDEMPOTENCY_LEASE_MS } from '../mail/idempotency.js';
-import type { EmailSearch, EmailSearchPage, EmailSummary } from './index.js';
+import { EMAIL_SEARCH_SCAN, type EmailSearch, type EmailSearchPage, type EmailSummary } from './index.js';
 
 /** The 48-bit millisecond field of a UUIDv7 (dates past it, or before 1970, are clamped). */
 const MAX_MS = 2 ** 48 - 1;
@@ -31,6 +31,13 @@ export function idRange(q: Pick<EmailSearch, 'since' | 'until' | 'after'>): { be
   if (q.since !== undefined) range.from = idFloor(q.since - IDEMPOTENCY_LEASE_MS);
   return range;
 }
+
+/** A walk with a tag filter reads each email's send request, bodies and all: it examines fewer rows. */
+export const TAG_SEARCH_SCAN = 2000;
+
+/** How many rows the walk of `q` examines at most. */
+export const scanOf = (q: Pick<EmailSearch, 'scan' | 'tag'>): number =>
+  Math.max(1, Math.floor(q.scan ?? (q.tag === undefined ? EMAIL_SEARCH_SCAN : TAG_SEARCH_SCAN)));
 
 /**
  * A tag filter: `name:value` matches that tag exactly; `name` the tag `name` or any `name:…`. `needle` is

@@ -137,7 +137,8 @@ export type PendingEmail = EmailRow & { recipients: RecipientRow[] };
  * limit. Pages run newest first by id (time-ordered UUIDv7s, as the public list), `after` being an email id.
  * `to`: a recipient address, case-insensitive (by index); `from` and `subject`: case-insensitive substrings;
  * `tag`: `name:value` exactly, or `name` (the tag `name` or any `name:…`); since/until: created_at, epoch ms,
- * inclusive. Without `id` or `to`, the search examines at most EMAIL_SEARCH_SCAN emails a call.
+ * inclusive. Without `id`, a call examines at most EMAIL_SEARCH_SCAN emails (or a recipient's emails), fewer
+ * with a tag filter (control/store/email-search.ts).
  */
 export interface EmailSearch {
   projectId?: string;
@@ -151,7 +152,7 @@ export interface EmailSearch {
   until?: number;
   limit: number;
   after?: string;
-  /** How many rows a walk examines at most; EMAIL_SEARCH_SCAN when absent. */
+  /** How many rows a walk examines at most; EMAIL_SEARCH_SCAN when absent (fewer with a tag filter). */
   scan?: number;
 }
 

@@ -3,8 +3,8 @@
 // email_id); every other search walks the emails newest first by id (the primary key, or
 // emails_project_id). Both walks stop after EMAIL_SEARCH_SCAN rows: a first query finds the row the walk
 // would stop at, the second reads the emails between the cursor and it, filtering, up to limit + 1.
-import { EMAIL_SEARCH_SCAN, type EmailSearch, type EmailSearchPage, type EmailStatus, type EmailSummary } from '../index.js';
-import { idRange, searchPage, stringList, tagFilter } from '../email-search.js';
+import type { EmailSearch, EmailSearchPage, EmailStatus, EmailSummary } from '../index.js';
+import { idRange, scanOf, searchPage, stringList, tagFilter } from '../email-search.js';
 import type { PgDb } from './db.js';
 
 // `to` and `tags` read from the request's text only for the rows returned.
@@ -53,7 +53,7 @@ export async function searchPg(db: PgDb, q: EmailSearch): Promise<EmailSearchPag
   }
 
   const range = idRange(q);
-  const skip = Math.max(1, Math.floor(q.scan ?? EMAIL_SEARCH_SCAN)) - 1;
+  const skip = scanOf(q) - 1;
   if (q.to !== undefined) {
     const walk = (col: string) => {
       const w = [`lower(r.address) = lower(${arg(q.to)})`];

@@ -7,8 +7,8 @@
 // filter also stops once it has read REQUEST_BYTES of requests.
 import type Database from 'better-sqlite3';
 import type { Db } from '../../../core/sqlite/open.js';
-import { EMAIL_SEARCH_SCAN, type EmailSearch, type EmailSearchPage, type EmailSummary, type EmailStatus } from '../index.js';
-import { idRange, searchPage, stringList, tagFilter } from '../email-search.js';
+import type { EmailSearch, EmailSearchPage, EmailSummary, EmailStatus } from '../index.js';
+import { idRange, scanOf, searchPage, stringList, tagFilter } from '../email-search.js';
 
 const SUMMARY = `e.id, e.project_id, e.status, e.from_addr, e.subject, e.created_at,
   (SELECT json_extract(request, '$.to', '$.tags') FROM email_requests WHERE email_id = e.id) AS extra`;
@@ -74,8 +74,9 @@ export class SqliteEmailSearch {
       const t = tagFilter(q.tag);
       // The tag's text in the request is a cheap test before its JSON is read.
       const match = t.prefix === null ? 'value = ?' : "(value = ? OR (value >= ? AND value < ? || ';'))";
+      // On the walk's row of email_requests (q), joined once: the request is read once for its size and its tags.
       tag = {
-        sql: `EXISTS (SELECT 1 FROM email_requests q, json_each(q.request, '$.tags') WHERE q.email_id = e.id AND instr(q.request, ?) > 0 AND ${match})`,
+        sql: `(instr(q.request, ?) > 0 AND EXISTS (SELECT 1 FROM json_each(q.request, '$.tags') WHERE ${match}))`,
         args: [t.needle, t.exact, ...(t.prefix === null ? [] : [t.prefix, t.exact])],
       };
     }
@@ -88,14 +89,14 @@ export class SqliteEmailSearch {
       where.push(...p.sql);
       args.push(...p.args);
       if (q.to !== undefined) add('EXISTS (SELECT 1 FROM email_recipients WHERE email_id = e.id AND lower(address) = lower(?))', q.to);
-      if (tag) add(tag.sql, ...tag.args);
+      if (tag) add(`EXISTS (SELECT 1 FROM email_requests q WHERE q.email_id = e.id AND ${tag.sql})`, ...tag.args);
       const rows = this.prepare(`SELECT ${SUMMARY} FROM emails e WHERE ${['e.id = ?', ...where].join(' AND ')}`).all(q.id, ...args);
       return searchPage(rows.map(toSummary), q.limit, undefined);
     }
 
     const range = idRange(q);
     // An integer in the SQL text: the statement is prepared once per value, which is one in production.
-    const skip = Math.max(1, Math.floor(q.scan ?? EMAIL_SEARCH_SCAN)) - 1;
+    const skip = scanOf(q) - 1;
     if (q.to !== undefined) {
       // A recipient's emails, newest first, by the recipient index; the other filters on the joined row.
       const walk = ['lower(r.address) = lower(?)'];
@@ -149,19 +150,21 @@ export class SqliteEmailSearch {
       const rows = this.prepare(`SELECT ${SUMMARY} FROM ${from} WHERE ${where.sql} ${group} ORDER BY ${key} DESC LIMIT ?`).all(...where.args, limit + 1);
       return searchPage(rows.map(toSummary), limit, last && this.boundary(last.id));
     }
+    // The running total of the bytes read is summed in SQL; only the matches and the row that passes the
+    // budget come back. The window streams (its frame ends at the current row): rows past it are never read.
     const walk = this.prepare(
-      `SELECT e.id, e.created_at, ${tag.sql} AS hit, (SELECT octet_length(request) FROM email_requests WHERE email_id = e.id) AS bytes
-       FROM ${from} WHERE ${where.sql} ${group} ORDER BY ${key} DESC`,
-    );
+      `SELECT id, created_at, hit, upto FROM (
+         SELECT e.id, e.created_at, ${tag.sql} AS hit, sum(octet_length(q.request)) OVER (ORDER BY ${key} DESC ROWS UNBOUNDED PRECEDING) AS upto
+         FROM ${from} JOIN email_requests q ON q.email_id = e.id WHERE ${where.sql} ${group} ORDER BY ${key} DESC)
+       WHERE hit OR upto >= ?`,
+    ).raw(true);
     const hits: string[] = [];
-    let read = 0;
     let cut: { id: string; createdAt: number } | undefined;
-    for (const r of walk.iterate(...tag.args, ...where.args) as Iterable<{ id: string; created_at: number; hit: number; bytes: number | null }>) {
-      read += r.bytes ?? 0;
-      if (r.hit) hits.push(r.id);
+    for (const [id, createdAt, hit, upto] of walk.iterate(...tag.args, ...where.args, REQUEST_BYTES) as Iterable<[string, number, number, number]>) {
+      if (hit) hits.push(id);
       if (hits.length > limit) break;
-      if (read >= REQUEST_BYTES) {
-        cut = { id: r.id, createdAt: r.created_at };
+      if (upto >= REQUEST_BYTES) {
+        cut = { id, createdAt };
         break;
       }
     }
