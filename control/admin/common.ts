@@ -36,5 +36,14 @@ export async function projectBySlug(store: Store, slug: string): Promise<Project
   return p;
 }
 
+/** The slugs of the projects `ids` name (looked up together), for rows that carry a project id; `known` is not looked up again. */
+export async function slugsOf(store: Store, ids: Iterable<string>, known?: Project): Promise<Map<string, string>> {
+  const out = new Map<string, string>(known ? [[known.id, known.slug]] : []);
+  const missing = [...new Set(ids)].filter((id) => !out.has(id));
+  const found = await Promise.all(missing.map((id) => store.projects.byId(id)));
+  for (const [i, id] of missing.entries()) out.set(id, found[i]?.slug ?? id);
+  return out;
+}
+
 /** Query strings are not coerced (control/http/fastify.ts): a page size arrives as digits, 1 to 100. */
 export const limitQuery = { type: 'string', pattern: '^(100|[1-9][0-9]?)$' } as const;

@@ -4,9 +4,9 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { invalid, notFound } from '../../core/errors.js';
 import { canonical, isAddress } from '../../common/address.js';
-import type { Project, Store, SuppressionCursor } from '../store/index.js';
+import type { Store, SuppressionCursor } from '../store/index.js';
 import { audit } from '../operations/audit.js';
-import { adminErrors, limitQuery, projectBySlug, slugSchema } from './common.js';
+import { adminErrors, limitQuery, projectBySlug, slugSchema, slugsOf } from './common.js';
 
 /** No control character (a NUL would be refused by PostgreSQL, not by SQLite): refused alike on both. */
 const printable = '^[^\\u0000-\\u001f\\u007f]*$';
@@ -75,12 +75,15 @@ export const suppressionAdminRoutes: FastifyPluginAsync<{ store: Store }> = asyn
         ...(q ? { q } : {}),
         ...(req.query.after !== undefined ? { after: decodeCursor(req.query.after) } : {}),
       });
-      const projects = new Map<string, Project | undefined>(project ? [[project.id, project]] : []);
-      for (const id of new Set(page.rows.map((r) => r.projectId))) if (!projects.has(id)) projects.set(id, await store.projects.byId(id));
+      const slugs = await slugsOf(
+        store,
+        page.rows.map((r) => r.projectId),
+        project,
+      );
       const last = page.rows.at(-1);
       return {
         data: page.rows.map((r) => ({
-          project: projects.get(r.projectId)?.slug ?? r.projectId,
+          project: slugs.get(r.projectId)!,
           address: r.address,
           reason: r.reason,
           scope: r.scope,

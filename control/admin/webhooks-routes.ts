@@ -5,9 +5,9 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { ApiError, notFound } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
-import type { Project, Store, WebhookDelivery } from '../store/index.js';
+import type { Store, WebhookDelivery } from '../store/index.js';
 import { audit } from '../operations/audit.js';
-import { adminErrors, iso, limitQuery, projectBySlug, slugSchema } from './common.js';
+import { adminErrors, iso, limitQuery, projectBySlug, slugSchema, slugsOf } from './common.js';
 import { errorSchema } from '../http/schemas.js';
 import { eventsOfFilter } from '../webhooks/events.js';
 
@@ -99,13 +99,18 @@ export const webhookAdminRoutes: FastifyPluginAsync<{ store: Store }> = async (a
     async (req) => {
       const project = req.query.project !== undefined ? await projectBySlug(store, req.query.project) : undefined;
       const hooks = project ? await store.webhooks.list(project.id) : await store.webhooks.all();
-      const projects = new Map<string, Project | undefined>(project ? [[project.id, project]] : []);
-      for (const id of new Set(hooks.map((w) => w.projectId))) if (!projects.has(id)) projects.set(id, await store.projects.byId(id));
-      const recent = await Promise.all(hooks.map((w) => store.webhooks.recent(w.id, RECENT)));
+      const [slugs, recent] = await Promise.all([
+        slugsOf(
+          store,
+          hooks.map((w) => w.projectId),
+          project,
+        ),
+        Promise.all(hooks.map((w) => store.webhooks.recent(w.id, RECENT))),
+      ]);
       return {
         data: hooks.map((w, i) => ({
           id: w.id,
-          project: projects.get(w.projectId)?.slug ?? w.projectId,
+          project: slugs.get(w.projectId)!,
           url: w.url,
           events: eventsOfFilter(w.statuses),
           enabled: w.enabled,
