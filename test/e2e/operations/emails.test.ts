@@ -2,17 +2,17 @@
 // the public API to several recipients, one refused by the MX, is found on the admin listener by
 // recipient, subject, status, tag and project, paged with the cursor, and opened with its recipients
 // and the timeline of its events carrying the MX's answers. Hostile filters are 400s or empty pages,
-// never 500s, and the admin token is required.
+// never 500s, and the admin token is required. On SQLite and on PostgreSQL.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../../helpers/cluster.js';
 import { startDnsServer, type DnsServer } from '../../helpers/dns-server.js';
 import { replies, startMxSink, type MxSink } from '../../helpers/mx-sink.js';
 import { Stack, type Project } from '../../helpers/stack.js';
 
 let dns: DnsServer;
 let sink: MxSink;
-let stack: Stack;
-let token: string;
 
 const RECORDS = [
   { type: 'MX' as const, name: 'inbox.test', exchange: 'mx.inbox.test', priority: 10 },
@@ -24,31 +24,48 @@ const final = (e: any) => ['sent', 'delivered', 'bounced', 'rejected'].includes(
 beforeAll(async () => {
   sink = await startMxSink();
   dns = await startDnsServer(RECORDS);
-  stack = await Stack.start({ env: { POSTGATE_DNS_SERVERS: dns.address, POSTGATE_DELIVERY_PORT: String(sink.port) } });
-  token = fs.readFileSync(`${stack.dataDir}/admin-token`, 'utf8').trim();
-}, 90_000);
+  sink.setBehaviour('gone@inbox.test', { rcpt: [replies.noSuchUser, replies.noSuchUser] });
+});
 afterAll(async () => {
-  await stack?.stop();
   await sink?.close();
   await dns?.close();
 });
 
-async function project(): Promise<Project> {
-  const p = await stack.createProject();
-  await stack.setPlan(p.slug, 'scale');
-  await stack.verifyDomain(p.slug, 'acme.test');
-  return p;
-}
+describe.each(['sqlite', 'postgres'] as const)('the operator searches and opens emails (%s)', (backend) => {
+  let stack: Stack;
+  let token: string;
+  let db: TestDatabase | undefined;
 
-const search = (query: string) => stack.admin('GET', `/admin/v1/emails?${query}`);
+  beforeAll(async () => {
+    if (backend === 'postgres') db = await createTestDatabase('pg_emails');
+    stack = await Stack.start({
+      env: {
+        POSTGATE_DNS_SERVERS: dns.address,
+        POSTGATE_DELIVERY_PORT: String(sink.port),
+        ...(db ? { POSTGATE_DATABASE_URL: db.url, POSTGATE_SECRET: crypto.randomBytes(32).toString('hex') } : {}),
+      },
+    });
+    token = fs.readFileSync(`${stack.dataDir}/admin-token`, 'utf8').trim();
+  }, 90_000);
+  afterAll(async () => {
+    await stack?.stop();
+    await db?.drop();
+  });
 
-describe('the operator searches and opens emails', () => {
+  async function project(): Promise<Project> {
+    const p = await stack.createProject();
+    await stack.setPlan(p.slug, 'scale');
+    await stack.verifyDomain(p.slug, 'acme.test');
+    return p;
+  }
+
+  const search = (query: string) => stack.admin('GET', `/admin/v1/emails?${query}`);
+
   let p: Project;
   let q: Project;
   const ids: Record<string, string> = {};
 
   beforeAll(async () => {
-    sink.setBehaviour('gone@inbox.test', { rcpt: [replies.noSuchUser] });
     p = await project();
     q = await project();
     const send = async (key: string, name: string, body: Record<string, unknown>) => {
