@@ -36,17 +36,6 @@ describe.each(['sqlite', 'postgres'] as const)('the operator searches and opens 
   let token: string;
   let db: TestDatabase | undefined;
 
-  beforeAll(async () => {
-    if (backend === 'postgres') db = await createTestDatabase('pg_emails');
-    stack = await Stack.start({
-      env: {
-        POSTGATE_DNS_SERVERS: dns.address,
-        POSTGATE_DELIVERY_PORT: String(sink.port),
-        ...(db ? { POSTGATE_DATABASE_URL: db.url, POSTGATE_SECRET: crypto.randomBytes(32).toString('hex') } : {}),
-      },
-    });
-    token = fs.readFileSync(`${stack.dataDir}/admin-token`, 'utf8').trim();
-  }, 90_000);
   afterAll(async () => {
     await stack?.stop();
     await db?.drop();
@@ -66,6 +55,15 @@ describe.each(['sqlite', 'postgres'] as const)('the operator searches and opens 
   const ids: Record<string, string> = {};
 
   beforeAll(async () => {
+    if (backend === 'postgres') db = await createTestDatabase('pg_emails');
+    stack = await Stack.start({
+      env: {
+        POSTGATE_DNS_SERVERS: dns.address,
+        POSTGATE_DELIVERY_PORT: String(sink.port),
+        ...(db ? { POSTGATE_DATABASE_URL: db.url, POSTGATE_SECRET: crypto.randomBytes(32).toString('hex') } : {}),
+      },
+    });
+    token = fs.readFileSync(`${stack.dataDir}/admin-token`, 'utf8').trim();
     p = await project();
     q = await project();
     const send = async (key: string, name: string, body: Record<string, unknown>) => {
@@ -84,7 +82,7 @@ describe.each(['sqlite', 'postgres'] as const)('the operator searches and opens 
     for (let i = 0; i < 3; i++) await send(p.keys.live, `digest${i}`, { to: `reader${i}@inbox.test`, subject: `Weekly digest ${i}` });
     await send(q.keys.live, 'theirs', { to: 'ann@inbox.test', subject: 'Their receipt' });
     for (const [name, id] of Object.entries(ids)) await stack.waitEmail(name === 'theirs' ? q.keys.live : p.keys.live, id, final);
-  }, 60_000);
+  }, 120_000);
 
   it('finds by recipient (any case), subject, status, tag and project, newest first', async () => {
     const byTo = await search('to=ANN@inbox.test');
