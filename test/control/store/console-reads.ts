@@ -3,7 +3,7 @@
 // describeStore (conformance.ts) runs them on every backend with its fresh store.
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { DELIVERY_SCAN, type AuditEntry, type NewEmail, type Store } from '../../../control/store/index.js';
+import type { AuditEntry, NewEmail, Store } from '../../../control/store/index.js';
 import { uuidv7 } from '../../../core/ids.js';
 
 export interface ConsoleCase {
@@ -118,7 +118,7 @@ export function describeConsoleReads(ctx: () => ConsoleCase): void {
       expect((await store.webhooks.deliveries(hook.id, 50, 'failed')).map((d) => d.id)).toEqual([d1!.id]);
       expect((await store.webhooks.deliveries(hook.id, 50, 'pending')).map((d) => d.id)).toEqual([d3!.id, d2!.id]);
       expect((await store.webhooks.deliveries(hook.id, 1, 'pending')).map((d) => d.id)).toEqual([d3!.id]);
-      expect(await store.webhooks.recent(hook.id, 100)).toEqual({ pending: 2, delivered: 0 + 1, failed: 1 });
+      expect(await store.webhooks.recent(hook.id, 100)).toEqual({ pending: 2, delivered: 1, failed: 1 });
       expect(await store.webhooks.recent(hook.id, 2)).toEqual({ pending: 2, delivered: 0, failed: 0 });
       expect(await store.webhooks.delivery(d1!.id)).toMatchObject({ id: d1!.id, webhookId: hook.id, projectId, status: 'failed', lastError: 'HTTP 500' });
       expect(await store.webhooks.delivery('msg_none')).toBeUndefined();
@@ -133,7 +133,6 @@ export function describeConsoleReads(ctx: () => ConsoleCase): void {
       const due = (await store.webhooks.due(at, 50)).map((d) => d.id);
       expect(due).toEqual(expect.arrayContaining([d1!.id, d2!.id]));
       expect(due).not.toContain(d0!.id);
-      expect(DELIVERY_SCAN).toBeGreaterThanOrEqual(1000);
     });
 
     it('sign-in activity: sign-ins and failures (with those the rate limit left out) per bucket and provider, of the period and project only', async () => {
