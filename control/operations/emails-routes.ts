@@ -6,10 +6,10 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { invalid, notFound } from '../../core/errors.js';
 import { EMAIL_STATUSES } from '../../common/status.js';
-import { adminErrors, limitQuery, slugSchema } from '../admin/common.js';
+import { adminErrors, limitQuery, projectBySlug, slugSchema, slugsOf } from '../admin/common.js';
 import { instant } from '../mail/routes.js';
 import { readRequest } from '../mail/vocabulary.js';
-import type { EmailStatus, EventRow, Project, Store } from '../store/index.js';
+import type { EmailStatus, EventRow, Store } from '../store/index.js';
 
 export interface EmailsRoutesOptions {
   store: Store;
@@ -216,11 +216,7 @@ export const emailsRoutes: FastifyPluginAsync<EmailsRoutesOptions> = async (app,
       const since = q.since === undefined ? undefined : instant('since', q.since);
       const until = q.until === undefined ? undefined : instant('until', q.until);
       if (since !== undefined && until !== undefined && since > until) throw invalid('since must not be after until');
-      let project: Project | undefined;
-      if (q.project !== undefined) {
-        project = await store.projects.bySlug(q.project);
-        if (!project) throw notFound(`No project ${q.project}`);
-      }
+      const project = q.project === undefined ? undefined : await projectBySlug(store, q.project);
       const page = await store.emails.search({
         limit: q.limit ? Number(q.limit) : 25,
         ...(project ? { projectId: project.id } : {}),
@@ -234,9 +230,11 @@ export const emailsRoutes: FastifyPluginAsync<EmailsRoutesOptions> = async (app,
         ...(since !== undefined ? { since } : {}),
         ...(until !== undefined ? { until } : {}),
       });
-      // A page names a few projects at most: each looked up once.
-      const slugs = new Map<string, string>();
-      await Promise.all([...new Set(page.emails.map((e) => e.projectId))].map(async (id) => slugs.set(id, (await store.projects.byId(id))?.slug ?? id)));
+      const slugs = await slugsOf(
+        store,
+        page.emails.map((e) => e.projectId),
+        project,
+      );
       return {
         data: page.emails.map((e) => ({
           id: e.id,
