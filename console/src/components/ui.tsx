@@ -66,7 +66,7 @@ export function ConfirmButton({
           await onConfirm();
         }}
       >
-        Confirm {label.toLowerCase()}
+        Confirm {label.charAt(0).toLowerCase() + label.slice(1)}
       </button>
       <button type="button" onClick={() => setAsking(false)}>
         Keep

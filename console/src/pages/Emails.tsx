@@ -195,7 +195,9 @@ function EmailDetail({ id }: { id: string }) {
             ) : null}
             <dt>Size</dt>
             <dd>
-              HTML {num(e.html_size)} B, text {num(e.text_size)} B{e.bulk ? ', bulk' : ''}
+              {[e.html_size ? `HTML ${num(e.html_size)} B` : '', e.text_size ? `text ${num(e.text_size)} B` : '', e.bulk ? 'bulk' : '']
+                .filter(Boolean)
+                .join(', ') || '—'}
             </dd>
             {e.tags.length ? (
               <>

@@ -1,6 +1,6 @@
 // Providers: each receiving provider's live state (queue, connections, rate, shaping, answers by
 // enhanced code), its throttle (editable), and the operator's suspend, resume and send now.
-import { type FormEvent, useState } from 'react';
+import { type FormEvent, useEffect, useState } from 'react';
 import { api, ok } from '../api';
 import { Badge, ConfirmButton, ErrorBox, Loading, num, Page, Stat, Table, Time } from '../components/ui';
 import { useAction, usePoll } from '../hooks';
@@ -148,6 +148,23 @@ function Controls({ provider, suspensions, onChange }: { provider: string; suspe
   );
 }
 
+const activity = (p: Provider, suspensions: Suspension[]) =>
+  (suspensions.length || p.actions.length ? 1000 : 0) +
+  (p.queue.ready + p.queue.in_flight + Object.values(p.queue.deferred).reduce((a, b) => a + b, 0) > 0 ? 100 : 0) +
+  (p.windows.last_day.delivered + p.windows.last_day.deferred + p.windows.last_day.bounced > 0 ? 10 : 0);
+
+function State({ p, suspensions }: { p: Provider; suspensions: Suspension[] }) {
+  const suspended = suspensions.length > 0 || p.actions.some((a) => a.action === 'suspend');
+  const shaped = p.actions.some((a) => a.action !== 'suspend');
+  return (
+    <span className="badges">
+      {suspended ? <Badge tone="bad">suspended</Badge> : null}
+      {shaped ? <Badge tone="warn">shaped</Badge> : null}
+      {!suspended && !shaped ? <Badge tone="ok">normal</Badge> : null}
+    </span>
+  );
+}
+
 function ProviderCard({
   p,
   throttle,
@@ -161,16 +178,11 @@ function ProviderCard({
 }) {
   const deferred = Object.values(p.queue.deferred).reduce((a, b) => a + b, 0);
   const h = p.windows.last_hour;
-  const shaped = p.actions.some((a) => a.action !== 'suspend');
   return (
     <article className="card provider" id={p.provider} aria-labelledby={`p-${p.provider}`}>
       <header className="card-head">
         <h2 id={`p-${p.provider}`}>{p.provider}</h2>
-        <span>
-          {suspensions.length || p.actions.some((a) => a.action === 'suspend') ? <Badge tone="bad">suspended</Badge> : null}{' '}
-          {shaped ? <Badge tone="warn">shaped</Badge> : null}
-          {!suspensions.length && !p.actions.length ? <Badge tone="ok">normal</Badge> : null}
-        </span>
+        <State p={p} suspensions={suspensions} />
       </header>
       <div className="stats">
         <Stat label="Ready" value={num(p.queue.ready)} />
@@ -189,42 +201,60 @@ function ProviderCard({
         />
       </div>
       <h3>Shaping actions</h3>
-      <Table label={`Shaping actions of ${p.provider}`} head={['Rule', 'Action', 'Value', 'Project', 'Since', 'Until', 'Trigger']} empty="No shaping in force.">
-        {p.actions.map((a) => (
-          <tr key={`${a.rule}:${a.project}:${a.action}`}>
-            <td>
-              <code>{a.rule}</code>
-            </td>
-            <td>{a.action}</td>
-            <td>{a.action === 'suspend' ? '—' : num(a.value)}</td>
-            <td>{a.project ?? 'all'}</td>
-            <td>
-              <Time iso={a.since} />
-            </td>
-            <td>{a.until ? <Time iso={a.until} /> : 'until lifted'}</td>
-            <td className="wrap-text">{a.trigger}</td>
-          </tr>
-        ))}
-      </Table>
+      {p.actions.length === 0 ? (
+        <p className="muted small">No shaping in force.</p>
+      ) : (
+        <Table
+          label={`Shaping actions of ${p.provider}`}
+          head={['Rule', 'Action', 'Value', 'Project', 'Since', 'Until', 'Trigger']}
+          empty="No shaping in force."
+        >
+          {p.actions.map((a) => (
+            <tr key={`${a.rule}:${a.project}:${a.action}`}>
+              <td>
+                <code>{a.rule}</code>
+              </td>
+              <td>{a.action}</td>
+              <td>{a.action === 'suspend' ? '—' : num(a.value)}</td>
+              <td>{a.project ?? 'all'}</td>
+              <td>
+                <Time iso={a.since} />
+              </td>
+              <td>{a.until ? <Time iso={a.until} /> : 'until lifted'}</td>
+              <td className="wrap-text">{a.trigger}</td>
+            </tr>
+          ))}
+        </Table>
+      )}
       <h3>Answers by enhanced code</h3>
-      <Table label={`Answers of ${p.provider}`} head={['Enhanced code', 'Count', 'Sample answer', 'Last']} empty="No answers recorded.">
-        {p.answers.map((a) => (
-          <tr key={a.enhanced_code}>
-            <td>
-              <code>{a.enhanced_code}</code>
-            </td>
-            <td>{num(a.count)}</td>
-            <td className="wrap-text">{a.sample}</td>
-            <td>
-              <Time iso={a.last_at} />
-            </td>
-          </tr>
-        ))}
-      </Table>
-      <h3>Throttle</h3>
-      <ThrottleForm provider={p.provider} throttle={throttle} onSaved={onChange} />
-      <h3>Queue control</h3>
-      <Controls provider={p.provider} suspensions={suspensions} onChange={onChange} />
+      {p.answers.length === 0 ? (
+        <p className="muted small">No answers recorded.</p>
+      ) : (
+        <Table label={`Answers of ${p.provider}`} head={['Enhanced code', 'Count', 'Sample answer', 'Last']} empty="No answers recorded.">
+          {p.answers.map((a) => (
+            <tr key={a.enhanced_code}>
+              <td>
+                <code>{a.enhanced_code}</code>
+              </td>
+              <td>{num(a.count)}</td>
+              <td className="wrap-text">{a.sample}</td>
+              <td>
+                <Time iso={a.last_at} />
+              </td>
+            </tr>
+          ))}
+        </Table>
+      )}
+      <div className="two">
+        <div>
+          <h3>Throttle</h3>
+          <ThrottleForm provider={p.provider} throttle={throttle} onSaved={onChange} />
+        </div>
+        <div>
+          <h3>Queue control</h3>
+          <Controls provider={p.provider} suspensions={suspensions} onChange={onChange} />
+        </div>
+      </div>
     </article>
   );
 }
@@ -264,6 +294,20 @@ export default function Providers() {
     projects: [],
   });
   const everywhere = data?.suspensions.filter((s) => s.provider === null) ?? [];
+  // Providers with something to look at first (suspended, shaped, mail waiting, traffic), then by name.
+  const cards = names
+    .map((name) => ({
+      p: data?.status.providers.find((p) => p.provider === name) ?? empty(name),
+      suspensions: data?.suspensions.filter((s) => s.provider === name) ?? [],
+    }))
+    .map((c) => ({ ...c, weight: activity(c.p, c.suspensions) }))
+    .sort((a, b) => b.weight - a.weight || a.p.provider.localeCompare(b.p.provider));
+  const hasData = data !== undefined;
+  // An address with #provider (a link from the overview) scrolls to its card once the cards are there.
+  useEffect(() => {
+    if (!hasData || !window.location.hash) return;
+    document.getElementById(decodeURIComponent(window.location.hash.slice(1)))?.scrollIntoView();
+  }, [hasData]);
   return (
     <Page title="Providers">
       <ErrorBox error={error} />
@@ -282,14 +326,32 @@ export default function Providers() {
             </p>
           ) : null}
           {names.length === 0 ? <p className="muted">No provider has mail or a throttle yet.</p> : null}
-          {names.map((name) => (
-            <ProviderCard
-              key={name}
-              p={data.status.providers.find((p) => p.provider === name) ?? empty(name)}
-              throttle={data.throttles.find((t) => t.provider === name)}
-              suspensions={data.suspensions.filter((s) => s.provider === name)}
-              onChange={reload}
-            />
+          <Table
+            label="All providers"
+            head={['Provider', 'State', 'Ready', 'In flight', 'Deferred', 'Connections', 'Per minute', 'Delivered, hour', 'Bounced, hour']}
+          >
+            {cards.map(({ p, suspensions }) => (
+              <tr key={p.provider}>
+                <td>
+                  <a href={`#${p.provider}`}>{p.provider}</a>
+                </td>
+                <td>
+                  <State p={p} suspensions={suspensions} />
+                </td>
+                <td>{num(p.queue.ready)}</td>
+                <td>{num(p.queue.in_flight)}</td>
+                <td>{num(Object.values(p.queue.deferred).reduce((a, b) => a + b, 0))}</td>
+                <td>
+                  {num(p.connections.open)} / {p.connections.limit === null ? '∞' : num(p.connections.limit)}
+                </td>
+                <td>{num(p.rate.per_minute)}</td>
+                <td>{num(p.windows.last_hour.delivered)}</td>
+                <td>{num(p.windows.last_hour.bounced)}</td>
+              </tr>
+            ))}
+          </Table>
+          {cards.map(({ p, suspensions }) => (
+            <ProviderCard key={p.provider} p={p} throttle={data.throttles.find((t) => t.provider === p.provider)} suspensions={suspensions} onChange={reload} />
           ))}
           <OtherProvider known={names} onChange={reload} />
         </>
