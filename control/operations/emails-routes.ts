@@ -69,13 +69,14 @@ const eventSchema = {
     at: { type: 'string' },
     provider: { ...nullable, description: 'The receiving provider the gateway counted the attempt under.' },
     mx: { ...nullable, description: 'The MX host that answered.' },
-    code: {
-      ...nullable,
-      description: "The remote's SMTP reply code (e.g. `550`), or control's error code for an email it failed itself (e.g. `QUOTA_EXCEEDED`).",
-    },
+    code: { type: ['integer', 'null'], description: "The remote's SMTP reply code, e.g. 550 (a sent email's is the 250 that accepted it)." },
     enhanced_code: { ...nullable, description: 'The enhanced status code (RFC 3463), e.g. `5.1.1`.' },
     response: { ...nullable, description: "The remote's answer, or control's reason for an event of its own (a hold, a failure, a cancel)." },
-    cause: { ...nullable, description: 'Who delayed or refused it: receiver, network, pacing, shaping, suspended, volume.' },
+    cause: {
+      ...nullable,
+      description:
+        'Who delayed or refused it: receiver, network, pacing, shaping, suspended, volume; for an email control failed itself, its error code (e.g. QUOTA_EXCEEDED).',
+    },
     rule: { ...nullable, description: "The shaping rule, or the operator's suspension (`operator:<id>`), that held it." },
   },
 } as const;
@@ -180,7 +181,8 @@ export function eventOut(e: EventRow) {
   const response = stringOr(d.response) ?? stringOr(d.reason);
   // A sent event's answer is the MX's reply to the end of DATA, which for an accepted message is 250 (the
   // gateway keeps only its text); other answers start with their code.
-  const smtp = typeof d.response === 'string' ? (/^([2-5]\d\d)(?!\d)/.exec(d.response)?.[1] ?? (e.type === 'sent' ? '250' : undefined)) : undefined;
+  const reply = typeof d.response === 'string' ? /^([2-5]\d\d)(?!\d)/.exec(d.response)?.[1] : undefined;
+  const code = reply !== undefined ? Number(reply) : e.type === 'sent' && typeof d.response === 'string' ? 250 : null;
   return {
     type: e.type,
     recipient: e.recipient || null,
@@ -188,10 +190,10 @@ export function eventOut(e: EventRow) {
     at: iso(e.at),
     provider: stringOr(d.provider),
     mx: stringOr(d.mx),
-    code: smtp ?? stringOr(d.code),
+    code,
     enhanced_code: stringOr(d.enhanced_code),
     response,
-    cause: stringOr(d.cause),
+    cause: stringOr(d.cause) ?? stringOr(d.code),
     rule: stringOr(d.rule),
   };
 }

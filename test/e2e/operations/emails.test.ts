@@ -173,7 +173,7 @@ describe.each(['sqlite', 'postgres'] as const)('the operator searches and opens 
     const sent = e.events.filter((x: any) => x.type === 'sent');
     expect(sent.map((x: any) => x.recipient).sort()).toEqual(['Ann@inbox.test', 'bob@inbox.test', 'carl@inbox.test']);
     // The MX's answer to DATA (its text; a message accepted was answered 250).
-    expect(sent[0]).toMatchObject({ attempt: 1, provider: 'other', mx: 'mx.inbox.test', code: '250', response: 'OK: message queued', cause: null });
+    expect(sent[0]).toMatchObject({ attempt: 1, provider: 'other', mx: 'mx.inbox.test', code: 250, response: 'OK: message queued', cause: null });
     // Oldest first.
     const times = e.events.map((x: any) => Date.parse(x.at));
     expect(times).toEqual([...times].sort((a: number, b: number) => a - b));
@@ -186,7 +186,7 @@ describe.each(['sqlite', 'postgres'] as const)('the operator searches and opens 
       attempt: 1,
       provider: 'other',
       mx: expect.stringContaining('inbox.test'),
-      code: '550',
+      code: 550,
       enhanced_code: '5.1.1',
       response: expect.stringContaining('User unknown'),
       cause: 'receiver',
