@@ -149,6 +149,14 @@ function Search() {
   );
 }
 
+/** The remote answer as the server gave it; its code and enhanced code in front when the text lacks them. */
+function answerOf(ev: { code: number | string | null; enhanced_code: string | null; response: string | null }): string {
+  const response = ev.response ?? '';
+  const code = ev.code === null ? '' : String(ev.code);
+  if (code && response.startsWith(code)) return response;
+  return [code, ev.enhanced_code && !response.includes(ev.enhanced_code) ? ev.enhanced_code : '', response].filter(Boolean).join(' ');
+}
+
 function EmailDetail({ id }: { id: string }) {
   const { data: e, error, loading } = usePoll(() => ok(api.GET('/admin/v1/emails/{id}', { params: { path: { id } } })), [id], 5000);
   return (
@@ -240,11 +248,7 @@ function EmailDetail({ id }: { id: string }) {
                       {ev.mx ? ` via ${ev.mx}` : ''}
                     </span>
                   ) : null}
-                  {ev.code || ev.response ? (
-                    <code className="answer">
-                      {[ev.code, ev.enhanced_code].filter(Boolean).join(' ')} {ev.response ?? ''}
-                    </code>
-                  ) : null}
+                  {ev.code || ev.response ? <code className="answer">{answerOf(ev)}</code> : null}
                   {ev.cause ? <span className="muted">cause: {ev.cause}</span> : null}
                   {ev.rule ? (
                     <span className="muted">
