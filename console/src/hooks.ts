@@ -21,6 +21,12 @@ export function usePoll<T>(fn: () => Promise<T>, deps: DependencyList, everyMs?:
   fnRef.current = fn;
   const reload = useCallback(() => setTick((t) => t + 1), []);
 
+  // Other arguments (another project, another search): the last answer is not theirs.
+  useEffect(() => {
+    setData(undefined);
+    setError(undefined);
+  }, [...deps]);
+
   // biome-ignore lint/correctness/useExhaustiveDependencies: deps are the caller's, tick forces a reload
   useEffect(() => {
     let live = true;
