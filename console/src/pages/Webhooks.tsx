@@ -8,6 +8,9 @@ import { Link, navigate, useLocation } from '../router';
 
 type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 
+/** A long subscription shortened: the first three events and how many more (all of them in the title). */
+const eventsOf = (events: string[]) => (events.length <= 4 ? events.join(', ') : `${events.slice(0, 3).join(', ')} +${events.length - 3} more`);
+
 function Endpoints() {
   const { query } = useLocation();
   const project = query.get('project') ?? '';
@@ -36,7 +39,9 @@ function Endpoints() {
                 <Link to={`/webhooks/${encodeURIComponent(w.id)}`}>{w.url}</Link>
               </td>
               <td>{w.project}</td>
-              <td className="wrap-text small">{w.events.join(', ')}</td>
+              <td className="wrap-text small" title={w.events.join(', ')}>
+                {eventsOf(w.events)}
+              </td>
               <td>{w.enabled ? <Badge tone="ok">enabled</Badge> : <Badge>disabled</Badge>}</td>
               <td>{num(w.recent.delivered)}</td>
               <td>{w.recent.failed ? <Badge tone="bad">{num(w.recent.failed)}</Badge> : '0'}</td>
@@ -58,13 +63,21 @@ function Deliveries({ id }: { id: string }) {
     [id, status],
     5000,
   );
+  // The endpoint's address and project for the heading (the list is short: one row per endpoint).
+  const endpoint = usePoll(() => ok(api.GET('/admin/v1/webhooks', { params: { query: {} } })), []).data?.data.find((w) => w.id === id);
   const retry = async (delivery: string) => {
     if (await act.run(() => ok(api.POST('/admin/v1/webhooks/deliveries/{id}/retry', { params: { path: { id: delivery } } })))) reload();
   };
   return (
     <Page title="Webhook deliveries">
       <p className="crumbs">
-        <Link to="/webhooks">Webhooks</Link> / <code>{id}</code>
+        <Link to="/webhooks">Webhooks</Link> / {endpoint ? <code>{endpoint.url}</code> : <code>{id}</code>}
+        {endpoint ? (
+          <>
+            {' '}
+            · <Link to={`/projects/${encodeURIComponent(endpoint.project)}`}>{endpoint.project}</Link> · {eventsOf(endpoint.events)}
+          </>
+        ) : null}
       </p>
       <div className="row wrap">
         <label className="inline">
