@@ -22,6 +22,8 @@ import { suppressionAdminRoutes } from './admin/suppressions-routes.js';
 import { webhookAdminRoutes } from './admin/webhooks-routes.js';
 import { signInActivityRoutes } from './admin/signin-activity.js';
 import { adminGuard } from './admin/guard.js';
+import { ConsoleSessions } from './console/sessions.js';
+import { sessionRoutes } from './console/session-routes.js';
 import { newFastify } from './http/fastify.js';
 import { completeOpenapi } from './http/openapi.js';
 import type { PacingService } from './pacing/service.js';
@@ -114,12 +116,17 @@ export async function buildAdminApp(deps: AppDeps, auth: { admin: FastifyPluginA
   const { config } = deps;
   const app = newFastify({ config, log: deps.log, metrics: deps.metrics });
   const refused = adminRefused(deps.metrics);
+  // The console's sessions live in this process's memory: a restart signs every operator out.
+  const sessions = new ConsoleSessions({ idleMs: config.consoleIdleMinutes * 60_000, maxMs: config.consoleMaxHours * 3_600_000 });
   const guard = adminGuard({
     token: deps.adminToken,
     counters: deps.counters,
     log: deps.log,
     onRefused: (reason) => refused.with({ reason }).inc(),
+    sessions,
   });
+  // The console's sign-in is outside the guard (it is where the token is given); it throttles as the guard does.
+  await app.register(sessionRoutes, { store: deps.store, guard, sessions });
   await app.register(async (admin) => {
     admin.addHook('onRequest', guard);
     await admin.register(adminRoutes, { config, store: deps.store, invalidator: deps.invalidator, secret: deps.secret });

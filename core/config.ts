@@ -276,6 +276,10 @@ export interface Config {
   pacing: PacingSettings;
   shaping: ShapingSettings;
   alerts: AlertSettings;
+  /** The console's sessions (control/console/sessions.ts): idle lifetime in minutes (POSTGATE_CONSOLE_IDLE_MINUTES, 30). */
+  consoleIdleMinutes: number;
+  /** ... and absolute lifetime in hours (POSTGATE_CONSOLE_MAX_HOURS, 12). */
+  consoleMaxHours: number;
   /** POSTGATE_TEST_CLOCK=1: the admin API (and the gateways) let tests move the clock. */
   testClock: boolean;
   /** POSTGATE_REDIS_URL: shared limit and pacing counters and cross-node cache invalidation; unset = this process's memory. */
@@ -526,6 +530,16 @@ function alertSettings(over: unknown, env: NodeJS.ProcessEnv): AlertSettings {
   return a;
 }
 
+/** A whole number from 1 to max read from env (the console's lifetimes), or the default when unset. */
+function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number, max: number, unit: string): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || !Number.isInteger(n) || n < 1 || n > max)
+    throw new Error(`${name} must be a whole number of ${unit} from 1 to ${max}, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
 function list(raw: string | undefined): string[] {
   return (raw ?? '')
     .split(',')
@@ -743,6 +757,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     pacing,
     shaping: shapingSettings(file.shaping, Object.keys(pacing.providers)),
     alerts: alertSettings(file.alerts, env),
+    consoleIdleMinutes: positiveInt(env, 'POSTGATE_CONSOLE_IDLE_MINUTES', 30, 7 * 24 * 60, 'minutes'),
+    consoleMaxHours: positiveInt(env, 'POSTGATE_CONSOLE_MAX_HOURS', 12, 30 * 24, 'hours'),
     testClock: env.POSTGATE_TEST_CLOCK === '1',
     redisUrl: redisUrl(env.POSTGATE_REDIS_URL),
     redisPrefix: redisPrefix(env.POSTGATE_REDIS_PREFIX),
