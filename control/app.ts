@@ -26,6 +26,7 @@ import { ConsoleSessions } from './console/sessions.js';
 import { sessionRoutes } from './console/session-routes.js';
 import { newFastify } from './http/fastify.js';
 import { completeOpenapi } from './http/openapi.js';
+import { adminOpenapiOptions } from './console/admin-openapi.js';
 import type { PacingService } from './pacing/service.js';
 import { pacingAdminRoutes } from './pacing/admin-routes.js';
 import type { MailTokens } from './unsubscribe/mail-tokens.js';
@@ -115,6 +116,8 @@ export async function buildApp(deps: AppDeps, auth: { plugin: FastifyPluginAsync
 export async function buildAdminApp(deps: AppDeps, auth: { admin: FastifyPluginAsync }): Promise<FastifyInstance> {
   const { config } = deps;
   const app = newFastify({ config, log: deps.log, metrics: deps.metrics });
+  // The admin OpenAPI document (GET /admin/v1/openapi.json; npm run gen types the console with it).
+  await app.register(swagger, adminOpenapiOptions());
   const refused = adminRefused(deps.metrics);
   // The console's sessions live in this process's memory: a restart signs every operator out.
   const sessions = new ConsoleSessions({ idleMs: config.consoleIdleMinutes * 60_000, maxMs: config.consoleMaxHours * 3_600_000 });
@@ -129,6 +132,7 @@ export async function buildAdminApp(deps: AppDeps, auth: { admin: FastifyPluginA
   await app.register(sessionRoutes, { store: deps.store, guard, sessions });
   await app.register(async (admin) => {
     admin.addHook('onRequest', guard);
+    admin.get('/admin/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
     await admin.register(adminRoutes, { config, store: deps.store, invalidator: deps.invalidator, secret: deps.secret });
     // The console's Projects, Suppressions, Webhooks and Sign-in pages (control/admin).
     await admin.register(projectDetailRoutes, { config, store: deps.store });
