@@ -24,6 +24,7 @@ import { signInActivityRoutes } from './admin/signin-activity.js';
 import { adminGuard } from './admin/guard.js';
 import { ConsoleSessions } from './console/sessions.js';
 import { sessionRoutes } from './console/session-routes.js';
+import { consoleStatic } from './console/static.js';
 import { newFastify } from './http/fastify.js';
 import { completeOpenapi } from './http/openapi.js';
 import { adminOpenapiOptions } from './console/admin-openapi.js';
@@ -63,6 +64,8 @@ export interface AppDeps {
   deliveryState?: DeliveryStateService;
   /** The console's overview: series, queue depth, suspended and shaped providers, alerts (control/operations/overview.ts). */
   overview?: OverviewService;
+  /** The console's built front end (`<compiled tree>/console`), served on the admin listener at /console/ (control/console/static.ts). */
+  consoleDir?: string;
 }
 
 /** The public listener: the mail API, the auth API, the hosted widget and one-click unsubscribe. */
@@ -130,6 +133,8 @@ export async function buildAdminApp(deps: AppDeps, auth: { admin: FastifyPluginA
   });
   // The console's sign-in is outside the guard (it is where the token is given); it throttles as the guard does.
   await app.register(sessionRoutes, { store: deps.store, guard, sessions });
+  // The console's files: public (the data they fetch is behind the guard), on this listener only.
+  if (deps.consoleDir !== undefined) await app.register(consoleStatic, { dir: deps.consoleDir, log: deps.log });
   await app.register(async (admin) => {
     admin.addHook('onRequest', guard);
     admin.get('/admin/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -1,5 +1,7 @@
 // The control process: storage, the HTTP API, dispatch to gateways and the
 // delivery-event stream back. Started by the supervisor (control/supervisor.ts).
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../core/config.js';
 import { adminToken, masterSecret } from '../core/secrets.js';
 import { createLogger } from '../core/log.js';
@@ -37,6 +39,16 @@ import { QueueControls } from './operations/controls.js';
 import { DeliveryStateService } from './operations/state.js';
 import { AcceptedTraffic, publishTraffic } from './operations/traffic.js';
 import { OverviewService } from './operations/overview.js';
+
+/**
+ * The console's built front end: `<compiled tree>/console`, beside the compiled control/ this file is in
+ * (Vite's outDir, deploy/build-console.ts). Run from source (tsx), the tree is dist/ or POSTGATE_BUILD_DIR.
+ */
+function consoleDir(): string {
+  const here = fileURLToPath(import.meta.url);
+  if (here.endsWith('.ts')) return path.resolve(path.dirname(here), '..', process.env.POSTGATE_BUILD_DIR || 'dist', 'console');
+  return path.resolve(path.dirname(here), '..', 'console');
+}
 
 process.umask(0o077); // data-dir files are the service's alone (core/data-dir.ts), also when run without the supervisor
 const config = loadConfig();
@@ -127,6 +139,7 @@ const deps: AppDeps = {
   queueControls,
   deliveryState,
   overview,
+  consoleDir: consoleDir(),
 };
 // The sign-in capability: composed here, the one place control knows it exists.
 const auth = createAuth({
