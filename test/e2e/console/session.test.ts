@@ -137,7 +137,13 @@ describe('console session', () => {
     expect(read.status).toBe(200);
     expect(read.body.status).toBe('active');
 
-    for (const headers of [{ cookie: s.cookie }, { cookie: s.cookie, 'x-csrf-token': `${s.csrf.slice(0, -1)}A` }, { cookie: s.cookie, 'x-csrf-token': '' }]) {
+    const altered = `${s.csrf.slice(0, -1)}${s.csrf.endsWith('A') ? 'B' : 'A'}`;
+    const attempts: Array<Record<string, string>> = [
+      { cookie: s.cookie },
+      { cookie: s.cookie, 'x-csrf-token': altered },
+      { cookie: s.cookie, 'x-csrf-token': '' },
+    ];
+    for (const headers of attempts) {
       const r = await admin('POST', `/admin/v1/projects/${p.slug}/pause`, { headers, body: {} });
       expect(r.status).toBe(403);
       expect(r.body.code).toBe('CSRF_TOKEN_INVALID');
