@@ -1,8 +1,8 @@
 // The operator console's stack for the browser test (console.test.ts): postgate with a loopback MX
 // (loopback DNS names gmail.com, outlook.com, yahoo.com and inbox.test after it), a loopback webhook
-// receiver (one path answers 200, the other 500), and data like a small live service's: three
+// receiver, and data like a small live service's: three
 // projects on a paid plan with verified domains, a couple of hundred emails over the providers, two
-// hard bounces (suppressed), a webhook whose deliveries fail. The console is served by control on the
+// hard bounces (suppressed), sign-ins, and a webhook endpoint that fails a third of its deliveries. The console is served by control on the
 // admin listener at /console/ (the compiled tree's console/ directory, built with the rest).
 import fs from 'node:fs';
 import http from 'node:http';
@@ -60,9 +60,11 @@ export async function startConsoleEnv(): Promise<ConsoleEnv> {
       { type: 'A' as const, name: `mx.${d}`, address: '127.0.0.1' },
     ]),
   );
+  // /ok answers 200; /flaky answers 500 to every third message (given up at once: see webhooks below).
+  let flaky = 0;
   const hooks = http.createServer((req, res) => {
     req.resume();
-    req.on('end', () => res.writeHead(req.url?.startsWith('/fail') ? 500 : 200).end());
+    req.on('end', () => res.writeHead(req.url?.startsWith('/flaky') && ++flaky % 3 === 0 ? 500 : 200).end());
   });
   await new Promise<void>((r) => hooks.listen(0, '127.0.0.1', r));
   const hookPort = (hooks.address() as AddressInfo).port;
@@ -92,7 +94,7 @@ export async function startConsoleEnv(): Promise<ConsoleEnv> {
       if (r.status !== 201) throw new Error(`webhook: ${r.status} ${JSON.stringify(r.body)}`);
     };
     await hook(projects.acme, `http://127.0.0.1:${hookPort}/ok/postgate`);
-    await hook(projects.northwind, `http://127.0.0.1:${hookPort}/fail/postgate`);
+    await hook(projects.northwind, `http://127.0.0.1:${hookPort}/flaky/postgate`);
 
     // Some history: 240 emails in batches over the projects and the providers, two hard bounces among them.
     for (const addr of ['old.account@yahoo.com', 'typo@outlook.com']) sink.setBehaviour(addr, { rcpt: [replies.noSuchUser] });
@@ -121,7 +123,8 @@ export async function startConsoleEnv(): Promise<ConsoleEnv> {
       perProject.push(Array.from({ length: Math.ceil(count / 20) }, (_, k) => ({ p, body: body.slice(k * 20, k * 20 + 20) })));
     }
     const rounds = Math.max(...perProject.map((l) => l.length));
-    const batches = Array.from({ length: rounds }, (_, k) => perProject.flatMap((l) => (l[k] ? [l[k]] : []))).flat();
+    // Every project's last batch goes in the last round: the newest page of mail shows all of them.
+    const batches = Array.from({ length: rounds }, (_, k) => perProject.flatMap((l) => l[k - (rounds - l.length)] ?? [])).flat();
     for (const b of batches) {
       const r = await stack.api('POST', '/v1/emails/batch', b.p.keys.live, b.body);
       if (r.status >= 300) throw new Error(`batch: ${r.status} ${JSON.stringify(r.body)}`);
