@@ -3,7 +3,7 @@
 // back from GET /console/api/session) and goes as X-CSRF-Token on every change. The admin token is
 // never kept: it is posted once by the sign-in form.
 import createClient, { type Middleware } from 'openapi-fetch';
-import type { paths } from './types';
+import type { paths } from './gen/admin-api';
 
 let csrf: string | null = null;
 const signedOut = new Set<() => void>();
