@@ -15,12 +15,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid, type ErrorCode } from '../../core/errors.js';
 import { clock, DAY_MS } from '../../core/clock.js';
 import { uuidv7 } from '../../core/ids.js';
-import type { Store } from '../store/index.js';
+import { IDEMPOTENCY_LEASE_MS, type Store } from '../store/index.js';
 import type { Accepted } from './pipeline.js';
 
 export const IDEMPOTENCY_WINDOW_MS = DAY_MS;
-/** How long a claim owns its key before a retry may take it over (a crashed attempt). */
-export const IDEMPOTENCY_LEASE_MS = 60_000;
+export { IDEMPOTENCY_LEASE_MS };
 export const MAX_IDEMPOTENCY_KEY = 256;
 export const REPLAYED_HEADER = 'Idempotent-Replayed';
 const PRUNE_EVERY_MS = 10 * 60_000;

@@ -2,8 +2,7 @@
 // time range maps to, how a tag filter reads, and how a page is cut. Emails are read newest first by
 // id, which is time-ordered (UUIDv7, core/ids.ts): the primary key (or emails_project_id, or the
 // recipient index) gives that order, so no index on created_at is written on the mail path for it.
-import { IDEMPOTENCY_LEASE_MS } from '../mail/idempotency.js';
-import { EMAIL_SEARCH_SCAN, type EmailSearch, type EmailSearchPage, type EmailSummary } from './index.js';
+import { EMAIL_SEARCH_SCAN, IDEMPOTENCY_LEASE_MS, type EmailSearch, type EmailSearchPage, type EmailSummary } from './index.js';
 
 /** The 48-bit millisecond field of a UUIDv7 (dates past it, or before 1970, are clamped). */
 const MAX_MS = 2 ** 48 - 1;

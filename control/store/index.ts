@@ -182,6 +182,11 @@ export interface EmailSearchPage {
 
 /** How many emails (or a recipient's emails) one search call examines at most. */
 export const EMAIL_SEARCH_SCAN = 5000;
+/**
+ * How long an idempotency claim owns its key before a retry may take it over (a crashed attempt); here
+ * because the email search widens a time range by it (ids reserved by a claim may be that much older).
+ */
+export const IDEMPOTENCY_LEASE_MS = 60_000;
 
 export interface EmailOwner {
   id: string;
