@@ -127,3 +127,56 @@ export function connectRedis(settings: RedisSettings, log: Logger, purpose = 'co
   };
   return link;
 }
+
+/** How a node publishes a value of its own for the other nodes to read (publishNodeValue). */
+export interface NodePublication {
+  /** The key (the deployment prefix is put before it): one per node, e.g. `delivery-state:<node>`. */
+  name: string;
+  everyMs: number;
+  /** A few missed publications before the node's value expires and leaves the sum by itself. */
+  ttlMs: number;
+  /** What the warning names when a publication fails. */
+  what: string;
+}
+
+/**
+ * Publishes value() every `everyMs` under the node's own expiring key; one warning per outage (the next
+ * success logs nothing, the value is simply there again). Returns the stop function (also run on close).
+ */
+export function publishNodeValue(redis: RedisLink, p: NodePublication, value: () => unknown, log: Logger): () => void {
+  let failing = false;
+  const publish = () => {
+    if (!redis.up) return;
+    redis.client.set(redis.key(p.name), JSON.stringify(value()), 'PX', p.ttlMs).then(
+      () => {
+        failing = false;
+      },
+      (err: unknown) => {
+        redis.failed(err);
+        if (!failing) log.warn({ err }, `could not publish ${p.what} to Redis`);
+        failing = true;
+      },
+    );
+  };
+  const timer = setInterval(publish, p.everyMs);
+  timer.unref();
+  publish();
+  const stop = () => clearInterval(timer);
+  redis.onClose(stop);
+  return stop;
+}
+
+/** Every node's value published under `prefix` (publishNodeValue), this node's among them. */
+export async function readNodeValues<T>(redis: RedisLink, prefix: string): Promise<T[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, found] = await redis.client.scan(cursor, 'MATCH', redis.key(`${prefix}*`), 'COUNT', 200);
+    cursor = next;
+    keys.push(...found);
+  } while (cursor !== '0');
+  if (!keys.length) return [];
+  const out: T[] = [];
+  for (const raw of await redis.client.mget(...keys)) if (raw) out.push(JSON.parse(raw) as T);
+  return out;
+}

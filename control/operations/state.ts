@@ -6,7 +6,7 @@
 import { clock } from '../../core/clock.js';
 import { notFound } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
-import type { RedisLink } from '../../core/redis.js';
+import { readNodeValues, type RedisLink } from '../../core/redis.js';
 import {
   type DeliverySnapshot,
   filterSnapshot,
@@ -41,19 +41,7 @@ const iso = (ms: number) => (ms > 0 ? new Date(ms).toISOString() : null);
 export type QueueStatus = Awaited<ReturnType<DeliveryStateService['status']>>;
 
 /** The gateways' published snapshots (gateway/state/publish.ts), every node's. */
-export async function readDeliveryStates(redis: RedisLink): Promise<DeliverySnapshot[]> {
-  const keys: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.client.scan(cursor, 'MATCH', redis.key(`${STATE_KEY_PREFIX}*`), 'COUNT', 200);
-    cursor = next;
-    keys.push(...found);
-  } while (cursor !== '0');
-  if (!keys.length) return [];
-  const out: DeliverySnapshot[] = [];
-  for (const raw of await redis.client.mget(...keys)) if (raw) out.push(JSON.parse(raw) as DeliverySnapshot);
-  return out;
-}
+export const readDeliveryStates = (redis: RedisLink): Promise<DeliverySnapshot[]> => readNodeValues<DeliverySnapshot>(redis, STATE_KEY_PREFIX);
 
 export class DeliveryStateService {
   constructor(

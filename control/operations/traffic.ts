@@ -8,7 +8,7 @@
 import crypto from 'node:crypto';
 import { clock } from '../../core/clock.js';
 import type { Logger } from '../../core/log.js';
-import type { RedisLink } from '../../core/redis.js';
+import { publishNodeValue, readNodeValues, type RedisLink } from '../../core/redis.js';
 import { addBuckets, HOUR_MS, MINUTE_MS, SERIES, seriesStart } from '../../common/delivery-state.js';
 
 export const TRAFFIC_KEY_PREFIX = 'accepted-traffic:';
@@ -86,41 +86,13 @@ export function sumTraffic(all: readonly AcceptedWindows[], now: number): { minu
 }
 
 /** Publishes this control's windows every few seconds under its own expiring key. */
-export function publishTraffic(redis: RedisLink, traffic: AcceptedTraffic, log: Logger): () => void {
-  let failing = false;
-  const publish = () => {
-    if (!redis.up) return;
-    redis.client.set(redis.key(`${TRAFFIC_KEY_PREFIX}${traffic.node}`), JSON.stringify(traffic.windows()), 'PX', TRAFFIC_TTL_MS).then(
-      () => {
-        failing = false;
-      },
-      (err: unknown) => {
-        redis.failed(err);
-        // Once per outage.
-        if (!failing) log.warn({ err }, 'could not publish the accepted counts to Redis');
-        failing = true;
-      },
-    );
-  };
-  const timer = setInterval(publish, PUBLISH_EVERY_MS);
-  timer.unref();
-  publish();
-  const stop = () => clearInterval(timer);
-  redis.onClose(stop);
-  return stop;
-}
+export const publishTraffic = (redis: RedisLink, traffic: AcceptedTraffic, log: Logger): (() => void) =>
+  publishNodeValue(
+    redis,
+    { name: `${TRAFFIC_KEY_PREFIX}${traffic.node}`, everyMs: PUBLISH_EVERY_MS, ttlMs: TRAFFIC_TTL_MS, what: 'the accepted counts' },
+    () => traffic.windows(),
+    log,
+  );
 
 /** Every control's published windows (this one's among them). */
-export async function readTraffic(redis: RedisLink): Promise<AcceptedWindows[]> {
-  const keys: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.client.scan(cursor, 'MATCH', redis.key(`${TRAFFIC_KEY_PREFIX}*`), 'COUNT', 200);
-    cursor = next;
-    keys.push(...found);
-  } while (cursor !== '0');
-  if (!keys.length) return [];
-  const out: AcceptedWindows[] = [];
-  for (const raw of await redis.client.mget(...keys)) if (raw) out.push(JSON.parse(raw) as AcceptedWindows);
-  return out;
-}
+export const readTraffic = (redis: RedisLink): Promise<AcceptedWindows[]> => readNodeValues<AcceptedWindows>(redis, TRAFFIC_KEY_PREFIX);
