@@ -142,9 +142,26 @@ export function Stat({ label, value, hint }: { label: string; value: ReactNode; 
 const nf = new Intl.NumberFormat('en');
 export const num = (n: number | null | undefined): string => (n === null || n === undefined ? '—' : nf.format(n));
 export const pct = (r: number | null | undefined, digits = 2): string => (r === null || r === undefined ? '—' : `${(r * 100).toFixed(digits)} %`);
+const pad = (n: number) => String(n).padStart(2, '0');
+/** The one date format of the console (tables, charts, legends): `2026-11-29 04:43:38`, 24-hour, local time,
+ * the same in every browser locale. `seconds: false` drops the seconds (chart buckets). */
+export function fmtDate(d: Date, seconds = true): string {
+  const day = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
+  const hm = `${pad(d.getHours())}:${pad(d.getMinutes())}`;
+  return `${day} ${hm}${seconds ? `:${pad(d.getSeconds())}` : ''}`;
+}
 export function time(iso: string | null | undefined): string {
   if (!iso) return '—';
   const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString('en-GB', { dateStyle: 'short', timeStyle: 'medium' });
+  return Number.isNaN(d.getTime()) ? iso : fmtDate(d);
+}
+/** Long text (an MX answer) cut to `max` characters with an ellipsis; the whole text is in the title. `cut` says the
+ * text was already cut where it was recorded, so it gets an ellipsis too. */
+export function Clip({ text, max = 120, cut = false }: { text: string | null | undefined; max?: number; cut?: boolean }) {
+  if (!text) return <span className="muted">—</span>;
+  const whole = cut ? `${text}…` : text;
+  if (text.length <= max) return <span title={cut ? whole : undefined}>{whole}</span>;
+  const space = text.lastIndexOf(' ', max);
+  return <span title={whole}>{`${text.slice(0, space > max * 0.6 ? space : max).replace(/[\s.,;:]+$/, '')}…`}</span>;
 }
 export const Time = ({ iso }: { iso: string | null | undefined }) => (iso ? <time dateTime={iso}>{time(iso)}</time> : <span className="muted">—</span>);

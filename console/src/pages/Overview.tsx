@@ -8,11 +8,13 @@ import { usePoll } from '../hooks';
 import { Link } from '../router';
 
 const KINDS = ['accepted', 'delivered', 'deferred', 'bounced', 'complained'] as const;
+// Drawn in this order: accepted last and dashed, so where delivered lies on it both still show.
+const DRAWN = ['delivered', 'deferred', 'bounced', 'complained', 'accepted'] as const;
 type Span = { start: string; step_s: number } & Record<(typeof KINDS)[number], number[]>;
 
 function SpanChart({ title, span }: { title: string; span: Span }) {
   const times = useMemo(() => bucketTimes(span.start, span.step_s, span.accepted.length), [span]);
-  const lines: Line[] = useMemo(() => KINDS.map((k) => ({ label: k, values: span[k], color: COLORS[k] })), [span]);
+  const lines: Line[] = useMemo(() => DRAWN.map((k) => ({ label: k, values: span[k], color: COLORS[k], dash: k === 'accepted' })), [span]);
   return <Chart title={title} times={times} lines={lines} />;
 }
 

@@ -7,6 +7,9 @@ import { Badge, ConfirmButton, ErrorBox, Loading, num, Page, pct, Stat, Status, 
 import { useAction, usePoll } from '../hooks';
 import { Link } from '../router';
 
+/** postgate's own sender (sign-in codes), made at start (control/domains/system.ts SYSTEM_PROJECT_SLUG). */
+const SYSTEM_SLUG = 'postgate-system';
+
 function ProjectList() {
   const { data, error, loading } = usePoll(() => ok(api.GET('/admin/v1/projects')), [], 5000);
   return (
@@ -19,6 +22,12 @@ function ProjectList() {
             <tr key={p.id}>
               <td>
                 <Link to={`/projects/${encodeURIComponent(p.slug)}`}>{p.name}</Link>
+                {p.slug === SYSTEM_SLUG ? (
+                  <>
+                    {' '}
+                    <Badge tone="info">system</Badge>
+                  </>
+                ) : null}
               </td>
               <td>
                 <code>{p.slug}</code>
@@ -171,7 +180,11 @@ function ProjectDetail({ slug }: { slug: string }) {
                 value={pct(p.rates.complaint_rate, 3)}
                 hint={`${num(p.rates.complained)} complained`}
               />
-              <Stat label={`Sent, ${p.rates.window_days} days`} value={num(p.rates.sent)} hint={`${num(p.rates.delivered)} delivered`} />
+              <Stat
+                label={`Sent (accepted by the receiver), ${p.rates.window_days} days`}
+                value={num(p.rates.sent)}
+                hint={`${num(p.rates.delivered)} confirmed by a delivery report`}
+              />
             </div>
             <div className="meters">
               <Meter label="Today" used={p.usage.day} limit={p.limits.daily_quota} />

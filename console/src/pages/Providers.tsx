@@ -2,8 +2,12 @@
 // enhanced code), its throttle (editable), and the operator's suspend, resume and send now.
 import { type FormEvent, useEffect, useState } from 'react';
 import { api, ok } from '../api';
-import { Badge, ConfirmButton, ErrorBox, Loading, num, Page, Stat, Table, Time } from '../components/ui';
+import { Badge, Clip, ConfirmButton, ErrorBox, Loading, num, Page, Stat, Table, Time } from '../components/ui';
 import { useAction, usePoll } from '../hooks';
+
+/** The gateways keep at most this many characters of a trigger or sample answer (gateway/shaping, gateway/state):
+ * one that long was cut there. */
+const RECORDED_MAX = 300;
 
 type Status = Awaited<ReturnType<typeof loadAll>>;
 type Provider = Status['status']['providers'][number];
@@ -188,7 +192,11 @@ function ProviderCard({
         <Stat label="Ready" value={num(p.queue.ready)} />
         <Stat label="In flight" value={num(p.queue.in_flight)} />
         <Stat label="Deferred" value={num(deferred)} />
-        <Stat label="Connections" value={`${num(p.connections.open)} / ${p.connections.limit === null ? '∞' : num(p.connections.limit)}`} />
+        <Stat
+          label="Connections open / limit"
+          value={`${num(p.connections.open)} / ${p.connections.limit === null ? '∞' : num(p.connections.limit)}`}
+          hint="busy + idle kept for reuse"
+        />
         <Stat
           label="Rate per minute"
           value={num(p.rate.per_minute)}
@@ -221,7 +229,9 @@ function ProviderCard({
                 <Time iso={a.since} />
               </td>
               <td>{a.until ? <Time iso={a.until} /> : 'until lifted'}</td>
-              <td className="wrap-text">{a.trigger}</td>
+              <td className="wrap-text">
+                <Clip text={a.trigger} cut={a.trigger.length >= RECORDED_MAX} />
+              </td>
             </tr>
           ))}
         </Table>
@@ -237,7 +247,9 @@ function ProviderCard({
                 <code>{a.enhanced_code}</code>
               </td>
               <td>{num(a.count)}</td>
-              <td className="wrap-text">{a.sample}</td>
+              <td className="wrap-text">
+                <Clip text={a.sample} cut={a.sample.length >= RECORDED_MAX} />
+              </td>
               <td>
                 <Time iso={a.last_at} />
               </td>
@@ -328,7 +340,7 @@ export default function Providers() {
           {names.length === 0 ? <p className="muted">No provider has mail or a throttle yet.</p> : null}
           <Table
             label="All providers"
-            head={['Provider', 'State', 'Ready', 'In flight', 'Deferred', 'Connections', 'Per minute', 'Delivered, hour', 'Bounced, hour']}
+            head={['Provider', 'State', 'Ready', 'In flight', 'Deferred', 'Connections open / limit', 'Per minute', 'Delivered, hour', 'Bounced, hour']}
           >
             {cards.map(({ p, suspensions }) => (
               <tr key={p.provider}>
@@ -341,7 +353,7 @@ export default function Providers() {
                 <td>{num(p.queue.ready)}</td>
                 <td>{num(p.queue.in_flight)}</td>
                 <td>{num(Object.values(p.queue.deferred).reduce((a, b) => a + b, 0))}</td>
-                <td>
+                <td title="open connections (busy + idle kept for reuse) / the limit">
                   {num(p.connections.open)} / {p.connections.limit === null ? '∞' : num(p.connections.limit)}
                 </td>
                 <td>{num(p.rate.per_minute)}</td>

@@ -13,6 +13,9 @@ function Activity({ slug }: { slug: string }) {
   const path = { slug };
   const activity = usePoll(() => ok(api.GET('/admin/v1/projects/{slug}/auth/activity', { params: { path, query: { period } } })), [slug, period], 5000);
   const log = usePoll(() => ok(api.GET('/admin/v1/projects/{slug}/audit', { params: { path, query: { limit: '50' } } })), [slug], 5000);
+  // The page is titled with the project's name; its slug stays in the address.
+  const project = usePoll(() => ok(api.GET('/admin/v1/projects/{slug}', { params: { path } })), [slug]);
+  const name = project.data?.name ?? slug;
   const a = activity.data;
   const times = useMemo(() => (a ? bucketTimes(a.start, a.step_s, a.buckets.length) : []), [a]);
   const lines: Line[] = useMemo(
@@ -27,7 +30,7 @@ function Activity({ slug }: { slug: string }) {
   );
   return (
     <Page
-      title={`Sign-in: ${slug}`}
+      title={`Sign-in: ${name}`}
       actions={
         <label className="inline">
           <span>Period</span>
@@ -39,7 +42,7 @@ function Activity({ slug }: { slug: string }) {
       }
     >
       <p className="crumbs">
-        <Link to="/sign-in">Sign-in</Link> / <Link to={`/projects/${encodeURIComponent(slug)}`}>{slug}</Link>
+        <Link to="/sign-in">Sign-in</Link> / <Link to={`/projects/${encodeURIComponent(slug)}`}>{name}</Link>
       </p>
       <ErrorBox error={activity.error} />
       <Loading show={activity.loading && !a} />

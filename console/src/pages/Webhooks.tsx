@@ -11,6 +11,14 @@ type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 /** A long subscription shortened: the first three events and how many more (all of them in the title). */
 const eventsOf = (events: string[]) => (events.length <= 4 ? events.join(', ') : `${events.slice(0, 3).join(', ')} +${events.length - 3} more`);
 
+/** The receiver's answer in one line: the last error (it names the HTTP status when there was one), else the
+ * status code; `2xx` for a delivered message recorded without one. */
+function answer(d: { status: string; answer_code: number | null; last_error: string | null }): string {
+  const code = d.answer_code === null ? '' : `HTTP ${d.answer_code}`;
+  if (d.last_error) return code && !d.last_error.includes(String(d.answer_code)) ? `${code}: ${d.last_error}` : d.last_error;
+  return code || (d.status === 'delivered' ? '2xx' : '—');
+}
+
 function Endpoints() {
   const { query } = useLocation();
   const project = query.get('project') ?? '';
@@ -94,7 +102,7 @@ function Deliveries({ id }: { id: string }) {
       <ErrorBox error={act.error} />
       <Loading show={loading && !data} />
       {data ? (
-        <Table label="Deliveries" head={['Created', 'Event', 'Status', 'Attempts', 'Answer', 'Last error', 'Next attempt', '']} empty="No messages.">
+        <Table label="Deliveries" head={['Created', 'Event', 'Status', 'Attempts', 'Answer', 'Next attempt', '']} empty="No messages.">
           {data.data.map((d) => (
             <tr key={d.id}>
               <td>
@@ -105,8 +113,7 @@ function Deliveries({ id }: { id: string }) {
                 <Status value={d.status} />
               </td>
               <td>{num(d.attempt)}</td>
-              <td>{d.answer_code ?? (d.status === 'delivered' ? '2xx' : '—')}</td>
-              <td className="wrap-text">{d.last_error ?? ''}</td>
+              <td className="wrap-text">{answer(d)}</td>
               <td>{d.status === 'delivered' ? <Time iso={d.delivered_at} /> : <Time iso={d.next_attempt_at} />}</td>
               <td>
                 {d.status !== 'delivered' ? (
