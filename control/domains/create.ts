@@ -4,7 +4,7 @@ import { ApiError } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import type { Sealer } from '../../core/crypto.js';
 import type { Config } from '../../core/config.js';
-import type { DomainRow, Store } from '../store/index.js';
+import { DEFAULT_DOMAIN_SETTINGS, type DomainRow, type DomainSettings, type Store } from '../store/index.js';
 import { newDkimKey, newSelector, recordsFor } from './records.js';
 import { RETURN_PATH_LABEL_SHAPE } from '../../common/return-path.js';
 
@@ -16,10 +16,10 @@ export function normalizeDomain(input: string, opts: { allowLocal?: boolean } = 
   return name;
 }
 
-/** Resend's custom_return_path: the subdomain label bounces and reports come back to. */
-export function returnPathLabelOf(input: string): string {
+/** Resend's custom_return_path (the subdomain label bounces and reports come back to), or another one-label field. */
+export function returnPathLabelOf(input: string, field = 'custom_return_path'): string {
   const label = input.trim().toLowerCase();
-  if (!RETURN_PATH_LABEL_SHAPE.test(label)) throw new ApiError('INVALID_REQUEST', 'custom_return_path must be one DNS label, such as bounces');
+  if (!RETURN_PATH_LABEL_SHAPE.test(label)) throw new ApiError('INVALID_REQUEST', `${field} must be one DNS label, such as bounces`);
   return label;
 }
 
@@ -29,11 +29,12 @@ export async function createDomain(
   dkimSealer: Sealer,
   projectId: string,
   input: string,
-  opts: { allowLocal?: boolean; returnPath?: string; region?: string } = {},
+  opts: { allowLocal?: boolean; returnPath?: string; region?: string; settings?: DomainSettings } = {},
 ): Promise<DomainRow> {
   const name = normalizeDomain(input, opts);
   const label = opts.returnPath === undefined ? undefined : returnPathLabelOf(opts.returnPath);
   if (await store.domains.byName(projectId, name)) throw new ApiError('CONFLICT', `Domain ${name} is already added`);
+  const settings = opts.settings ?? { ...DEFAULT_DOMAIN_SETTINGS };
   const now = clock.now();
   const key = newDkimKey();
   const selector = newSelector(new Date(now));
@@ -45,11 +46,12 @@ export async function createDomain(
     selector,
     dkimPrivate: dkimSealer.seal(key.privatePem),
     dkimPublic: key.publicB64,
-    records: recordsFor(name, selector, key.publicB64, config, label) as unknown as DomainRow['records'],
+    records: recordsFor(name, selector, key.publicB64, config, label, settings) as unknown as DomainRow['records'],
     createdAt: now,
     verifiedAt: null,
     checkedAt: null,
     region: opts.region ?? null,
+    settings,
   };
   await store.domains.create(row);
   return row;

@@ -5,11 +5,15 @@ import crypto from 'node:crypto';
 import net from 'node:net';
 import type { Config } from '../../core/config.js';
 import { RETURN_PATH_LABEL, returnPathDomain } from '../../common/return-path.js';
+import { DEFAULT_DOMAIN_SETTINGS, type DomainSettings } from '../store/index.js';
 
 export interface DnsRecord {
-  /** What the record is for: dkim, spf, dmarc, return_path_mx, return_path_spf. */
+  /**
+   * What the record is for: dkim, spf, dmarc, return_path_mx, return_path_spf (sending: the domain's status
+   * follows these), and the records a setting adds: tracking (CNAME of the tracking host), inbound_mx.
+   */
   purpose: string;
-  type: 'TXT' | 'MX';
+  type: 'TXT' | 'MX' | 'CNAME';
   name: string;
   value: string;
   priority?: number;
@@ -42,7 +46,36 @@ export function returnPathLabel(records: DnsRecord[], domain: string): string {
   return mx?.name.endsWith(`.${domain}`) ? mx.name.slice(0, -domain.length - 1) : RETURN_PATH_LABEL;
 }
 
-export function recordsFor(domain: string, selector: string, dkimPublic: string, config: Config, label: string = RETURN_PATH_LABEL): DnsRecord[] {
+/** The records that decide whether a domain may send (its `status`); the others belong to a setting. */
+export const SENDING_PURPOSES: ReadonlySet<string> = new Set(['dkim', 'spf', 'dmarc', 'return_path_mx', 'return_path_spf']);
+
+/**
+ * A domain's records after its settings changed: the new set, each record that was there before keeping
+ * its status and problem (the same purpose, name and value), the new ones pending.
+ */
+export function mergeRecords(before: DnsRecord[], after: DnsRecord[]): DnsRecord[] {
+  const key = (r: DnsRecord) => `${r.purpose}\n${r.name}\n${r.value}`;
+  const old = new Map(before.map((r) => [key(r), r]));
+  return after.map((r) => old.get(key(r)) ?? r);
+}
+
+export function recordsFor(
+  domain: string,
+  selector: string,
+  dkimPublic: string,
+  config: Config,
+  label: string = RETURN_PATH_LABEL,
+  settings: DomainSettings = DEFAULT_DOMAIN_SETTINGS,
+): DnsRecord[] {
+  return [...sendingRecords(domain, selector, dkimPublic, config, label), ...settingRecords(domain, config, settings)];
+}
+
+/** The records a setting adds: the tracking host's CNAME, the inbound MX. */
+function settingRecords(_domain: string, _config: Config, _settings: DomainSettings): DnsRecord[] {
+  return [];
+}
+
+function sendingRecords(domain: string, selector: string, dkimPublic: string, config: Config, label: string): DnsRecord[] {
   const spf = `v=spf1 ${spfMechanisms(config).join(' ')} ~all`;
   return [
     { purpose: 'dkim', type: 'TXT', name: `${selector}._domainkey.${domain}`, value: `v=DKIM1; k=rsa; p=${dkimPublic}`, status: 'pending' },

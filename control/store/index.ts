@@ -219,7 +219,34 @@ export interface DomainRow {
   checkedAt: number | null;
   /** Resend's `region`, kept and echoed (one self-hosted install has no regions). */
   region?: string | null;
+  /** Resend's domain settings (PATCH /v1/domains/:id); DEFAULT_DOMAIN_SETTINGS until changed. */
+  settings: DomainSettings;
 }
+
+/**
+ * What a domain's owner turns on (Resend's `open_tracking`, `click_tracking`, `tls`, `tracking_subdomain`,
+ * `capabilities.receiving`): tracking off, TLS opportunistic, no inbound mail, until asked for.
+ */
+export interface DomainSettings {
+  openTracking: boolean;
+  clickTracking: boolean;
+  /** `enforced`: delivery only over STARTTLS with a certificate that verifies for the MX name. */
+  tls: 'opportunistic' | 'enforced';
+  /** The label of the tracking host (`<label>.<domain>`, a CNAME to the operator's tracking host). */
+  trackingSubdomain: string;
+  /** The domain receives mail: an MX to the inbound host, accepted for any address at the domain. */
+  receiving: boolean;
+}
+
+export type NewDomain = Omit<DomainRow, 'verifiedAt' | 'checkedAt' | 'settings'> & { settings?: DomainSettings };
+
+export const DEFAULT_DOMAIN_SETTINGS: Readonly<DomainSettings> = Object.freeze({
+  openTracking: false,
+  clickTracking: false,
+  tls: 'opportunistic',
+  trackingSubdomain: 'links',
+  receiving: false,
+});
 
 export interface WebhookRow {
   id: string;
@@ -529,7 +556,10 @@ export interface DomainQuery {
 }
 
 export interface Domains {
-  create(d: Omit<DomainRow, 'verifiedAt' | 'checkedAt'>): Promise<void>;
+  /** `settings` absent: DEFAULT_DOMAIN_SETTINGS. */
+  create(d: NewDomain): Promise<void>;
+  /** Replaces the domain's settings and records together; false when the project has no such domain. */
+  updateSettings(projectId: string, id: string, settings: DomainSettings, records: DomainRow['records']): Promise<boolean>;
   /** Undefined when the cursor names no domain of the project. */
   list(projectId: string, q?: DomainQuery): Promise<{ domains: DomainRow[]; hasMore: boolean } | undefined>;
   get(projectId: string, id: string): Promise<DomainRow | undefined>;

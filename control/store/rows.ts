@@ -13,6 +13,7 @@ import type {
   WebhookDelivery,
   WebhookRow,
 } from './index.js';
+import { DEFAULT_DOMAIN_SETTINGS } from './index.js';
 import type { LoadedEmail } from '../mail/lifecycle.js';
 
 /** A JSON column: text from SQLite, already parsed from PostgreSQL's JSONB. */
@@ -71,6 +72,13 @@ export const toDomain = (r: any): DomainRow => ({
   verifiedAt: r.verified_at,
   checkedAt: r.checked_at,
   region: r.region ?? null,
+  settings: {
+    openTracking: Boolean(r.open_tracking),
+    clickTracking: Boolean(r.click_tracking),
+    tls: r.tls === 'enforced' ? 'enforced' : 'opportunistic',
+    trackingSubdomain: r.tracking_subdomain ?? DEFAULT_DOMAIN_SETTINGS.trackingSubdomain,
+    receiving: Boolean(r.receiving),
+  },
 });
 
 export const toWebhook = (r: any): WebhookRow => ({

@@ -2,7 +2,7 @@
 // it is cached per project, and every change publishes the project's id once committed.
 import type { Invalidator } from '../../../core/invalidation.js';
 import { STORE_CHANNELS, type ProjectCache } from '../cache.js';
-import type { DomainQuery, DomainRow, Domains } from '../index.js';
+import { DEFAULT_DOMAIN_SETTINGS, type DomainQuery, type DomainRow, type Domains, type DomainSettings, type NewDomain } from '../index.js';
 import { pageOf } from '../page.js';
 import type { PgDb, Tx } from './db.js';
 import { toDomain } from './rows.js';
@@ -19,14 +19,45 @@ export class PgDomains implements Domains {
     tx.afterCommit(() => this.invalidator.publish(STORE_CHANNELS.domains, projectId));
   }
 
-  create(d: Omit<DomainRow, 'verifiedAt' | 'checkedAt'>): Promise<void> {
+  create(d: NewDomain): Promise<void> {
+    const settings = d.settings ?? DEFAULT_DOMAIN_SETTINGS;
     return this.db.tx(async (tx) => {
       await tx.query(
-        `INSERT INTO domains (id, project_id, name, status, selector, dkim_private, dkim_public, records, created_at, region)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-        [d.id, d.projectId, d.name, d.status, d.selector, d.dkimPrivate, d.dkimPublic, JSON.stringify(d.records), d.createdAt, d.region ?? null],
+        `INSERT INTO domains (id, project_id, name, status, selector, dkim_private, dkim_public, records, created_at, region,
+           open_tracking, click_tracking, tls, tracking_subdomain, receiving)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+        [
+          d.id,
+          d.projectId,
+          d.name,
+          d.status,
+          d.selector,
+          d.dkimPrivate,
+          d.dkimPublic,
+          JSON.stringify(d.records),
+          d.createdAt,
+          d.region ?? null,
+          settings.openTracking,
+          settings.clickTracking,
+          settings.tls,
+          settings.trackingSubdomain,
+          settings.receiving,
+        ],
       );
       this.changed(tx, d.projectId);
+    });
+  }
+
+  updateSettings(projectId: string, id: string, s: DomainSettings, records: DomainRow['records']): Promise<boolean> {
+    return this.db.tx(async (tx) => {
+      const r = await tx.query(
+        `UPDATE domains SET open_tracking = $3, click_tracking = $4, tls = $5, tracking_subdomain = $6, receiving = $7, records = $8
+         WHERE id = $1 AND project_id = $2`,
+        [id, projectId, s.openTracking, s.clickTracking, s.tls, s.trackingSubdomain, s.receiving, JSON.stringify(records)],
+      );
+      if (r.rowCount === 0) return false;
+      this.changed(tx, projectId);
+      return true;
     });
   }
 

@@ -457,6 +457,17 @@ export const migrations: readonly PgMigration[] = [
     id: '0018_email_search_recipient',
     sql: 'CREATE INDEX email_recipients_address ON email_recipients (lower(address), email_id);',
   },
+  {
+    // A domain's settings; see the SQLite step of the same id.
+    id: '0019_domain_settings',
+    sql: `
+      ALTER TABLE domains ADD COLUMN open_tracking BOOLEAN NOT NULL DEFAULT false;
+      ALTER TABLE domains ADD COLUMN click_tracking BOOLEAN NOT NULL DEFAULT false;
+      ALTER TABLE domains ADD COLUMN tls TEXT NOT NULL DEFAULT 'opportunistic';
+      ALTER TABLE domains ADD COLUMN tracking_subdomain TEXT NOT NULL DEFAULT 'links';
+      ALTER TABLE domains ADD COLUMN receiving BOOLEAN NOT NULL DEFAULT false;
+    `,
+  },
 ];
 
 /** Any constant both nodes agree on: the key of the advisory lock that serialises migrations. */

@@ -4,7 +4,7 @@ import type { Db } from '../../../core/sqlite/open.js';
 import type { GroupWriter } from '../../../core/sqlite/group-writer.js';
 import type { Invalidator } from '../../../core/invalidation.js';
 import { STORE_CHANNELS, type ProjectCache } from '../cache.js';
-import type { DomainQuery, DomainRow, Domains } from '../index.js';
+import { DEFAULT_DOMAIN_SETTINGS, type DomainQuery, type DomainRow, type Domains, type DomainSettings, type NewDomain } from '../index.js';
 import { pageOf } from '../page.js';
 import { toDomain } from './rows.js';
 
@@ -18,8 +18,12 @@ export class SqliteDomains implements Domains {
     private readonly invalidator: Invalidator,
   ) {
     this.q = {
-      insert: db.prepare(`INSERT INTO domains (id, project_id, name, status, selector, dkim_private, dkim_public, records, created_at, region)
-        VALUES (@id, @projectId, @name, @status, @selector, @dkimPrivate, @dkimPublic, @records, @createdAt, @region)`),
+      insert: db.prepare(`INSERT INTO domains (id, project_id, name, status, selector, dkim_private, dkim_public, records, created_at, region,
+          open_tracking, click_tracking, tls, tracking_subdomain, receiving)
+        VALUES (@id, @projectId, @name, @status, @selector, @dkimPrivate, @dkimPublic, @records, @createdAt, @region,
+          @openTracking, @clickTracking, @tls, @trackingSubdomain, @receiving)`),
+      settings: db.prepare(`UPDATE domains SET open_tracking = @openTracking, click_tracking = @clickTracking, tls = @tls,
+          tracking_subdomain = @trackingSubdomain, receiving = @receiving, records = @records WHERE id = @id AND project_id = @projectId`),
       // List order is (created_at, name), unique per project: a cursor is a place in it. LIMIT -1: no limit.
       list: db.prepare('SELECT * FROM domains WHERE project_id = ? ORDER BY created_at, name LIMIT ?'),
       listAfter: db.prepare('SELECT * FROM domains WHERE project_id = ? AND (created_at, name) > (?, ?) ORDER BY created_at, name LIMIT ?'),
@@ -42,10 +46,19 @@ export class SqliteDomains implements Domains {
     this.invalidator.publish(STORE_CHANNELS.domains, projectId);
   }
 
-  create(d: Omit<DomainRow, 'verifiedAt' | 'checkedAt'>): Promise<void> {
+  create(d: NewDomain): Promise<void> {
+    const settings = d.settings ?? DEFAULT_DOMAIN_SETTINGS;
     return this.writer.run(() => {
-      this.q.insert.run({ ...d, records: JSON.stringify(d.records), region: d.region ?? null });
+      this.q.insert.run({ ...d, records: JSON.stringify(d.records), region: d.region ?? null, ...settingsColumns(settings) });
       this.changed(d.projectId);
+    });
+  }
+
+  updateSettings(projectId: string, id: string, settings: DomainSettings, records: DomainRow['records']): Promise<boolean> {
+    return this.writer.run(() => {
+      const done = this.q.settings.run({ id, projectId, records: JSON.stringify(records), ...settingsColumns(settings) }).changes > 0;
+      if (done) this.changed(projectId);
+      return done;
     });
   }
 
@@ -100,3 +113,12 @@ export class SqliteDomains implements Domains {
     });
   }
 }
+
+/** SQLite keeps booleans as 0/1. */
+const settingsColumns = (s: DomainSettings) => ({
+  openTracking: s.openTracking ? 1 : 0,
+  clickTracking: s.clickTracking ? 1 : 0,
+  tls: s.tls,
+  trackingSubdomain: s.trackingSubdomain,
+  receiving: s.receiving ? 1 : 0,
+});

@@ -534,6 +534,21 @@ const emailSearch: Migration = {
   sql: 'CREATE INDEX email_recipients_address ON email_recipients(lower(address), email_id);',
 };
 
+/**
+ * A domain's settings (Resend's open_tracking, click_tracking, tls, tracking_subdomain and
+ * capabilities.receiving): off, opportunistic, `links`, not receiving until its owner asks.
+ */
+const domainSettings: Migration = {
+  id: '0019_domain_settings',
+  sql: `
+    ALTER TABLE domains ADD COLUMN open_tracking INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE domains ADD COLUMN click_tracking INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE domains ADD COLUMN tls TEXT NOT NULL DEFAULT 'opportunistic';
+    ALTER TABLE domains ADD COLUMN tracking_subdomain TEXT NOT NULL DEFAULT 'links';
+    ALTER TABLE domains ADD COLUMN receiving INTEGER NOT NULL DEFAULT 0;
+  `,
+};
+
 export const migrations: readonly Migration[] = [
   ...controlMigrations,
   ...authMigrations,
@@ -549,4 +564,5 @@ export const migrations: readonly Migration[] = [
   queueControl,
   consoleReads,
   emailSearch,
+  domainSettings,
 ];

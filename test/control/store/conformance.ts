@@ -5,6 +5,7 @@
 import crypto from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AcceptGuards, AuditEntry, GatewayEvent, NewEmail, OperatorAuditEntry, Store, SuspensionRow } from '../../../control/store/index.js';
+import { DEFAULT_DOMAIN_SETTINGS } from '../../../control/store/index.js';
 import { uuidv7 } from '../../../core/ids.js';
 import { describeEmailSearch } from './email-search-cases.js';
 import { describeConsoleReads } from './console-reads.js';
@@ -465,6 +466,34 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
       expect(await store.domains.list(projectId, { limit: 2, after: foreign.id })).toBeUndefined();
       expect(await store.domains.list(projectId, { before: 'not-an-id' })).toBeUndefined();
       expect(names(await store.domains.list(`${projectId}_b`))).toEqual(['f.test']);
+    });
+
+    it("domain settings: defaults at creation, replaced with the records, kept across a reopen, not another project's", async () => {
+      const d = {
+        id: crypto.randomUUID(),
+        projectId,
+        name: 'settings.test',
+        status: 'pending' as const,
+        selector: 's',
+        dkimPrivate: 'k',
+        dkimPublic: 'p',
+        records: [],
+        createdAt: now,
+      };
+      await store.domains.create(d);
+      expect((await store.domains.get(projectId, d.id))?.settings).toEqual(DEFAULT_DOMAIN_SETTINGS);
+      const settings = { openTracking: true, clickTracking: true, tls: 'enforced' as const, trackingSubdomain: 'go', receiving: true };
+      const records = [{ purpose: 'tracking', type: 'CNAME', name: 'go.settings.test', value: 'track.example.net', status: 'pending' }];
+      expect(await store.domains.updateSettings(`${projectId}_other`, d.id, DEFAULT_DOMAIN_SETTINGS, [])).toBe(false);
+      expect(await store.domains.updateSettings(projectId, d.id, settings, records)).toBe(true);
+      await reopen();
+      const after = await store.domains.get(projectId, d.id);
+      expect(after?.settings).toEqual(settings);
+      expect(after?.records).toEqual(records);
+      const made = { ...d, id: crypto.randomUUID(), name: 'made.test', settings: { ...settings, receiving: false } };
+      await store.domains.create(made);
+      expect((await store.domains.byName(projectId, 'made.test'))?.settings).toEqual(made.settings);
+      expect(await store.domains.updateSettings(projectId, 'no-such-domain', settings, [])).toBe(false);
     });
 
     it('caches follow writes: a domain verified or a webhook added counts at once', async () => {
