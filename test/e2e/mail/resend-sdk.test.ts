@@ -225,8 +225,20 @@ describe('resend SDK: domains', () => {
     const updated = await resend.domains.update({ id: d.id });
     expect(updated.error).toBeNull();
     expect(updated.data).toMatchObject({ object: 'domain', id: d.id });
-    const tracking = await resend.domains.update({ id: d.id, openTracking: true });
-    expect(tracking.error).toMatchObject({ statusCode: 400, name: 'validation_error' });
+    // The settings Resend's domain takes are kept and shown (what they do is tested where they act).
+    expect(got.data).toMatchObject({
+      open_tracking: false,
+      click_tracking: false,
+      tracking_subdomain: 'links',
+      capabilities: { sending: 'enabled', receiving: 'disabled' },
+    });
+    const settings = await resend.domains.update({ id: d.id, openTracking: true, tls: 'enforced', trackingSubdomain: 'go' });
+    expect(settings.error).toBeNull();
+    expect((await resend.domains.get(d.id)).data).toMatchObject({ open_tracking: true, click_tracking: false, tracking_subdomain: 'go' });
+    const raw = await (await fetch(`${stack.url}/v1/domains/${d.id}`, { headers: { authorization: `Bearer ${p.keys.live}` } })).json();
+    expect(raw).toMatchObject({ tls: 'enforced', open_tracking: true });
+    const badLabel = await resend.domains.update({ id: d.id, trackingSubdomain: 'not a label' });
+    expect(badLabel.error).toMatchObject({ statusCode: 400, name: 'validation_error' });
 
     dns.add({ type: 'TXT', name: 'sdk-shop.test', value: 'v=spf1 -all' });
     const verified = await resend.domains.verify(d.id);
