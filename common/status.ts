@@ -10,13 +10,18 @@ export const EMAIL_STATUSES = ['queued', 'sending', 'sent', 'delivered', 'bounce
 export type EmailStatus = (typeof EMAIL_STATUSES)[number];
 /** A recipient's status: an email's but `scheduled` (a scheduled email's recipients wait as `queued`). */
 export type RecipientStatus = Exclude<EmailStatus, 'scheduled'>;
-/** What a webhook can subscribe to: every status, and `deferred` (an attempt that will be retried). */
-export const EVENT_KINDS = [...EMAIL_STATUSES, 'deferred'] as const;
+/**
+ * What a webhook can subscribe to: every status, `deferred` (an attempt that will be retried), and the
+ * recipients' `opened` and `clicked` (open and click tracking, control/tracking).
+ */
+export const EVENT_KINDS = [...EMAIL_STATUSES, 'deferred', 'opened', 'clicked'] as const;
+/** Open and click tracking's event kinds: they change no status. */
+export type TrackingEventType = 'opened' | 'clicked';
 export type EventKind = (typeof EVENT_KINDS)[number];
 /** What a gateway reports of a delivery (proto/events.ts names the wire's enum so). */
 export type DeliveryEventType = 'sending' | 'sent' | 'deferred' | 'bounced' | 'rejected' | 'delivered' | 'complained' | 'unsubscribed';
 /** What an email's event log holds: the statuses it reached, the gateways' events, and control's own. */
-export type EmailEventType = EmailStatus | DeliveryEventType | 'rescheduled';
+export type EmailEventType = EmailStatus | DeliveryEventType | 'rescheduled' | TrackingEventType;
 
 /**
  * Recipient status order: an event never moves a recipient backwards, except that a

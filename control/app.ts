@@ -33,6 +33,9 @@ import { pacingAdminRoutes } from './pacing/admin-routes.js';
 import type { MailTokens } from './unsubscribe/mail-tokens.js';
 import type { FastLane } from './http/fast-lane.js';
 import { unsubscribeRoutes } from './unsubscribe/routes.js';
+import { trackingRoutes } from './tracking/routes.js';
+import type { TrackingLinks } from './tracking/links.js';
+import type { TrackingRecorder } from './tracking/recorder.js';
 import type { QueueControls } from './operations/controls.js';
 import { controlRoutes } from './operations/control-routes.js';
 import type { DeliveryStateService } from './operations/state.js';
@@ -40,6 +43,8 @@ import { stateRoutes } from './operations/state-routes.js';
 import { emailsRoutes } from './operations/emails-routes.js';
 import type { OverviewService } from './operations/overview.js';
 import { overviewRoutes } from './operations/overview-routes.js';
+import { inboundDownloadRoutes } from './inbound/routes.js';
+import { DownloadLinks } from './inbound/links.js';
 
 export interface AppDeps {
   config: Config;
@@ -58,6 +63,8 @@ export interface AppDeps {
   fastLane: FastLane;
   /** Pacing and one-click unsubscribe (control/pacing, control/unsubscribe). */
   deliverability?: { pacing: PacingService; tokens: MailTokens };
+  /** Open and click tracking's pixel and redirects (control/tracking), served by Host on the public listener. */
+  tracking?: { links: TrackingLinks; recorder: TrackingRecorder };
   /** The operator's queue control: suspensions, send now, cancel, the audit log (control/operations). */
   queueControls?: QueueControls;
   /** The live delivery state summed over the gateways (control/operations/state.ts). */
@@ -109,6 +116,9 @@ export async function buildApp(deps: AppDeps, auth: { plugin: FastifyPluginAsync
   });
   await app.register(auth.plugin);
   if (deps.deliverability) await app.register(unsubscribeRoutes, { store: deps.store, tokens: deps.deliverability.tokens });
+  // Received mail's signed download links: outside the key check (the link is the credential).
+  await app.register(inboundDownloadRoutes, { store: deps.store, links: new DownloadLinks(deps.secret, config.baseUrl) });
+  if (deps.tracking) await app.register(trackingRoutes, deps.tracking);
   return app;
 }
 

@@ -1,5 +1,7 @@
 // The control process: storage, the HTTP API, dispatch to gateways and the
 // delivery-event stream back. Started by the supervisor (control/supervisor.ts).
+import { TrackingLinks } from './tracking/links.js';
+import { TrackingRecorder } from './tracking/recorder.js';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../core/config.js';
@@ -39,6 +41,8 @@ import { QueueControls } from './operations/controls.js';
 import { DeliveryStateService } from './operations/state.js';
 import { AcceptedTraffic, publishTraffic } from './operations/traffic.js';
 import { OverviewService } from './operations/overview.js';
+import { InboundReceiver } from './inbound/receiver.js';
+import { ReceivingPush } from './inbound/push.js';
 
 /**
  * The console's built front end: `<compiled tree>/console`, beside the compiled control/ this file is in
@@ -67,7 +71,15 @@ const metrics = new Registry();
 const secret = masterSecret(config);
 const gateways = new GatewayClients(config.gateways, secret);
 const tokens = new MailTokens(secret);
-const deliverability: DispatchDeliverability = { tokens, dkimSealer: sealer(secret, 'dkim'), baseUrl: config.baseUrl };
+// Open and click tracking (control/tracking): links signed with a key of their own; hits recorded in batches.
+const trackingLinks = new TrackingLinks(secret);
+const trackingRecorder = new TrackingRecorder(store.tracking, log);
+const deliverability: DispatchDeliverability = {
+  tokens,
+  dkimSealer: sealer(secret, 'dkim'),
+  baseUrl: config.baseUrl,
+  tracking: { links: trackingLinks, https: config.tracking.https },
+};
 // How busy control's event loop is: the dispatcher holds back for a burst only while it is, and operators see it.
 const loopLoad = eventLoopLoad();
 const counted = controlMetrics(metrics, { loopLoad, storeStats: () => store.stats(), heldByProject: () => store.pacing.heldByProject() });
@@ -86,13 +98,18 @@ const dispatcher = new Dispatcher(
 const pacing = new PacingService(store, gateways, config, log, dispatcher);
 const queueControls = new QueueControls(store, gateways, invalidator, log, () => pacing.providers());
 const deliveryState = new DeliveryStateService(store, gateways, log, () => pacing.providers(), redis);
+// Receiving domains: pushed to the gateways at each change and each connection; what they receive is stored here.
+const receivingPush = new ReceivingPush(store, gateways, invalidator, log);
+const inboundReceiver = new InboundReceiver(store, log);
 // Each (re)connection of a gateway's event stream may be a restarted gateway: give it the throttles.
 const events = new GatewayEventStream(store, gateways, log, counted.deliveryEvents, {
   tokens,
+  receive: (received) => inboundReceiver.receive(received),
   onConnect: (gw) => {
     void pacing.push(gw);
     // A restarted gateway holds delivery until it has the operator's controls again.
     void queueControls.push(gw);
+    void receivingPush.push(gw);
   },
 });
 const access = new KeyAuthenticator(store, invalidator);
@@ -136,6 +153,7 @@ const deps: AppDeps = {
   webhookTargets,
   fastLane,
   deliverability: { pacing, tokens },
+  tracking: { links: trackingLinks, recorder: trackingRecorder },
   queueControls,
   deliveryState,
   overview,
@@ -192,10 +210,12 @@ async function shutdown(signal: string): Promise<void> {
   const force = setTimeout(() => process.exit(1), 10_000);
   force.unref();
   await Promise.all([app.close(), adminApp.close()]); // stops accepting; in-flight requests finish (their writes commit)
+  await trackingRecorder.close().catch(() => undefined); // the hits the last requests saw
   await Promise.all([smtp.close(), grpcApi.close()]);
   dispatcher.stop();
   scheduler.stop();
   webhooks.stop();
+  receivingPush.stop();
   await events.stop();
   gateways.close();
   await store.close();

@@ -215,6 +215,16 @@ export interface AlertSettings {
   minOutcomes: number;
 }
 
+/** Mail received for receiving domains (gateway/inbound/receive.ts; deploy/config-reference.md, "Receiving mail"). */
+export interface InboundSettings {
+  /** A received message's size limit in bytes (552 past it; POSTGATE_INBOUND_MAX_BYTES, 10 MiB). */
+  maxMessageBytes: number;
+  /** Recipients at receiving domains per message (452 past it; POSTGATE_INBOUND_MAX_RECIPIENTS, 50). */
+  maxRecipients: number;
+  /** Messages one receiving domain takes per minute on each gateway (451 past it; POSTGATE_INBOUND_RATE_PER_MINUTE, 600). */
+  ratePerMinute: number;
+}
+
 export interface SmtpTrusted {
   key: string;
   /** CIDRs (a bare address is one host). */
@@ -240,6 +250,7 @@ export interface Config {
   /** What this node runs (POSTGATE_ROLE): control, gateway, or both (one machine). */
   role: Role;
   inboundPort: number;
+  inbound: InboundSettings;
   baseUrl: string;
   idUrl: string;
   mxHost: string;
@@ -288,6 +299,30 @@ export interface Config {
   redisPrefix: string;
   /** POSTGATE_REDIS_NODES: nodes of a kind assumed while Redis is down and no heartbeat has told how many there are. */
   redisNodes: number;
+  /** Enforced TLS and MTA-STS on delivery (gateway/tls; deploy/config-reference.md, "Enforced TLS and MTA-STS"). */
+  tls: TlsSettings;
+  /** Open and click tracking (control/tracking): where the domains' tracking CNAMEs point, and the links' scheme. */
+  tracking: TrackingSettings;
+}
+
+export interface TrackingSettings {
+  /** POSTGATE_TRACKING_HOST (tracking.host): the operator's host that `<sub>.<domain>` is a CNAME to; default the public base URL's host. */
+  host: string;
+  /** POSTGATE_TRACKING_HTTPS (tracking.https): tracked links are https (a certificate for each `<sub>.<domain>` in front of control); default: the base URL's scheme. */
+  https: boolean;
+}
+
+/** The tracking settings: env over the config file's `tracking`, each checked (one clear line at start). */
+function trackingSettings(file: unknown, env: NodeJS.ProcessEnv, baseUrl: string): TrackingSettings {
+  const f = (file ?? {}) as Record<string, unknown>;
+  if (typeof f !== 'object' || Array.isArray(f)) throw new Error('POSTGATE_CONFIG: tracking must be an object {host, https}');
+  const host = (env.POSTGATE_TRACKING_HOST ?? (typeof f.host === 'string' ? f.host : '')).trim().toLowerCase().replace(/\.$/, '') || new URL(baseUrl).hostname;
+  if (!/^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/.test(host))
+    throw new Error(`POSTGATE_TRACKING_HOST must be a host name (the target of the domains' tracking CNAME), got ${JSON.stringify(host)}`);
+  const raw = env.POSTGATE_TRACKING_HTTPS ?? (f.https === undefined ? undefined : String(f.https));
+  if (raw !== undefined && !/^(true|false|1|0)$/i.test(raw)) throw new Error(`POSTGATE_TRACKING_HTTPS must be true or false, got ${JSON.stringify(raw)}`);
+  const https = raw === undefined ? baseUrl.startsWith('https:') : /^(true|1)$/i.test(raw);
+  return { host, https };
 }
 
 // A new sender's first days, per provider (a day's norm × growth each further day: ~×57 in 10 days).
@@ -680,6 +715,19 @@ function defaultPlan(v: unknown): Config['defaultPlan'] {
 }
 
 /** A top-level setting of the config file that is a whole number of at least `min`. */
+/** The env variable wins over POSTGATE_CONFIG's `inbound` block; each checked at start. */
+function inboundSettings(env: NodeJS.ProcessEnv, over: unknown): InboundSettings {
+  const file = merge({ maxMessageBytes: 10 * 1024 * 1024, maxRecipients: 50, ratePerMinute: 600 }, over, 'inbound');
+  for (const k of ['maxMessageBytes', 'maxRecipients', 'ratePerMinute'] as const)
+    if (!Number.isInteger(file[k]) || file[k] < 1)
+      throw new Error(`POSTGATE_CONFIG: inbound.${k} must be a whole number of at least 1, got ${JSON.stringify(file[k])}`);
+  return {
+    maxMessageBytes: positiveInt(env, 'POSTGATE_INBOUND_MAX_BYTES', file.maxMessageBytes, 256 * 1024 * 1024, 'bytes'),
+    maxRecipients: positiveInt(env, 'POSTGATE_INBOUND_MAX_RECIPIENTS', file.maxRecipients, 1000, 'recipients'),
+    ratePerMinute: positiveInt(env, 'POSTGATE_INBOUND_RATE_PER_MINUTE', file.ratePerMinute, 1_000_000, 'messages'),
+  };
+}
+
 function wholeNumber(file: Record<string, unknown>, key: string, fallback: number, min: number): number {
   const v = file[key];
   if (v === undefined) return fallback;
@@ -726,6 +774,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     gatewayHost: env.POSTGATE_GATEWAY_HOST || '127.0.0.1',
     gateways: gateways.length ? gateways : [{ host: '127.0.0.1', port: gatewayPort }],
     inboundPort: int(env, 'POSTGATE_INBOUND_PORT', 2525),
+    inbound: inboundSettings(env, file.inbound),
     baseUrl,
     idUrl: (env.POSTGATE_ID_URL || baseUrl).replace(/\/+$/, ''),
     mxHost: env.POSTGATE_MX_HOST || baseHost,
@@ -763,5 +812,76 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: redisUrl(env.POSTGATE_REDIS_URL),
     redisPrefix: redisPrefix(env.POSTGATE_REDIS_PREFIX),
     redisNodes: redisNodes(env.POSTGATE_REDIS_NODES),
+    tls: tlsSettings(file.tls, env, Object.keys(pacing.providers)),
+    tracking: trackingSettings(file.tracking, env, baseUrl),
   };
+}
+
+/** Delivery's TLS (gateway/tls): what requires verified TLS besides a domain's `tls: "enforced"`, and MTA-STS (RFC 8461). */
+export interface TlsSettings {
+  /**
+   * POSTGATE_TLS_CA_FILE (tls.caFile): PEM certificates trusted besides the system's roots when an MX's
+   * certificate (or an MTA-STS policy host's) is verified, e.g. an internal CA; read at start.
+   */
+  caFile: string | undefined;
+  /** The certificates of caFile (PEM blocks), read at start. */
+  extraCa: string[];
+  /**
+   * POSTGATE_TLS_REQUIRE_PROVIDERS (tls.requireProviders): receiving providers (pacing.providers names)
+   * whose mail goes only over STARTTLS with a certificate that verifies, as KumoMTA does for Google. Default none.
+   */
+  requireProviders: string[];
+  mtaSts: MtaStsSettings;
+}
+
+export interface MtaStsSettings {
+  /** POSTGATE_TLS_MTA_STS (tls.mtaSts.enabled): recipients' MTA-STS policies are looked up and followed; default true. */
+  enabled: boolean;
+  /** CIDRs a policy host may resolve to although loopback or private (refused by default, as for webhooks). */
+  allowCidrs: string[];
+  /** The port policies are fetched from over HTTPS: 443 (RFC 8461); a lab may serve them elsewhere. */
+  port: number;
+  /** A policy fetch (connect, TLS, answer) must end within this. */
+  timeoutMs: number;
+  /** A policy is kept at most this long whatever its max_age says (RFC 8461 caps max_age at 31557600, a year). */
+  maxAgeSeconds: number;
+}
+
+function tlsSettings(over: unknown, env: NodeJS.ProcessEnv, providers: readonly string[]): TlsSettings {
+  const f = merge({ caFile: '', requireProviders: [] as string[], mtaSts: {} as Record<string, unknown> }, over, 'tls');
+  const sts = merge({ enabled: true, allowCidrs: [] as string[], port: 443, timeoutMs: 10_000, maxAgeSeconds: 31_557_600 }, f.mtaSts, 'tls.mtaSts');
+  const caFile = env.POSTGATE_TLS_CA_FILE || (typeof f.caFile === 'string' && f.caFile) || undefined;
+  let extraCa: string[] = [];
+  if (caFile) {
+    let pem: string;
+    try {
+      pem = fs.readFileSync(caFile, 'utf8');
+    } catch (err) {
+      throw new Error(`POSTGATE_TLS_CA_FILE: cannot read ${caFile}: ${(err as Error).message}`);
+    }
+    extraCa = pem.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g) ?? [];
+    if (!extraCa.length) throw new Error(`POSTGATE_TLS_CA_FILE: ${caFile} holds no PEM certificate`);
+  }
+  const requireProviders = env.POSTGATE_TLS_REQUIRE_PROVIDERS !== undefined ? list(env.POSTGATE_TLS_REQUIRE_PROVIDERS) : f.requireProviders;
+  if (!Array.isArray(requireProviders) || requireProviders.some((p) => typeof p !== 'string' || !providers.includes(p)))
+    throw new Error(
+      `POSTGATE_TLS_REQUIRE_PROVIDERS (tls.requireProviders) must name known providers (${providers.join(', ')}), got ${JSON.stringify(requireProviders)}`,
+    );
+  const raw = env.POSTGATE_TLS_MTA_STS;
+  if (raw !== undefined && raw !== '' && !/^(true|false|1|0)$/i.test(raw))
+    throw new Error(`POSTGATE_TLS_MTA_STS must be true or false, got ${JSON.stringify(raw)}`);
+  const enabled = raw === undefined || raw === '' ? sts.enabled : /^(true|1)$/i.test(raw);
+  if (!Array.isArray(sts.allowCidrs)) throw new Error('POSTGATE_CONFIG: tls.mtaSts.allowCidrs must be a list of CIDRs');
+  try {
+    new AddressGuard(sts.allowCidrs);
+  } catch (err) {
+    throw new Error(`POSTGATE_CONFIG: tls.mtaSts.allowCidrs: ${(err as Error).message}`);
+  }
+  if (!Number.isInteger(sts.port) || sts.port < 1 || sts.port > 65535)
+    throw new Error(`POSTGATE_CONFIG: tls.mtaSts.port must be a port number, got ${JSON.stringify(sts.port)}`);
+  if (!Number.isInteger(sts.timeoutMs) || sts.timeoutMs < 100 || sts.timeoutMs > 120_000)
+    throw new Error(`POSTGATE_CONFIG: tls.mtaSts.timeoutMs must be a whole number of milliseconds from 100 to 120000, got ${JSON.stringify(sts.timeoutMs)}`);
+  if (!Number.isInteger(sts.maxAgeSeconds) || sts.maxAgeSeconds < 0 || sts.maxAgeSeconds > 31_557_600)
+    throw new Error(`POSTGATE_CONFIG: tls.mtaSts.maxAgeSeconds must be a whole number of seconds from 0 to 31557600, got ${JSON.stringify(sts.maxAgeSeconds)}`);
+  return { caFile, extraCa, requireProviders: [...requireProviders], mtaSts: { ...sts, enabled } };
 }

@@ -8,10 +8,12 @@ import { errorSchema } from '../http/schemas.js';
 import { EMAIL_STATUSES, type EmailStatus } from '../../common/status.js';
 
 const security: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { serviceKey: [] }];
-const counts = { type: 'object', properties: Object.fromEntries(EMAIL_STATUSES.map((s) => [s, { type: 'integer' }])) } as const;
+/** Every status, and emails a person first opened or clicked that day (open and click tracking). */
+const KINDS = [...EMAIL_STATUSES, 'opened', 'clicked'] as const;
+const counts = { type: 'object', properties: Object.fromEntries(KINDS.map((s) => [s, { type: 'integer' }])) } as const;
 const errors = { 401: errorSchema, 429: errorSchema };
 
-const zero = () => Object.fromEntries(EMAIL_STATUSES.map((s) => [s, 0])) as Record<EmailStatus, number>;
+const zero = () => Object.fromEntries(KINDS.map((s) => [s, 0])) as Record<EmailStatus | 'opened' | 'clicked', number>;
 
 export const analyticsRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
   app.get(

@@ -22,6 +22,8 @@ import type { MailTokens } from '../unsubscribe/mail-tokens.js';
 import { domainOf, parseMailbox } from '../../common/address.js';
 import { readRequest, type StoredRequest } from '../mail/vocabulary.js';
 import { type DnsRecord, returnPathLabel } from '../domains/records.js';
+import type { TrackingLinks } from '../tracking/links.js';
+import { type Tracked, trackedHtml, trackingOf } from '../tracking/compose.js';
 
 const BATCH = 200;
 /** Mail accepted this recently means arrivals are under way (see DeliverySettings.busyDispatchRate). */
@@ -92,12 +94,14 @@ export interface DispatchDeliverability {
   baseUrl: string;
   /** The platform's system sender (sign-in codes), set once it exists. */
   system?: { projectId: string; domain: string };
+  /** Open and click tracking (control/tracking): the links' signer and whether they are https. */
+  tracking?: { links: TrackingLinks; https: boolean };
 }
 
 type Message = Omit<OutboundMessage, '$typeName'>;
 type Dkim = NonNullable<Message['dkim']>;
 /** A sender domain's DKIM key and its return-path label (custom_return_path). */
-type SenderKey = { dkim: Omit<Dkim, '$typeName'>; returnPath: string };
+type SenderKey = { dkim: Omit<Dkim, '$typeName'>; returnPath: string; requireTls: boolean; tracking: (req: StoredRequest) => Tracked };
 
 /** What the gateway builds the message from. Bcc stays out: it is only in the envelope. */
 function composition(r: EmailRow, req: StoredRequest, serviceHeaders: Record<string, string>): Message['compose'] {
@@ -174,6 +178,9 @@ export class Dispatcher {
           ? {
               dkim: { domain: d.name, selector: d.selector, privateKeyPem: this.deliverability.dkimSealer.open(d.dkimPrivate) },
               returnPath: returnPathLabel(d.records as unknown as DnsRecord[], d.name),
+              // The domain's `tls: "enforced"`: the gateway delivers only over verified TLS.
+              requireTls: d.settings.tls === 'enforced',
+              tracking: (req: StoredRequest) => trackingOf(d.name, d.settings, req),
             }
           : undefined,
       );
@@ -208,6 +215,10 @@ export class Dispatcher {
     const [sender, warmupStartMs] = await Promise.all([this.dkimKey(r.projectId, senderDomain), this.warmupStart(r.projectId)]);
     const dkim = sender?.dkim;
     const label = sender?.returnPath;
+    // Tracked links and the pixel go in before the gateway signs; the stored html stays the sender's. System mail is never tracked.
+    const tracking = this.deliverability.tracking;
+    const t = sender && tracking && !req.system ? sender.tracking(req) : undefined;
+    if (t && tracking && (t.open || t.click)) req = { ...req, html: trackedHtml(req.html, t, tracking.links, tracking.https, r.id, clock.now()) };
     const common = {
       emailId: r.id,
       projectId: r.projectId,
@@ -215,6 +226,7 @@ export class Dispatcher {
       senderDomain,
       warmupStartMs: BigInt(warmupStartMs),
       acceptedMs: BigInt(r.createdAt),
+      requireTls: sender?.requireTls === true,
       ...(dkim ? { dkim: dkim as Dkim } : {}),
     };
     // Receivers aggregate complaints by it (Gmail's Feedback Loop): <project>:<stream>:<sender id>.

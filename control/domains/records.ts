@@ -71,8 +71,14 @@ export function recordsFor(
 }
 
 /** The records a setting adds: the tracking host's CNAME, the inbound MX. */
-function settingRecords(_domain: string, _config: Config, _settings: DomainSettings): DnsRecord[] {
-  return [];
+function settingRecords(domain: string, config: Config, settings: DomainSettings): DnsRecord[] {
+  const records: DnsRecord[] = [];
+  // Open or click tracking: the tracking host, a CNAME to the operator's (control serves it by Host).
+  if (settings.openTracking || settings.clickTracking)
+    records.push({ purpose: 'tracking', type: 'CNAME', name: `${settings.trackingSubdomain}.${domain}`, value: config.tracking.host, status: 'pending' });
+  // Receiving mail (capabilities.receiving): the domain's own MX, to the host its return-path MX names.
+  if (settings.receiving) records.push({ purpose: 'inbound_mx', type: 'MX', name: domain, value: config.mxHost, priority: 10, status: 'pending' });
+  return records;
 }
 
 function sendingRecords(domain: string, selector: string, dkimPublic: string, config: Config, label: string): DnsRecord[] {

@@ -27,6 +27,11 @@ async function check(resolver: Resolver, r: DnsRecord): Promise<string | undefin
     const mx = await resolver.resolveMx(r.name);
     return mx.some((m) => norm(m.exchange).replace(/\.$/, '') === norm(r.value)) ? undefined : `MX of ${r.name} does not point at ${r.value}`;
   }
+  if (r.type === 'CNAME') {
+    // The name itself must be the alias (a CNAME is the only record at its name); a trailing dot is the same name.
+    const targets = await resolver.resolveCname(r.name);
+    return targets.some((t) => norm(t).replace(/\.$/, '') === norm(r.value).replace(/\.$/, '')) ? undefined : `CNAME of ${r.name} does not point at ${r.value}`;
+  }
   const values = await txt(resolver, r.name);
   switch (r.purpose) {
     case 'dkim': {

@@ -13,7 +13,7 @@ import { MAIL_KEYS, type KeyAuthenticator, type Caller, type KeyRequirement } fr
 import { fromMetadata } from '../api-keys/credentials.js';
 import type { Accepted, MailPipeline } from '../mail/pipeline.js';
 import type { Store } from '../store/index.js';
-import { emailView } from '../mail/email-view.js';
+import { emailView, type trackingSummary } from '../mail/email-view.js';
 import { grpcDefinition } from '../../proto/grpc.js';
 import {
   PostgateService,
@@ -82,6 +82,12 @@ export function toSendRequest(m: SendEmailRequest): Record<string, unknown> {
   if (Object.keys(m.headers).length) req.headers = { ...m.headers };
   if (m.bulk) req.bulk = true;
   str('scheduled_at', m.scheduledAt);
+  if (m.template) req.template = templateOf(m.template);
+  if (m.tracking && (m.tracking.open !== undefined || m.tracking.click !== undefined))
+    req.tracking = {
+      ...(m.tracking.open !== undefined ? { open: m.tracking.open } : {}),
+      ...(m.tracking.click !== undefined ? { click: m.tracking.click } : {}),
+    };
   // As REST takes them (base64), so the one pipeline checks them the same way.
   if (m.attachments.length)
     req.attachments = m.attachments.map((a) => {
@@ -92,6 +98,25 @@ export function toSendRequest(m: SendEmailRequest): Record<string, unknown> {
       return out;
     });
   return req;
+}
+
+/** REST's `tracking` of an email, as the proto's EmailTracking (null times are empty). */
+function grpcTracking(t: ReturnType<typeof trackingSummary>) {
+  const count = (c: { count: number; bots: number; first_at: string | null; last_at: string | null }, link = '') => ({
+    link,
+    count: c.count,
+    bots: c.bots,
+    firstAt: c.first_at ?? '',
+    lastAt: c.last_at ?? '',
+  });
+  return { opens: count(t.opens), clicks: count(t.clicks), links: t.clicks.links.map((l) => count(l, l.link)) };
+}
+
+/** The proto's TemplateRef as REST's `template` (a value set to neither string nor number is left out: absent). */
+function templateOf(t: NonNullable<SendEmailRequest['template']>): Record<string, unknown> {
+  const variables: Record<string, string | number> = {};
+  for (const [key, v] of Object.entries(t.variables)) if (v.value.case !== undefined) variables[key] = v.value.value;
+  return Object.keys(variables).length ? { id: t.id, variables } : { id: t.id };
 }
 
 const item = (r: Accepted | ApiError): SendEmailResponse =>
@@ -172,6 +197,7 @@ export async function startPublicGrpc({ config, log, access, pipeline, store, co
         messageId: s(view.message_id),
         recipients: records(view.recipients).map((r) => ({ email: s(r.email), kind: s(r.kind), status: s(r.status), updatedAt: s(r.updated_at) })),
         ...(error ? { error: { error: s(error.error), code: s(error.code) } } : {}),
+        ...(view.tracking ? { tracking: grpcTracking(view.tracking as ReturnType<typeof trackingSummary>) } : {}),
         events: view.events.map((e) => ({
           type: e.type,
           at: e.at,
@@ -179,6 +205,12 @@ export async function startPublicGrpc({ config, log, access, pipeline, store, co
           mx: s(e.mx),
           response: s(e.response),
           attempt: typeof e.attempt === 'number' ? e.attempt : 0,
+          link: s(e.link),
+          userAgent: s(e.user_agent),
+          ip: s(e.ip),
+          bot: e.bot === true,
+          botReason: s(e.bot_reason),
+          ...(e.tls && typeof e.tls === 'object' ? { tls: e.tls as { used: boolean; version: string; verified: boolean; policy: string; note?: string } } : {}),
         })),
       });
     }),

@@ -4,6 +4,7 @@
 // suppressions and their scope, counts, webhook messages); the backend only writes
 // them, in the same transaction. Pure: no I/O and nothing of the store. The verdicts
 // it applies are the shared ones (rules.ts, common/status.ts, webhooks/payload.ts).
+import { createHash } from 'node:crypto';
 import { DAY_MS, dayOf } from '../../core/clock.js';
 import { prefixedId } from '../../core/ids.js';
 import { emailStatusOf, recipientStatusAfter } from '../../common/status.js';
@@ -23,6 +24,7 @@ import {
   readRequest,
   type ScheduleChange,
   type SuppressionScope,
+  type TrackingHit,
 } from './vocabulary.js';
 
 // What a backend loads
@@ -146,13 +148,27 @@ export interface Changes {
   recipients: RecipientUpdate[];
   events: EventInsert[];
   suppressions: SuppressionInsert[];
-  /** An email reached a status on a UTC day (daily analytics): +1 each. */
-  statuses: Array<{ projectId: string; day: string; status: EmailStatus }>;
+  /** An email reached a status (or was first opened or clicked by a person) on a UTC day (daily analytics): +1 each. */
+  statuses: Array<{ projectId: string; day: string; status: EmailStatus | 'opened' | 'clicked' }>;
   /** An email counted against the project's quotas on a day (and its month): +1 each. */
   usage: Array<{ projectId: string; day: string }>;
   /** Bulk recipients accepted on a day, in all and with one subject. */
   bulk: Array<{ projectId: string; day: string; subjectHash: string; recipients: number }>;
   webhooks: WebhookNotice[];
+  /** Opens and clicks to add to an email's counts per kind and link (email_tracking). */
+  tracking: TrackingCount[];
+}
+
+/** What hits add to the counts of one email, kind and link ('' for opens). */
+export interface TrackingCount {
+  emailId: string;
+  kind: 'open' | 'click';
+  link: string;
+  count: number;
+  /** Of them, by machines (scanners, Apple's prefetch). */
+  bots: number;
+  firstAt: number;
+  lastAt: number;
 }
 
 export interface Decision<T> {
@@ -170,6 +186,7 @@ export const noChanges = (): Changes => ({
   usage: [],
   bulk: [],
   webhooks: [],
+  tracking: [],
 });
 
 /** Appends `from` to `into` (several intents written together). */
@@ -580,4 +597,63 @@ export function webhookMessages(notices: readonly WebhookNotice[], requests: Rea
     for (const webhookId of n.webhookIds) out.push({ id: prefixedId('msg'), webhookId, projectId: email.projectId, payload, at: n.at });
   }
   return out;
+}
+
+// Open and click tracking
+
+/** The key a link is counted under (email_tracking.link_hash): a URL may be longer than an index entry may be. */
+export const linkHash = (link: string): string => createHash('sha256').update(link).digest('base64url');
+
+/** An open or a click event's dedupe key: one event per kind, link and machine-or-not per minute (the counts count every hit). */
+const TRACKING_EVENT_MS = 60_000;
+
+/**
+ * Opens and clicks (control/tracking): each adds to its email's counts, and becomes an `opened` or
+ * `clicked` event (at most one per email, kind, link and machine-or-not per minute: a scanner loading
+ * the pixel a thousand times is one event a minute, not a thousand) queued for the endpoints that list
+ * the event or list none. The first time a person (or a provider's proxy) opens or clicks an email
+ * counts once in the daily analytics. Hits of emails not loaded (unknown) are dropped. `seen`: the
+ * `emailId|kind` pairs a person had already opened or clicked before these hits.
+ */
+export function track(
+  state: { emails: ReadonlyMap<string, LoadedEmail>; hooks: ReadonlyMap<string, readonly Endpoint[]>; seen: ReadonlySet<string> },
+  hits: readonly TrackingHit[],
+): Changes {
+  const c = noChanges();
+  const counts = new Map<string, TrackingCount>();
+  const seen = new Set(state.seen);
+  const evented = new Set<string>();
+  for (const h of hits) {
+    const email = state.emails.get(h.emailId);
+    if (!email) continue;
+    const machine = h.agent === 'scanner';
+    const key = JSON.stringify([h.emailId, h.kind, h.link]);
+    const n = counts.get(key);
+    if (n) {
+      n.count++;
+      n.bots += machine ? 1 : 0;
+      n.firstAt = Math.min(n.firstAt, h.at);
+      n.lastAt = Math.max(n.lastAt, h.at);
+    } else counts.set(key, { emailId: h.emailId, kind: h.kind, link: h.link, count: 1, bots: machine ? 1 : 0, firstAt: h.at, lastAt: h.at });
+    const type = h.kind === 'open' ? 'opened' : 'clicked';
+    if (!machine && !seen.has(`${h.emailId}|${h.kind}`)) {
+      seen.add(`${h.emailId}|${h.kind}`);
+      c.statuses.push({ projectId: email.projectId, day: dayOf(h.at), status: type });
+    }
+    const dedupe = `${machine ? 'bot' : 'person'}|${Math.floor(h.at / TRACKING_EVENT_MS)}|${h.link ? linkHash(h.link) : ''}`;
+    if (evented.has(`${h.emailId}|${type}|${dedupe}`)) continue;
+    evented.add(`${h.emailId}|${type}|${dedupe}`);
+    const details: Record<string, unknown> = {
+      ...(h.link ? { link: h.link } : {}),
+      user_agent: h.userAgent,
+      ip: h.ip,
+      bot: machine,
+      ...(h.agent === 'person' ? {} : { agent: h.agent, bot_reason: h.reason ?? '' }),
+    };
+    c.events.push(event(h.emailId, type, h.at, details, dedupe));
+    const webhookIds = (state.hooks.get(email.projectId) ?? []).filter((w) => w.enabled && (!w.statuses.length || w.statuses.includes(type))).map((w) => w.id);
+    if (webhookIds.length) c.webhooks.push({ webhookIds, email: noticeOf(email), status: email.status, at: h.at, event: { type, at: h.at, ...details } });
+  }
+  c.tracking.push(...counts.values());
+  return c;
 }

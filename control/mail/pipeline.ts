@@ -16,6 +16,7 @@ import { canonical, domainOf, parseMailbox } from '../../common/address.js';
 import { sendRequestSchema } from './schema.js';
 import { attachmentContents, checkAttachments, type AttachmentInput } from './attachments.js';
 import { readRequest, type StoredRequest } from './vocabulary.js';
+import { type TemplateRef, TemplateRenderer } from '../templates/apply.js';
 
 /** The error a user sees for a store's refusal (`id`: the email's, when it was recorded as failed). */
 function refusalError(r: Refusal | { kind: 'suppressed' }, id?: string): ApiError {
@@ -37,7 +38,15 @@ export interface SendRequest {
   bulk?: boolean;
   scheduled_at?: string;
   attachments?: AttachmentInput[];
+  /** Open and click tracking for this email, over its domain's settings (control/tracking). */
+  tracking?: { open?: boolean; click?: boolean };
 }
+
+/**
+ * A request as the doors give it: an ordinary one, or one naming a template (control/templates), whose
+ * published version gives the html and text and, where the request has none, from, subject and reply_to.
+ */
+export type SendInput = SendRequest | (Omit<SendRequest, 'from' | 'subject' | 'html' | 'text'> & { from?: string; subject?: string; template: TemplateRef });
 
 export interface Accepted {
   id: string;
@@ -102,6 +111,7 @@ export interface AcceptCounter {
 
 export class MailPipeline {
   private readonly validateSchema: ValidateFunction;
+  private readonly templates: TemplateRenderer;
 
   constructor(
     private readonly store: Store,
@@ -111,15 +121,21 @@ export class MailPipeline {
   ) {
     const ajv = new Ajv({ allErrors: false, coerceTypes: false, removeAdditional: false });
     this.validateSchema = ajv.compile(sendRequestSchema(config.limits));
+    this.templates = new TemplateRenderer(store, config.limits);
+  }
+
+  /** The request with its template rendered (control/templates/apply.ts); an ordinary one as it is. */
+  private render(caller: Caller, req: SendInput): SendRequest | Promise<SendRequest> {
+    return 'template' in req && req.template !== undefined ? this.templates.apply(caller.project.id, req) : (req as SendRequest);
   }
 
   /** Checks a request that did not come through an HTTP route schema (SMTP, gRPC). */
-  validateShape(body: unknown): SendRequest {
+  validateShape(body: unknown): SendInput {
     if (!this.validateSchema(body)) {
       const e = this.validateSchema.errors?.[0];
       throw invalid(`${e?.instancePath ? e.instancePath.slice(1) : 'request'} ${e?.message ?? 'is invalid'}`);
     }
-    return body as SendRequest;
+    return body as SendInput;
   }
 
   normalize(req: SendRequest): StoredRequest {
@@ -148,6 +164,7 @@ export class MailPipeline {
     };
     if (req.html !== undefined) n.html = req.html;
     if (req.text !== undefined) n.text = req.text;
+    if (req.tracking?.open !== undefined || req.tracking?.click !== undefined) n.tracking = { ...req.tracking };
     const attachments = checkAttachments(req.attachments, this.config.limits);
     if (attachments.length) n.attachments = attachments;
     if (!n.to.length) throw invalid('to needs at least one recipient');
@@ -245,9 +262,10 @@ export class MailPipeline {
    * Accepts one email; resolves once it is committed. `system` marks the
    * platform's own mail (sign-in codes): exempt from the project's plan limits.
    */
-  async send(caller: Caller, req: SendRequest, opts: { system?: boolean; id?: string } = {}): Promise<Accepted> {
+  async send(caller: Caller, input: SendInput, opts: { system?: boolean; id?: string } = {}): Promise<Accepted> {
     const system = opts.system === true;
-    const email = this.prepare(caller, req, opts.id);
+    const req = this.render(caller, input);
+    const email = this.prepare(caller, req instanceof Promise ? await req : req, opts.id);
     if (system) {
       email.system = true;
       email.request = JSON.stringify({ ...readRequest(email.request), system: true });
@@ -274,16 +292,16 @@ export class MailPipeline {
    * (422, nothing recorded), naming every bad item. Only the request's own shape counts;
    * what the store judges (quota, suppression) stays per item.
    */
-  checkBatch(reqs: unknown[]): void {
+  async checkBatch(caller: Caller, reqs: unknown[]): Promise<void> {
     const bad: string[] = [];
-    reqs.forEach((r, index) => {
+    for (const [index, r] of reqs.entries()) {
       try {
-        this.normalize(this.validateShape(r));
+        this.normalize(await this.render(caller, this.validateShape(r)));
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;
         bad.push(`[${index}] ${err.message}`);
       }
-    });
+    }
     if (bad.length) throw new ApiError('BATCH_INVALID', `The batch was refused, nothing was sent: ${bad.slice(0, 10).join('; ')}`);
   }
 
@@ -295,13 +313,15 @@ export class MailPipeline {
       if (err instanceof ApiError && !(err instanceof StoreUnavailableError)) return err;
       throw err;
     };
-    const prepared = reqs.map((r, i): NewEmail | ApiError => {
-      try {
-        return this.prepare(caller, this.validateShape(r), opts.ids?.[i]);
-      } catch (err) {
-        return own(err);
-      }
-    });
+    const prepared = await Promise.all(
+      reqs.map(async (r, i): Promise<NewEmail | ApiError> => {
+        try {
+          return this.prepare(caller, await this.render(caller, this.validateShape(r)), opts.ids?.[i]);
+        } catch (err) {
+          return own(err);
+        }
+      }),
+    );
     const judged = await Promise.all(
       prepared.map(async (email): Promise<{ email: NewEmail; refusal?: ApiError } | ApiError> => {
         if (email instanceof ApiError) return email;

@@ -4,6 +4,7 @@
 import { EMAIL_STATUSES } from '../../common/status.js';
 import { attachmentsSchema } from './attachments.js';
 import type { Limits } from '../../core/config.js';
+import { templateRefSchema } from '../templates/schema.js';
 
 const noLineBreaks = '^[^\\r\\n]*$';
 const addressString = { type: 'string', minLength: 3, maxLength: 320, pattern: noLineBreaks } as const;
@@ -32,8 +33,11 @@ export function sendRequestSchema(limits: Limits) {
     $id: 'SendEmailRequest',
     type: 'object',
     additionalProperties: false,
-    required: ['from', 'to', 'subject'],
-    anyOf: [{ required: ['html'] }, { required: ['text'] }],
+    required: ['to'],
+    // With a template (control/templates) its published version gives html and text, and from and subject
+    // when the request has none; without one the request gives from, subject and html or text.
+    if: { required: ['template'] },
+    else: { required: ['from', 'subject'], anyOf: [{ required: ['html'] }, { required: ['text'] }] },
     properties: {
       from: { ...addressString, description: 'Sender, `a@b.c` or `Name <a@b.c>`; its domain must be verified for the project.' },
       to: { description: 'One recipient or a list; at most 50 recipients in to, cc and bcc together.', anyOf: [addressString, addressList] },
@@ -59,6 +63,13 @@ export function sendRequestSchema(limits: Limits) {
       bulk: { type: 'boolean', description: 'true marks a bulk mailing (List-Unsubscribe, unsubscribes apply); omitted = transactional.' },
       attachments: attachmentsSchema(limits),
       scheduled_at: scheduledAtSchema,
+      tracking: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { open: { type: 'boolean' }, click: { type: 'boolean' } },
+        description: "Open and click tracking for this email, over its sender domain's open_tracking and click_tracking (each omitted: the domain's).",
+      },
+      template: templateRefSchema(limits),
     },
   } as const;
 }
@@ -89,7 +100,7 @@ const emailSummary = {
   last_event: {
     type: 'string',
     description:
-      "Resend's name for the latest state (queued, scheduled, sent, delivered, delivery_delayed, bounced, complained, failed, suppressed, canceled).",
+      "Resend's name for the latest state (queued, scheduled, sent, delivered, delivery_delayed, bounced, complained, failed, suppressed, canceled; opened or clicked once a person opened or clicked a delivered email).",
   },
   message_id: { ...nullableString, description: 'The Message-ID header the email carries.' },
 } as const;
@@ -116,6 +127,17 @@ export const emailListQuerySchema = {
     tag: { type: 'string', minLength: 1, maxLength: 513, description: 'Emails carrying this tag (`name:value` for a `{name, value}` tag).' },
     since: { type: 'string', maxLength: 40, description: 'Created at or after this ISO 8601 date-time.' },
     until: { type: 'string', maxLength: 40, description: 'Created at or before this ISO 8601 date-time.' },
+  },
+} as const;
+
+const trackingCount = {
+  type: 'object',
+  properties: {
+    link: { type: 'string' },
+    count: { type: 'integer' },
+    bots: { type: 'integer' },
+    first_at: nullableString,
+    last_at: nullableString,
   },
 } as const;
 
@@ -165,7 +187,21 @@ export const emailSchema = {
           next_attempt_at: { type: 'string' },
           reason: { type: 'string' },
           code: { type: 'string' },
+          link: { type: 'string', description: 'clicked: the original URL of the link.' },
+          user_agent: { type: 'string', description: 'opened, clicked: the client that fetched.' },
+          ip: { type: 'string', description: 'opened, clicked: its network, never the whole address (an IPv4 /24, an IPv6 /48).' },
+          bot: { type: 'boolean', description: 'opened, clicked: it looks like a machine (a scanner, Apple Mail Privacy Protection), not a person.' },
+          agent: { type: 'string', enum: ['proxy', 'scanner'], description: "A mail provider's image proxy (usually a person behind it) or a machine." },
+          bot_reason: { type: 'string' },
         },
+      },
+    },
+    tracking: {
+      type: 'object',
+      description: 'Opens and clicks (open and click tracking): counts, of them by machines (`bots`), first and last time, and per link.',
+      properties: {
+        opens: trackingCount,
+        clicks: { type: 'object', properties: { ...trackingCount.properties, links: { type: 'array', items: trackingCount } } },
       },
     },
   },

@@ -37,6 +37,8 @@ export interface StoredRequest {
   attachments?: AttachmentMeta[];
   /** The platform's own mail (sign-in codes): never shown, its body dropped once a gateway holds it. */
   system?: boolean;
+  /** Open and click tracking for this email, over its domain's settings (absent: the domain's). */
+  tracking?: { open?: boolean; click?: boolean };
 }
 
 /** The one reader of a stored request's JSON (the pipeline wrote it; nothing else parses it by hand). */
@@ -138,6 +140,22 @@ export interface GatewayEvent {
   recipientIndex?: number;
   /** Apply only when the email has exactly one recipient (a report to a pre-VERP-per-recipient return path). */
   soleRecipient?: boolean;
+}
+
+/** An open or a click the tracking host saw (control/tracking), as recorded: the address already truncated. */
+export interface TrackingHit {
+  emailId: string;
+  kind: 'open' | 'click';
+  /** The original URL of a click; '' for an open. */
+  link: string;
+  at: number;
+  userAgent: string;
+  /** Truncated: the /24 of an IPv4 address, the /48 of an IPv6 one. */
+  ip: string;
+  /** A person, a mail provider's proxy (Gmail's images: usually a person behind it), or a machine (control/tracking/bots.ts). */
+  agent: 'person' | 'proxy' | 'scanner';
+  /** Why it is not a person. */
+  reason?: string;
 }
 
 /** An event that changed something, with the email's status after it. */

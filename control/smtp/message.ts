@@ -32,8 +32,25 @@ export function parseMessage(raw: Buffer): Promise<ParsedMail> {
 
 const TAGS = 'x-postgate-tags';
 const BULK = 'x-postgate-bulk';
+// A template (control/templates) by id or alias, and its variables as a JSON object.
+const TEMPLATE = 'x-postgate-template';
+const TEMPLATE_VARIABLES = 'x-postgate-template-variables';
+// Open and click tracking for this email: `open=true, click=false` (either may be left out; control/tracking).
+const TRACKING = 'x-postgate-tracking';
 // Passed through besides X-* headers: replies thread through them.
 const THREADING = new Set(['in-reply-to', 'references']);
+
+/** X-Postgate-Tracking: `open=true, click=false` (`;` also separates; on/off and yes/no also say it). */
+export function trackingHeader(value: string): { open?: boolean; click?: boolean } {
+  const out: { open?: boolean; click?: boolean } = {};
+  for (const part of value.split(/[,;]/)) {
+    if (!part.trim()) continue;
+    const m = /^\s*(open|click)\s*=\s*(true|false|on|off|yes|no)\s*$/i.exec(part);
+    if (!m) throw invalid('X-Postgate-Tracking must be like "open=true, click=false"');
+    out[m[1]!.toLowerCase() as 'open' | 'click'] = /^(true|on|yes)$/i.test(m[2]!);
+  }
+  return out;
+}
 
 function mailboxes(v: AddressObject | AddressObject[] | undefined): EmailAddress[] {
   const flat = (list: EmailAddress[]): EmailAddress[] => list.flatMap((a) => (a.group ? flat(a.group) : a.address ? [a] : []));
@@ -81,6 +98,9 @@ export function toSendRequest(mail: ParsedMail, envelopeRecipients: string[]): R
   const seen = new Set<string>();
   const tags: string[] = [];
   let bulk: boolean | undefined;
+  let template: string | undefined;
+  let variables: unknown;
+  let tracking: { open?: boolean; click?: boolean } | undefined;
   for (const { key, line } of mail.headerLines) {
     const value = headerValue(line);
     if (key === TAGS) {
@@ -93,6 +113,14 @@ export function toSendRequest(mail: ParsedMail, envelopeRecipients: string[]): R
     } else if (key === BULK) {
       if (!/^(true|false)$/i.test(value)) throw invalid('X-Postgate-Bulk must be true or false');
       bulk = value.toLowerCase() === 'true';
+    } else if (key === TEMPLATE) {
+      if (template !== undefined) throw invalid('X-Postgate-Template is given twice');
+      template = value;
+    } else if (key === TEMPLATE_VARIABLES) {
+      if (variables !== undefined) throw invalid('X-Postgate-Template-Variables is given twice');
+      variables = templateVariables(value);
+    } else if (key === TRACKING) {
+      tracking = trackingHeader(value);
     } else if ((key.startsWith('x-') && !key.startsWith('x-postgate-')) || THREADING.has(key)) {
       if (seen.has(key)) continue; // the first of repeated headers
       seen.add(key);
@@ -105,15 +133,35 @@ export function toSendRequest(mail: ParsedMail, envelopeRecipients: string[]): R
   if (cc.length) req.cc = cc.map(format);
   if (bcc.length) req.bcc = bcc;
   if (replyTo.length) req.reply_to = replyTo.length === 1 ? format(replyTo[0]!) : replyTo.map(format);
-  if (mail.html) req.html = mail.html;
-  // An html-only message yields text ''; an empty plain message is still a (text) message.
-  if (mail.text || !mail.html) req.text = mail.text ?? '';
+  if (template !== undefined) {
+    // The template gives the html and text: the message's own body is not sent.
+    req.template = variables === undefined ? { id: template } : { id: template, variables };
+  } else if (variables !== undefined) {
+    throw invalid('X-Postgate-Template-Variables needs X-Postgate-Template');
+  } else {
+    if (mail.html) req.html = mail.html;
+    // An html-only message yields text ''; an empty plain message is still a (text) message.
+    if (mail.text || !mail.html) req.text = mail.text ?? '';
+  }
   if (tags.length) req.tags = tags;
   if (bulk !== undefined) req.bulk = bulk;
+  if (tracking) req.tracking = tracking;
   if (Object.keys(headers).length) req.headers = headers;
   // The message's other MIME parts, as the API takes attachments: the pipeline checks them as it does any.
   if (mail.attachments.length) req.attachments = mail.attachments.map(attachmentOf);
   return req;
+}
+
+/** X-Postgate-Template-Variables: a JSON object (ASCII; other characters as \u escapes); its values are checked as REST's. */
+function templateVariables(value: string): unknown {
+  let v: unknown;
+  try {
+    v = JSON.parse(value);
+  } catch {
+    throw invalid('X-Postgate-Template-Variables must be a JSON object');
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw invalid('X-Postgate-Template-Variables must be a JSON object');
+  return v;
 }
 
 /** One MIME part kept as an attachment: its bytes, name and type; an inline part (next to the HTML) keeps its Content-ID. */

@@ -18,6 +18,7 @@ import type {
   RecipientKind,
   RecipientStatus,
   ScheduleChange,
+  TrackingHit,
 } from '../mail/vocabulary.js';
 
 // The email vocabulary (control/mail/vocabulary.ts), where callers of the store have always found it.
@@ -38,6 +39,7 @@ export type {
   ScheduleChange,
   StoredRequest,
   SuppressionScope,
+  TrackingHit,
 } from '../mail/vocabulary.js';
 
 // Projects and keys
@@ -895,9 +897,176 @@ export interface Store {
   readonly audit: AuditLog;
   readonly idempotency: IdempotencyKeys;
   readonly operations: Operations;
+  /** Open and click tracking (control/tracking). */
+  readonly tracking: Tracking;
+  readonly templates: Templates;
+  /** Mail received for receiving domains (control/inbound). */
+  readonly inbound: InboundEmails;
   /** Commits and writes since start (metrics). */
   stats(): { commits: number; writes: number };
   close(): Promise<void>;
 }
 
 export type StoreConfig = Pick<Config, 'dataDir' | 'storage'> & Partial<Pick<Config, 'databaseUrl'>>;
+
+/** A template's declared variable (Resend's key, type, fallback_value); no fallback: every send must give it. */
+export interface TemplateVariableRow {
+  key: string;
+  type: 'string' | 'number';
+  fallback: string | number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** One version of a template's content: its draft, or the version sends use (published). */
+export interface TemplateContent {
+  /** Changes with every edit of the draft; the published version keeps the id it was published with. */
+  versionId: string;
+  from: string | null;
+  subject: string | null;
+  replyTo: string[] | null;
+  html: string;
+  text: string | null;
+  variables: TemplateVariableRow[];
+}
+
+/** A project's email template (control/templates): its name and alias, its draft and its published version. */
+export interface TemplateRow {
+  /** A UUID (time-ordered); never alias-shaped, so one string names a template by either. */
+  id: string;
+  projectId: string;
+  name: string;
+  /** Unique in the project; usable wherever the id is. */
+  alias: string | null;
+  draft: TemplateContent;
+  /** Null until first published: such a template sends nothing. */
+  published: TemplateContent | null;
+  publishedAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface TemplateQuery {
+  limit: number;
+  /** A template id: the page of older templates. */
+  after?: string;
+  /** A template id: the page of newer templates. */
+  before?: string;
+}
+
+export interface Templates {
+  /** 'alias_taken': another template of the project has this alias; nothing was written. */
+  create(t: TemplateRow): Promise<'created' | 'alias_taken'>;
+  /** By id or alias, in the project only. Asked by every templated send: cached per project until one of its templates changes. */
+  get(projectId: string, idOrAlias: string): Promise<TemplateRow | undefined>;
+  /** Newest first (ids are time-ordered), a page at a time. */
+  list(projectId: string, q: TemplateQuery): Promise<{ templates: TemplateRow[]; hasMore: boolean }>;
+  /** Writes the row's name, alias, draft and updatedAt (found by id in its project). */
+  update(t: TemplateRow): Promise<'updated' | 'not_found' | 'alias_taken'>;
+  /** The draft becomes the published version, at `at`; the row after, or undefined when there is no such template. */
+  publish(projectId: string, id: string, at: number): Promise<TemplateRow | undefined>;
+  remove(projectId: string, id: string): Promise<boolean>;
+}
+
+/** An email's opens (link '') or clicks of one link, summed (email_tracking). */
+export interface TrackingCountRow {
+  kind: 'open' | 'click';
+  link: string;
+  count: number;
+  /** Of them, by machines: scanners and Apple's prefetch (control/tracking/bots.ts). */
+  bots: number;
+  firstAt: number;
+  lastAt: number;
+}
+
+/** Open and click tracking's data (control/tracking). */
+export interface Tracking {
+  /**
+   * Records a batch of hits in one transaction through the lifecycle (control/mail/lifecycle.ts track):
+   * the counts, the `opened` and `clicked` events, their webhook messages and daily analytics. Hits of
+   * emails that do not exist are dropped.
+   */
+  record(hits: TrackingHit[]): Promise<void>;
+  /** The email's counts: opens, then each clicked link in the order first clicked. */
+  counts(emailId: string): Promise<TrackingCountRow[]>;
+}
+
+// Received mail (control/inbound): what a receiving domain's inbound listener accepted.
+
+/** An attachment of a received email (its bytes: InboundEmails.attachment). */
+export interface InboundAttachmentRow {
+  id: string;
+  filename: string | null;
+  contentType: string;
+  contentDisposition: 'inline' | 'attachment';
+  contentId: string | null;
+  size: number;
+}
+
+/** SPF, DKIM and DMARC as the gateway judged them (mailauth): pass, fail, softfail, neutral, none, temperror, permerror. */
+export interface InboundAuth {
+  spf: string;
+  dkim: string;
+  dmarc: string;
+  /** The Authentication-Results header value the gateway wrote. */
+  header: string;
+  /** Domains, selectors and policy, as JSON. */
+  details: string;
+}
+
+export interface InboundEmailRow {
+  /** The id the gateway gave it (a UUID), also its webhook message's `email_id`. */
+  id: string;
+  projectId: string;
+  createdAt: number;
+  /** The envelope: MAIL FROM ('' for <>) and the recipients at the project's receiving domains. */
+  mailFrom: string;
+  rcptTo: string[];
+  from: string;
+  to: string[];
+  cc: string[];
+  bcc: string[];
+  replyTo: string[];
+  subject: string;
+  messageId: string;
+  text: string | null;
+  html: string | null;
+  headers: Record<string, string>;
+  auth: InboundAuth;
+  remoteIp: string;
+  helo: string;
+  /** The raw message's size in bytes. */
+  size: number;
+  attachments: InboundAttachmentRow[];
+}
+
+export interface NewInboundEmail extends InboundEmailRow {
+  raw: Uint8Array;
+  /** Each attachment's bytes, in the order of `attachments`. */
+  contents: Uint8Array[];
+}
+
+export interface InboundQuery {
+  limit: number;
+  after?: string;
+  before?: string;
+}
+
+export interface InboundEmails {
+  /**
+   * Stores the email with its raw message and attachments and, in the same transaction, queues `payload`
+   * (the email.received webhook message) for every enabled endpoint of the project that lists
+   * email.received. False when the id is stored already (a redelivered event): nothing changes.
+   */
+  receive(e: NewInboundEmail, payload: string): Promise<boolean>;
+  get(projectId: string, id: string): Promise<InboundEmailRow | undefined>;
+  /** Newest first. Undefined when the cursor names no received email of the project. */
+  list(projectId: string, q: InboundQuery): Promise<{ emails: InboundEmailRow[]; hasMore: boolean } | undefined>;
+  attachment(projectId: string, emailId: string, attachmentId: string): Promise<{ row: InboundAttachmentRow; content: Uint8Array } | undefined>;
+  raw(projectId: string, id: string): Promise<Uint8Array | undefined>;
+  /**
+   * The domains that receive: receiving on and verified (a domain proven by DNS, so a project cannot take
+   * another's mail by adding its name). A name verified in two projects goes to the one verified first.
+   */
+  receivingDomains(): Promise<Array<{ domain: string; projectId: string }>>;
+}

@@ -8,15 +8,11 @@ import { AUTH_EVENT_TYPES } from '../store/index.js';
 const DELAYED = 'email.delivery_delayed';
 
 /**
- * Resend event names postgate accepts in a filter but never sends (no open or click tracking,
- * no inbound mail, contacts, topics or inboxes), so a filter written for Resend is not refused;
- * a name that is also one of our kinds is sent after all.
+ * Resend event names postgate accepts in a filter but never sends (contacts, topics or inboxes), so a filter written for Resend is not refused; a name that is also one of our kinds is
+ * sent after all.
  */
 const NEVER_SENT: readonly string[] = [
   'email.scheduled',
-  'email.opened',
-  'email.clicked',
-  'email.received',
   'email.suppressed',
   'contact.created',
   'contact.updated',
@@ -46,6 +42,13 @@ const NEVER_SENT: readonly string[] = [
   'inbox.draft.deleted',
 ];
 
+/**
+ * Resend event names postgate sends that are not an email's event kind: mail received for a receiving
+ * domain (control/inbound). Like auth events, only endpoints that list one get it.
+ */
+export const RECEIVED_EVENT = 'email.received';
+const OTHER_SENT: readonly string[] = [RECEIVED_EVENT];
+
 /** What `statuses` may list: every email event kind and every auth event type. */
 export const FILTER_TOKENS: readonly string[] = [...EVENT_KINDS, ...AUTH_EVENT_TYPES];
 
@@ -54,6 +57,7 @@ const fromEvent = new Map<string, string>([
   ...EVENT_KINDS.map((k) => [`email.${k}`, k] as [string, string]),
   [DELAYED, 'deferred'],
   ...AUTH_EVENT_TYPES.map((t) => [t, t] as [string, string]),
+  ...OTHER_SENT.map((n) => [n, n] as [string, string]),
   // A Resend name that is also one of our kinds (email.scheduled) maps to the kind above, not here.
   ...NEVER_SENT.filter((n) => !kinds.has(n.slice('email.'.length))).map((n) => [n, n] as [string, string]),
 ]);

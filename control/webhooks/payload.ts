@@ -48,8 +48,26 @@ export function webhookPayload(email: PayloadEmail, status: EmailStatus, at: num
     created_at: new Date(email.createdAt).toISOString(),
     event: { ...event, at: new Date(Number(event.at)).toISOString() },
   };
+  // An open or a click is its own event, whatever the status (Resend's email.opened and email.clicked, with its `click`).
+  if (event.type === 'opened' || event.type === 'clicked') return envelope(`email.${event.type}`, at, { ...data, ...tracked(event) });
   return envelope(`email.${event.type === 'deferred' ? 'deferred' : status}`, at, data);
 }
+
+/** Resend's `click: {ipAddress, link, timestamp, userAgent}` (and the same `open` for an open), with whether a machine did it. */
+function tracked(event: Record<string, unknown>): Record<string, unknown> {
+  const what = {
+    ...(event.type === 'clicked' ? { link: event.link } : {}),
+    timestamp: new Date(Number(event.at)).toISOString(),
+    userAgent: event.user_agent,
+    ipAddress: event.ip,
+    bot: event.bot === true,
+    ...(event.bot_reason ? { botReason: event.bot_reason } : {}),
+  };
+  return event.type === 'clicked' ? { click: what } : { open: what };
+}
+
+/** The message body for mail received for a receiving domain (control/inbound/parse.ts builds `data`). */
+export const receivedPayload = (at: number, data: Record<string, unknown>): string => envelope('email.received', at, data);
 
 /** The message body for an auth event (auth/events.ts builds `data`, without secrets). */
 export const authEventPayload = (type: AuthEventType, at: number, data: Record<string, unknown>): string => envelope(type, at, data);

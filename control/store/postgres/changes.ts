@@ -2,7 +2,7 @@
 // transaction, set-based: one statement per table (two for suppressions, one per scope
 // rule), whatever the number of emails or events. Counts are summed per transaction and
 // added in key order: two nodes' transactions lock the counter rows in the same order.
-import { type Changes, type EmailUpdate, requestsToRead, webhookMessages } from '../../mail/lifecycle.js';
+import { type Changes, type EmailUpdate, linkHash, requestsToRead, webhookMessages } from '../../mail/lifecycle.js';
 import type { ProjectCache } from '../cache.js';
 import type { WebhookRow } from '../index.js';
 import type { Tx } from './db.js';
@@ -160,6 +160,21 @@ export async function writeChanges(tx: Tx, c: Changes): Promise<void> {
       columnsOf(
         messages.map((m) => [m.id, m.webhookId, m.projectId, m.payload, m.at]),
         5,
+      ),
+    );
+  }
+  if (c.tracking.length) {
+    // In key order, as the counters: two nodes' batches lock the rows in the same order.
+    const rows = [...c.tracking].map((t) => ({ ...t, hash: linkHash(t.link) }));
+    rows.sort((a, b) => (a.emailId + a.kind + a.hash < b.emailId + b.kind + b.hash ? -1 : 1));
+    await tx.query(
+      `INSERT INTO email_tracking (email_id, kind, link_hash, link, count, bots, first_at, last_at)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[], $7::bigint[], $8::bigint[])
+       ON CONFLICT (email_id, kind, link_hash) DO UPDATE SET count = email_tracking.count + excluded.count, bots = email_tracking.bots + excluded.bots,
+         first_at = LEAST(email_tracking.first_at, excluded.first_at), last_at = GREATEST(email_tracking.last_at, excluded.last_at)`,
+      columnsOf(
+        rows.map((t) => [t.emailId, t.kind, t.hash, t.link, t.count, t.bots, t.firstAt, t.lastAt]),
+        8,
       ),
     );
   }

@@ -468,6 +468,80 @@ export const migrations: readonly PgMigration[] = [
       ALTER TABLE domains ADD COLUMN receiving BOOLEAN NOT NULL DEFAULT false;
     `,
   },
+  {
+    // A project's email templates (control/templates): the draft and the published version, the alias
+    // unique per project (NULLs apart). Lists read newest first by id (time-ordered).
+    id: '0020_templates',
+    sql: `
+      CREATE TABLE templates (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        name TEXT NOT NULL,
+        alias TEXT,
+        draft JSONB NOT NULL,
+        published JSONB,
+        published_at BIGINT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+      );
+      CREATE INDEX templates_project ON templates(project_id, id);
+      CREATE UNIQUE INDEX templates_project_alias ON templates(project_id, alias);
+    `,
+  },
+  {
+    // Open and click tracking (control/tracking): an email's counts per kind and link (the link's
+    // SHA-256 in the key: a URL may be longer than an index entry may be).
+    id: '0021_tracking',
+    sql: `
+      CREATE TABLE email_tracking (
+        email_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        link_hash TEXT NOT NULL,
+        link TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        bots INTEGER NOT NULL,
+        first_at BIGINT NOT NULL,
+        last_at BIGINT NOT NULL,
+        PRIMARY KEY (email_id, kind, link_hash)
+      );
+    `,
+  },
+  {
+    // Received mail (control/inbound); see the SQLite step of the same id.
+    id: '0022_inbound',
+    sql: `
+      CREATE TABLE inbound_emails (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL REFERENCES projects(id),
+        created_at BIGINT NOT NULL,
+        mail_from TEXT NOT NULL,
+        rcpt_to JSONB NOT NULL,
+        from_addr TEXT NOT NULL,
+        to_addrs JSONB NOT NULL,
+        cc JSONB NOT NULL,
+        bcc JSONB NOT NULL,
+        reply_to JSONB NOT NULL,
+        subject TEXT NOT NULL,
+        message_id TEXT NOT NULL,
+        text TEXT,
+        html TEXT,
+        headers JSONB NOT NULL,
+        auth JSONB NOT NULL,
+        remote_ip TEXT NOT NULL,
+        helo TEXT NOT NULL,
+        size BIGINT NOT NULL,
+        attachments JSONB NOT NULL,
+        raw BYTEA NOT NULL
+      );
+      CREATE INDEX inbound_emails_project ON inbound_emails (project_id, created_at, id);
+      CREATE TABLE inbound_attachments (
+        email_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        content BYTEA NOT NULL,
+        PRIMARY KEY (email_id, id)
+      );
+    `,
+  },
 ];
 
 /** Any constant both nodes agree on: the key of the advisory lock that serialises migrations. */

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Invalidator } from '../../../core/invalidation.js';
 import { ProjectCache, STORE_CHANNELS } from '../cache.js';
-import type { Store, StoreConfig, WebhookRow } from '../index.js';
+import type { Store, StoreConfig, TemplateRow, WebhookRow } from '../index.js';
 import { Acceptor } from './accept.js';
 import { PgDb, safeUrl } from './db.js';
 import { migrate } from './migrations.js';
@@ -26,6 +26,9 @@ import { PgSignIn } from './sign-in.js';
 import { PgAudit } from './audit.js';
 import { PgIdempotency } from './idempotency.js';
 import { PgOperations } from './operations.js';
+import { PgTracking } from './tracking.js';
+import { PgTemplates } from './templates.js';
+import { PgInbound } from './inbound.js';
 
 export async function openPostgresStore(config: StoreConfig & { databaseUrl: string }, invalidator: Invalidator): Promise<Store> {
   const db = new PgDb(config.databaseUrl);
@@ -67,6 +70,9 @@ class PgStore implements Store {
   readonly audit;
   readonly idempotency;
   readonly operations;
+  readonly tracking;
+  readonly templates;
+  readonly inbound;
   private readonly acceptor;
 
   constructor(
@@ -91,6 +97,9 @@ class PgStore implements Store {
     this.audit = new PgAudit(db);
     this.idempotency = new PgIdempotency(db);
     this.operations = new PgOperations(db, hooks);
+    this.tracking = new PgTracking(db, hooks);
+    this.templates = new PgTemplates(db, new ProjectCache<Map<string, Promise<TemplateRow | undefined>>>(invalidator, STORE_CHANNELS.templates), invalidator);
+    this.inbound = new PgInbound(db);
   }
 
   stats(): { commits: number; writes: number } {

@@ -3,7 +3,7 @@
 // memory until the group commits, tallies.ts) and webhook messages.
 import type Database from 'better-sqlite3';
 import type { Db } from '../../../core/sqlite/open.js';
-import { type Changes, type EmailUpdate, requestsToRead, webhookMessages } from '../../mail/lifecycle.js';
+import { type Changes, type EmailUpdate, linkHash, requestsToRead, webhookMessages } from '../../mail/lifecycle.js';
 import type { ProjectCache } from '../cache.js';
 import type { WebhookRow } from '../index.js';
 import type { DayTallies } from './tallies.js';
@@ -53,6 +53,9 @@ export class SqliteChanges {
       webhooks: db.prepare('SELECT * FROM webhooks WHERE project_id = ? ORDER BY created_at, id'),
       insertDelivery: db.prepare(`INSERT INTO webhook_deliveries (id, webhook_id, project_id, payload, attempt, next_attempt_at, status, created_at)
         VALUES (?, ?, ?, ?, 0, ?, 'pending', ?)`),
+      addTracking: db.prepare(`INSERT INTO email_tracking (email_id, kind, link_hash, link, count, bots, first_at, last_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT(email_id, kind, link_hash) DO UPDATE SET count = count + excluded.count, bots = bots + excluded.bots,
+        first_at = min(first_at, excluded.first_at), last_at = max(last_at, excluded.last_at)`),
     };
   }
 
@@ -94,6 +97,7 @@ export class SqliteChanges {
       this.q.addSubject.run(b.projectId, b.day, b.subjectHash, b.recipients);
       this.q.addBulk.run(b.projectId, b.day, b.recipients);
     }
+    for (const t of c.tracking) this.q.addTracking.run(t.emailId, t.kind, linkHash(t.link), t.link, t.count, t.bots, t.firstAt, t.lastAt);
     if (c.webhooks.length) {
       const requests = new Map(requestsToRead(c.webhooks).map((id) => [id, this.q.request.get(id) as string]));
       for (const m of webhookMessages(c.webhooks, requests)) this.q.insertDelivery.run(m.id, m.webhookId, m.projectId, m.payload, m.at, m.at);

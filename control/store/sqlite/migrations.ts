@@ -549,6 +549,84 @@ const domainSettings: Migration = {
   `,
 };
 
+/**
+ * A project's email templates (control/templates): the draft and the published version as JSON, the
+ * alias unique per project (NULLs apart). Lists read newest first by id (time-ordered).
+ */
+const templates: Migration = {
+  id: '0020_templates',
+  sql: `
+    CREATE TABLE templates (
+      id TEXT PRIMARY KEY,
+      project_id TEXT NOT NULL REFERENCES projects(id),
+      name TEXT NOT NULL,
+      alias TEXT,
+      draft TEXT NOT NULL,
+      published TEXT,
+      published_at INTEGER,
+      created_at INTEGER NOT NULL,
+      updated_at INTEGER NOT NULL
+    );
+    CREATE INDEX templates_project ON templates(project_id, id);
+    CREATE UNIQUE INDEX templates_project_alias ON templates(project_id, alias);
+  `,
+};
+
+/** Open and click tracking (control/tracking): an email's counts per kind and link. */
+const tracking: Migration = {
+  id: '0021_tracking',
+  sql: `
+    CREATE TABLE email_tracking (
+      email_id TEXT NOT NULL,
+      kind TEXT NOT NULL,
+      link_hash TEXT NOT NULL,
+      link TEXT NOT NULL,
+      count INTEGER NOT NULL,
+      bots INTEGER NOT NULL,
+      first_at INTEGER NOT NULL,
+      last_at INTEGER NOT NULL,
+      PRIMARY KEY (email_id, kind, link_hash)
+    ) WITHOUT ROWID;
+  `,
+};
+
+/** Received mail (control/inbound): the parsed message and the raw one, its attachments' bytes apart. */
+const inbound: Migration = {
+  id: '0022_inbound',
+  sql: `
+    CREATE TABLE inbound_emails (
+      id TEXT PRIMARY KEY,
+      project_id TEXT NOT NULL REFERENCES projects(id),
+      created_at INTEGER NOT NULL,
+      mail_from TEXT NOT NULL,
+      rcpt_to TEXT NOT NULL,
+      from_addr TEXT NOT NULL,
+      to_addrs TEXT NOT NULL,
+      cc TEXT NOT NULL,
+      bcc TEXT NOT NULL,
+      reply_to TEXT NOT NULL,
+      subject TEXT NOT NULL,
+      message_id TEXT NOT NULL,
+      text TEXT,
+      html TEXT,
+      headers TEXT NOT NULL,
+      auth TEXT NOT NULL,
+      remote_ip TEXT NOT NULL,
+      helo TEXT NOT NULL,
+      size INTEGER NOT NULL,
+      attachments TEXT NOT NULL,
+      raw BLOB NOT NULL
+    );
+    CREATE INDEX inbound_emails_project ON inbound_emails (project_id, created_at, id);
+    CREATE TABLE inbound_attachments (
+      email_id TEXT NOT NULL,
+      id TEXT NOT NULL,
+      content BLOB NOT NULL,
+      PRIMARY KEY (email_id, id)
+    ) WITHOUT ROWID;
+  `,
+};
+
 export const migrations: readonly Migration[] = [
   ...controlMigrations,
   ...authMigrations,
@@ -565,4 +643,7 @@ export const migrations: readonly Migration[] = [
   consoleReads,
   emailSearch,
   domainSettings,
+  templates,
+  tracking,
+  inbound,
 ];

@@ -5,7 +5,7 @@ import type { Invalidator } from '../../../core/invalidation.js';
 import { openDatabase, type Db } from '../../../core/sqlite/open.js';
 import { GroupWriter } from '../../../core/sqlite/group-writer.js';
 import { ProjectCache, STORE_CHANNELS } from '../cache.js';
-import type { Store, StoreConfig, WebhookRow } from '../index.js';
+import type { Store, StoreConfig, TemplateRow, WebhookRow } from '../index.js';
 import { migrations } from './migrations.js';
 import { RENAMED_MIGRATIONS } from '../renamed-migrations.js';
 import { controlDbFile } from '../../../core/data-files.js';
@@ -24,6 +24,9 @@ import { SqliteSignIn } from './sign-in.js';
 import { SqliteAudit } from './audit.js';
 import { SqliteIdempotency } from './idempotency.js';
 import { SqliteOperations } from './operations.js';
+import { SqliteTracking } from './tracking.js';
+import { SqliteTemplates } from './templates.js';
+import { SqliteInbound } from './inbound.js';
 
 export async function openSqliteStore(config: StoreConfig, invalidator: Invalidator): Promise<Store> {
   const db = openDatabase(controlDbFile(config.dataDir), migrations, {
@@ -48,6 +51,9 @@ class SqliteStore implements Store {
   readonly audit;
   readonly idempotency;
   readonly operations;
+  readonly tracking;
+  readonly templates;
+  readonly inbound;
 
   constructor(
     private readonly db: Db,
@@ -60,10 +66,12 @@ class SqliteStore implements Store {
     writer.addHooks(tallies);
     const hooks = new ProjectCache<WebhookRow[]>(invalidator, STORE_CHANNELS.webhooks);
     const verified = new ProjectCache<Map<string, boolean>>(invalidator, STORE_CHANNELS.domains);
+    const templates = new ProjectCache<Map<string, TemplateRow>>(invalidator, STORE_CHANNELS.templates);
     // A write may have filled a cache from rows it then lost: read them back after a rollback.
     const forget = () => {
       hooks.clear();
       verified.clear();
+      templates.clear();
     };
     writer.addHooks({ writeFailed: forget, afterRollback: forget });
     const changes = new SqliteChanges(db, tallies, hooks);
@@ -81,6 +89,9 @@ class SqliteStore implements Store {
     this.audit = new SqliteAudit(db, writer);
     this.idempotency = new SqliteIdempotency(db, writer);
     this.operations = new SqliteOperations(db, writer, changes);
+    this.tracking = new SqliteTracking(db, writer, changes);
+    this.templates = new SqliteTemplates(db, writer, templates, invalidator);
+    this.inbound = new SqliteInbound(db, writer);
   }
 
   stats(): { commits: number; writes: number } {

@@ -76,3 +76,31 @@ describe('what does not pass, and why', () => {
     expect(again.every((r) => r.status === 'verified' && r.problem === undefined)).toBe(true);
   });
 });
+
+describe('the tracking CNAME (open or click tracking on)', () => {
+  const tracked = loadConfig({ POSTGATE_MX_HOST: 'mx.postgate.test', POSTGATE_TRACKING_HOST: 'track.postgate.test', POSTGATE_SYSTEM_FROM: 'n@postgate.test' });
+  const settings = { openTracking: false, clickTracking: true, tls: 'opportunistic' as const, trackingSubdomain: 'links', receiving: false };
+  const withCname = (cname: Record<string, string[]>): Resolver =>
+    ({
+      resolveCname: async (name: string) => {
+        if (!cname[name]) throw err('ENODATA');
+        return cname[name];
+      },
+    }) as unknown as Resolver;
+
+  it('is in the records only when open or click tracking is on, named by the tracking subdomain', () => {
+    expect(recordsFor('acme.test', 'pg1', 'K', tracked).some((r) => r.purpose === 'tracking')).toBe(false);
+    const r = recordsFor('acme.test', 'pg1', 'K', tracked, undefined, { ...settings, trackingSubdomain: 't' }).filter((x) => x.purpose === 'tracking');
+    expect(r).toEqual([{ purpose: 'tracking', type: 'CNAME', name: 't.acme.test', value: 'track.postgate.test', status: 'pending' }]);
+  });
+
+  it('passes when the name is an alias of the tracking host (case and trailing dot aside), fails otherwise', async () => {
+    const r = recordsFor('acme.test', 'pg1', 'K', tracked, undefined, settings).filter((x) => x.purpose === 'tracking');
+    expect((await verifyRecords(withCname({ 'links.acme.test': ['Track.Postgate.Test.'] }), r))[0]).toMatchObject({ status: 'verified' });
+    expect((await verifyRecords(withCname({ 'links.acme.test': ['elsewhere.example'] }), r))[0]).toMatchObject({
+      status: 'failed',
+      problem: 'CNAME of links.acme.test does not point at track.postgate.test',
+    });
+    expect((await verifyRecords(withCname({}), r))[0]).toMatchObject({ status: 'failed', problem: 'no CNAME record at links.acme.test' });
+  });
+});

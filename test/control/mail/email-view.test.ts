@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { emailListItem, emailView } from '../../../control/mail/email-view.js';
 import type { StoredRequest } from '../../../control/mail/vocabulary.js';
-import type { EmailRow, EventRow, RecipientRow, Store } from '../../../control/store/index.js';
+import type { EmailRow, EventRow, RecipientRow, Store, TrackingCountRow } from '../../../control/store/index.js';
 
 const T = Date.UTC(2026, 0, 2, 3, 4, 5);
 const request = (o: Partial<StoredRequest> = {}): StoredRequest => ({
@@ -40,9 +40,10 @@ const email = (o: Partial<EmailRow> = {}, r: Partial<StoredRequest> = {}): Email
 const event = (type: EventRow['type'], o: Partial<EventRow> = {}): EventRow => ({ type, recipient: '', attempt: 0, at: T, details: null, ...o });
 
 /** A store that holds one email (the view reads nothing else). */
-function storeOf(e: EmailRow, recipients: RecipientRow[] = [], events: EventRow[] = []): Store {
+function storeOf(e: EmailRow, recipients: RecipientRow[] = [], events: EventRow[] = [], tracking: TrackingCountRow[] = []): Store {
   return {
     emails: { get: async (projectId: string, id: string) => (projectId === e.projectId && id === e.id ? { email: e, recipients, events } : undefined) },
+    tracking: { counts: async (id: string) => (id === e.id ? tracking : []) },
   } as unknown as Store;
 }
 
@@ -139,5 +140,39 @@ describe('emailView', () => {
     const sending = email({ status: 'sending' });
     expect((await emailView(storeOf(sending, [], [event('queued'), event('deferred')]), 'prj_acme', 'em_1'))!.last_event).toBe('delivery_delayed');
     expect((await emailView(storeOf(sending, [], [event('deferred'), event('sent')]), 'prj_acme', 'em_1'))!.last_event).toBe('queued');
+  });
+
+  it("says opened or clicked once a person opened or clicked a delivered email (a machine's fetch does not count), with the tracking summary", async () => {
+    const delivered = email({ status: 'delivered' });
+    const person = (type: EventRow['type'], at: number) => event(type, { at, details: { bot: false } });
+    const bot = (type: EventRow['type'], at: number) => event(type, { at, details: { bot: true } });
+    const view = (events: EventRow[], rows: TrackingCountRow[] = []) => emailView(storeOf(delivered, [], events, rows), 'prj_acme', 'em_1');
+    expect((await view([event('delivered'), bot('opened', T + 1)]))!.last_event).toBe('delivered');
+    expect((await view([event('delivered'), person('opened', T + 1)]))!.last_event).toBe('opened');
+    expect((await view([event('delivered'), person('clicked', T + 1), person('opened', T + 2)]))!.last_event).toBe('opened');
+    expect((await view([event('delivered'), person('opened', T + 1), person('clicked', T + 2), bot('opened', T + 3)]))!.last_event).toBe('clicked');
+    const rows: TrackingCountRow[] = [
+      { kind: 'open', link: '', count: 3, bots: 1, firstAt: T + 1, lastAt: T + 9 },
+      { kind: 'click', link: 'https://a.example/', count: 2, bots: 0, firstAt: T + 2, lastAt: T + 5 },
+      { kind: 'click', link: 'https://b.example/', count: 1, bots: 1, firstAt: T + 3, lastAt: T + 3 },
+    ];
+    const iso = (ms: number) => new Date(ms).toISOString();
+    expect((await view([], rows))!.tracking).toEqual({
+      opens: { count: 3, bots: 1, first_at: iso(T + 1), last_at: iso(T + 9) },
+      clicks: {
+        count: 3,
+        bots: 1,
+        first_at: iso(T + 2),
+        last_at: iso(T + 5),
+        links: [
+          { link: 'https://a.example/', count: 2, bots: 0, first_at: iso(T + 2), last_at: iso(T + 5) },
+          { link: 'https://b.example/', count: 1, bots: 1, first_at: iso(T + 3), last_at: iso(T + 3) },
+        ],
+      },
+    });
+    expect((await view([]))!.tracking).toEqual({
+      opens: { count: 0, bots: 0, first_at: null, last_at: null },
+      clicks: { count: 0, bots: 0, first_at: null, last_at: null, links: [] },
+    });
   });
 });

@@ -13,7 +13,9 @@ describe('filterOfEvents', () => {
   });
 
   it('a name Resend has but postgate never sends is accepted as it is; one it is also a kind of ours maps to the kind', () => {
-    expect(filterOfEvents(['email.opened'])).toEqual({ filter: ['email.opened'] });
+    expect(filterOfEvents(['contact.created'])).toEqual({ filter: ['contact.created'] });
+    // Open and click tracking's events are ours now.
+    expect(filterOfEvents(['email.opened', 'email.clicked'])).toEqual({ filter: ['opened', 'clicked'] });
     expect(filterOfEvents(['email.scheduled'])).toEqual({ filter: ['scheduled'] });
   });
 
