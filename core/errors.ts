@@ -24,6 +24,7 @@ export type ErrorCode =
   | 'IDEMPOTENCY_CONFLICT'
   | 'IDEMPOTENCY_IN_PROGRESS'
   | 'BATCH_INVALID'
+  | 'TEMPLATE_INVALID'
   | 'UNAUTHORIZED'
   | 'CSRF_TOKEN_INVALID'
   | 'PAYLOAD_TOO_LARGE'
@@ -56,6 +57,8 @@ export const statusOf: Record<ErrorCode, number> = {
   IDEMPOTENCY_CONFLICT: 409,
   IDEMPOTENCY_IN_PROGRESS: 409,
   BATCH_INVALID: 422,
+  // A send naming a template it cannot render (unknown, unpublished, variables missing or of the wrong type).
+  TEMPLATE_INVALID: 422,
   UNAUTHORIZED: 401,
   CSRF_TOKEN_INVALID: 403,
   PAYLOAD_TOO_LARGE: 413,
@@ -92,6 +95,7 @@ export class ApiError extends Error {
 const resendNames: Partial<Record<ErrorCode, string>> = {
   INVALID_REQUEST: 'validation_error',
   BATCH_INVALID: 'validation_error',
+  TEMPLATE_INVALID: 'validation_error',
   INVALID_API_KEY: 'invalid_api_key',
   UNAUTHORIZED: 'missing_api_key',
   DOMAIN_NOT_VERIFIED: 'validation_error',

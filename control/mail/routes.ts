@@ -10,12 +10,15 @@ import { domainRoutes } from '../domains/routes.js';
 import { suppressionRoutes } from '../suppressions/routes.js';
 import { analyticsRoutes } from '../analytics/routes.js';
 import { webhookRoutes } from '../webhooks/routes.js';
+import { templateRoutes } from '../templates/routes.js';
 import type { WebhookTargets } from '../webhooks/target.js';
 import { pacingRoutes } from '../pacing/routes.js';
+import { inboundRoutes } from '../inbound/routes.js';
+import { DownloadLinks } from '../inbound/links.js';
 import type { PacingService } from '../pacing/service.js';
 import { type KeyAuthenticator, MAIL_KEYS, type Caller } from '../api-keys/authenticate.js';
 import type { Store } from '../store/index.js';
-import type { MailPipeline, SendRequest } from './pipeline.js';
+import type { MailPipeline, SendInput } from './pipeline.js';
 import { errorSchema } from '../http/schemas.js';
 import { emailListQuerySchema, emailListSchema, emailSchema, scheduledAtSchema, sendRequestSchema, sendResponseSchema } from './schema.js';
 import type { Config } from '../../core/config.js';
@@ -75,7 +78,9 @@ export const mailRoutes: FastifyPluginAsync<MailRoutesOptions> = async (
   await app.register(suppressionRoutes, { store });
   await app.register(analyticsRoutes, { store });
   await app.register(webhookRoutes, { store, sealer: sealer(secret, 'webhooks'), targets: webhookTargets });
+  await app.register(templateRoutes, { config, store });
   if (pacing) await app.register(pacingRoutes, { pacing });
+  await app.register(inboundRoutes, { store, links: new DownloadLinks(secret, config.baseUrl) });
 };
 
 /** The batch's validation mode: today's per-item answer when the header is absent. */
@@ -93,7 +98,7 @@ const emailRoutes: FastifyPluginAsync<Pick<MailRoutesOptions, 'config' | 'store'
   const idempotency = new Idempotency(store);
   const stopPruning = idempotency.startPruning((err) => app.log.warn({ err }, 'idempotency key prune failed'));
   app.addHook('onClose', async () => stopPruning());
-  app.post<{ Body: SendRequest }>(
+  app.post<{ Body: SendInput }>(
     '/v1/emails',
     {
       bodyLimit: sendBodyLimit,
@@ -174,7 +179,7 @@ const emailRoutes: FastifyPluginAsync<Pick<MailRoutesOptions, 'config' | 'store'
       // The key covers the validation mode too: the same items in another mode are another request.
       idempotency.reply(req, reply, req.caller!.project.id, [req.headers['x-batch-validation'] ?? null, req.body], req.body.length, async (a) => {
         const mode = batchMode(req.headers['x-batch-validation']);
-        if (mode === 'strict') pipeline.checkBatch(req.body);
+        if (mode === 'strict') await pipeline.checkBatch(req.caller!, req.body);
         const results = await resumeMany(a, req.body, (reqs, ids) => pipeline.sendMany(req.caller!, reqs, { ids }));
         if (mode !== 'permissive') return { status: 202, body: { data: results.map((r) => (r instanceof ApiError ? r.toJSON() : r)) } };
         // Resend's permissive answer: what was sent in `data`, what was not in `errors` with its index.

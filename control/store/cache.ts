@@ -3,7 +3,7 @@
 // invalidator and every cache of that channel, on every node, drops the project.
 import type { Invalidator } from '../../core/invalidation.js';
 
-export const STORE_CHANNELS = { webhooks: 'store.webhooks', domains: 'store.domains' } as const;
+export const STORE_CHANNELS = { webhooks: 'store.webhooks', domains: 'store.domains', templates: 'store.templates' } as const;
 
 export class ProjectCache<V> {
   private readonly entries = new Map<string, V>();

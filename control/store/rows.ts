@@ -9,6 +9,7 @@ import type {
   ProviderRow,
   RecipientRow,
   SessionRow,
+  TemplateRow,
   UserRow,
   WebhookDelivery,
   WebhookRow,
@@ -174,3 +175,28 @@ export const toLoadedEmail = (r: any, recipients: any[]): LoadedEmail => ({
 
 /** A LIKE pattern matching `text` anywhere, its own %, _ and \ taken literally (both backends write `ESCAPE '\'`). */
 export const likePattern = (text: string): string => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+export const toTemplate = (r: any): TemplateRow => ({
+  id: r.id,
+  projectId: r.project_id,
+  name: r.name,
+  alias: r.alias,
+  draft: json(r.draft),
+  published: r.published === null ? null : json(r.published),
+  publishedAt: r.published_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+/** A template's columns as named parameters (contents as JSON text: SQLite keeps it as such, PostgreSQL casts it to JSONB). */
+export const templateColumns = (t: TemplateRow) => ({
+  id: t.id,
+  projectId: t.projectId,
+  name: t.name,
+  alias: t.alias,
+  draft: JSON.stringify(t.draft),
+  published: t.published === null ? null : JSON.stringify(t.published),
+  publishedAt: t.publishedAt,
+  createdAt: t.createdAt,
+  updatedAt: t.updatedAt,
+});

@@ -195,13 +195,13 @@ describe('submit and checkBatch', () => {
     expect(wakes).toBe(1);
   });
 
-  it('refuses a whole batch naming every bad item', () => {
-    const e = thrown(() => pipeline.checkBatch([req(), { from: 'nobody', to: 'a@x.test', subject: 's', text: 't' }, req({ to: [] })]));
+  it('refuses a whole batch naming every bad item', async () => {
+    const e = await refused(pipeline.checkBatch(u.caller(), [req(), { from: 'nobody', to: 'a@x.test', subject: 's', text: 't' }, req({ to: [] })]));
     expect(e).toMatchObject({ code: 'BATCH_INVALID' });
     expect(e!.message).toContain('[1] from is not a valid address');
     expect(e!.message).toMatch(/\[2\] to /);
     expect(e!.message).not.toContain('[0]');
-    expect(thrown(() => pipeline.checkBatch([req(), req()]))).toBeUndefined();
+    expect(await refused(pipeline.checkBatch(u.caller(), [req(), req()]))).toBeUndefined();
   });
 });
 
