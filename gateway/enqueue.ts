@@ -33,6 +33,8 @@ export interface OutgoingMessage {
   warmupStartMs?: bigint | number;
   /** When control accepted the email (epoch ms); 0 = unknown (an older control). */
   acceptedMs?: bigint | number;
+  /** The sender domain's `tls: "enforced"`: delivered only over verified TLS (gateway/tls). */
+  requireTls?: boolean;
 }
 
 export interface EnqueueOutcome {

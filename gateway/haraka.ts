@@ -54,6 +54,8 @@ export interface PostgateNotes {
   attempt_base?: number;
   /** A retry is not due before this (epoch ms, by our clock). */
   not_before?: number;
+  /** The sender domain's `tls: "enforced"` (OutboundMessage.require_tls): only over verified TLS (gateway/tls). */
+  require_tls?: boolean;
 }
 
 export interface HMailItem {

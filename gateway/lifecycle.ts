@@ -63,6 +63,8 @@ function queueNotes(msg: Parameters<QueueFn>[0]): object {
     enqueue_key: msg.key,
     warmup_start: Number(msg.warmupStartMs ?? 0),
     accepted_ms: Number(msg.acceptedMs ?? 0),
+    // Only when set: a queue file of mail that does not require TLS stays as it was.
+    ...(msg.requireTls ? { require_tls: true } : {}),
   });
 }
 

@@ -2,6 +2,7 @@
 // Pure functions over the fields Haraka sets (see gateway/haraka.ts).
 import type { NewDeliveryEvent } from './outbox/outbox.js';
 import type { BounceError, DeferredParams, DeliveredParams, HarakaAddress, HMailItem } from './haraka.js';
+import { tlsFailureOf, tlsInfoOf } from './tls/tls-info.js';
 
 /** hmail.notes keys postgate_mx sets at each attempt: IP → MX host name, and why no route was found. */
 export const MX_NAMES = 'postgate_mx_names';
@@ -78,9 +79,16 @@ export function sendingEvents(hmail: HMailItem, now: number): NewDeliveryEvent[]
   }));
 }
 
+/** The attempt's TLS (gateway/tls/tls-info.ts) as the outbox keeps it: JSON, '' when nothing is known. */
+const tlsOf = (hmail: HMailItem): string => {
+  const info = tlsInfoOf(hmail);
+  return info ? JSON.stringify(info) : '';
+};
+
 export function sentEvents(hmail: HMailItem, params: DeliveredParams, now: number): NewDeliveryEvent[] {
   const [host, ip, response, , , , okRecips] = params;
   const mx = mxName(hmail, ip) || host;
+  const tls = tlsOf(hmail);
   return okRecips.map((r) => ({
     ...base(hmail, now),
     type: 'sent',
@@ -90,6 +98,7 @@ export function sentEvents(hmail: HMailItem, params: DeliveredParams, now: numbe
     attempt: attemptOf(hmail),
     enhancedCode: '',
     nextAttemptMs: 0,
+    tls,
   }));
 }
 
@@ -99,9 +108,12 @@ export function sentEvents(hmail: HMailItem, params: DeliveredParams, now: numbe
  */
 export function deferredEvents(hmail: HMailItem, params: DeferredParams, delaySec: number, now: number): NewDeliveryEvent[] {
   const named = params.fail_recips?.length ? params.fail_recips : undefined;
-  const remoteAnswered = !!named || /^Upstream error: /.test(params.err);
+  // TLS was required and the MX could not give it (no STARTTLS, a certificate that does not verify): the receiver's doing.
+  const tlsFailure = named ? undefined : tlsFailureOf(hmail);
+  const remoteAnswered = !!named || !!tlsFailure || /^Upstream error: /.test(params.err);
+  const tls = tlsOf(hmail);
   return (named ?? hmail.todo.rcpt_to).map((r) => {
-    const response = named ? responseOf(r, params.err) : (mxFailure(hmail)?.reason ?? remoteReply(params.err));
+    const response = named ? responseOf(r, params.err) : (tlsFailure?.reason ?? mxFailure(hmail)?.reason ?? remoteReply(params.err));
     return {
       ...base(hmail, now),
       type: 'deferred',
@@ -109,10 +121,11 @@ export function deferredEvents(hmail: HMailItem, params: DeferredParams, delaySe
       mx: remoteAnswered ? mxName(hmail, params.mx?.from_dns ?? params.mx?.exchange ?? r.dsn_remote_mta) : '',
       response,
       attempt: failuresOf(hmail),
-      enhancedCode: pickEnhanced('4', named ? r.dsn_smtp_extc : undefined, enhancedIn(response)),
+      enhancedCode: tlsFailure?.enhancedCode ?? pickEnhanced('4', named ? r.dsn_smtp_extc : undefined, enhancedIn(response)),
       nextAttemptMs: now + delaySec * 1000,
       // The remote's 4xx, or no answer at all (DNS, connection): never our own pacing.
       cause: remoteAnswered ? 'receiver' : 'network',
+      tls,
     };
   });
 }
@@ -136,7 +149,10 @@ export function bounceEvents(hmail: HMailItem, err: BounceError, now: number): N
     } else if (gaveUp) {
       // Haraka wraps the last temporary failure; its dsn_status was rewritten 4.x.x → 5.x.x.
       // A recipient the remote answered (RCPT 4xx) carries its reply; else the message-level one.
-      response = noRoute?.reason ?? (r.reason || r.dsn_smtp_code ? responseOf(r, '') : remoteReply(err.message.replace(/^Too many failures \((.*)\)$/s, '$1')));
+      response =
+        noRoute?.reason ??
+        tlsFailureOf(hmail)?.reason ??
+        (r.reason || r.dsn_smtp_code ? responseOf(r, '') : remoteReply(err.message.replace(/^Too many failures \((.*)\)$/s, '$1')));
       enhancedCode = pickEnhanced('4', r.dsn_smtp_extc, enhancedIn(response)) || '5.4.7';
     } else if (noRoute) {
       response = noRoute.reason;
@@ -156,6 +172,7 @@ export function bounceEvents(hmail: HMailItem, err: BounceError, now: number): N
       enhancedCode,
       nextAttemptMs: 0,
       cause: noRoute ? 'network' : 'receiver',
+      tls: tlsOf(hmail),
     };
   });
 }

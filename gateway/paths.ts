@@ -14,6 +14,8 @@ export interface GatewayPaths {
   buildDir: string;
   /** Haraka's spool_dir: the part of a message past spool_after while Haraka writes its queue file. */
   spoolDir: string;
+  /** Recipient domains' MTA-STS policies (gateway/tls/sts-policies.ts), kept across restarts. */
+  stsFile: string;
 }
 
 export function gatewayPaths(config: Config): GatewayPaths {
@@ -24,5 +26,6 @@ export function gatewayPaths(config: Config): GatewayPaths {
     outboxFile: gatewayOutboxFile(config.dataDir),
     buildDir: path.join(root, 'build'),
     spoolDir: path.join(root, 'spool'),
+    stsFile: path.join(root, 'mta-sts.json'),
   };
 }

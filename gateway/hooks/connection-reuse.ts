@@ -97,7 +97,9 @@ type Mx = HarakaMx & { path?: string; auth_user?: string; using_lmtp?: boolean; 
 /** The route a connection serves, or undefined when it is never reused. */
 export function routeOf(mx: Mx): string | undefined {
   if (mx.path || mx.auth_user || mx.using_lmtp) return undefined;
-  return `${mx.exchange}|${mx.port ?? 25}|${mx.bind ?? ''}|${mx.bind_helo ?? ''}`;
+  // The MX name too: a connection's TLS was verified for (and its SNI named) that name, so one MX name's
+  // connection never carries mail for another name at the same address (gateway/tls: enforced TLS).
+  return `${mx.exchange}|${mx.port ?? 25}|${mx.bind ?? ''}|${mx.bind_helo ?? ''}${mx.from_dns ? `|${mx.from_dns}` : ''}`;
 }
 
 const nonAscii = (s: string) => /[\u0080-\uffff]/.test(s);

@@ -8,6 +8,7 @@ import { isLocalAddress, lookupMx, type MxLookup } from '../mx.js';
 import { makeResolver } from '../../core/dns.js';
 import { MX_FAILURE, MX_NAMES, type MxFailure } from '../outcome.js';
 import { gatewayContext } from '../runtime.js';
+import { tlsRouting } from '../tls/routing.js';
 
 export type MxHook = (next: Next, hmail: HMailItem, domain: string) => void;
 
@@ -58,12 +59,15 @@ export function mxHook(): MxHook {
   };
 
   const cachedLookup = cachedLookupMx();
+  // Enforced TLS and MTA-STS (gateway/tls): what this attempt requires, and the MX hosts a policy allows.
+  const tls = tlsRouting();
 
   return (next, hmail, domain) => {
     delete hmail.notes[MX_NAMES];
     delete hmail.notes[MX_FAILURE];
     cachedLookup(domain)
       .then((lookup) => routesOf(lookup, domain))
+      .then((lookup) => tls.route(hmail, domain, lookup))
       .then(
         (lookup) => {
           if (lookup.kind === 'routes') {

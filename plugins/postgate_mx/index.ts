@@ -3,6 +3,7 @@
 import constants = require('haraka-constants');
 import type { HarakaPlugin, HMailItem, Next } from '../../gateway/haraka.js';
 import type { MxHook } from '../../gateway/hooks/mx.js';
+import type { OutboundTls, TlsProto } from '../../gateway/tls/enforce.js';
 
 let hook: MxHook | undefined;
 
@@ -12,8 +13,12 @@ export function register(this: HarakaPlugin): void {
 }
 
 export function load(this: HarakaPlugin, next: Next): void {
-  import('../../gateway/hooks/mx.js').then(
-    (m) => {
+  // Enforced TLS wraps Haraka's outbound (gateway/tls/enforce.ts) before the first delivery.
+  const hmail = this.haraka_require('outbound/hmail') as { prototype: TlsProto };
+  const obtls = this.haraka_require('outbound/tls') as OutboundTls;
+  Promise.all([import('../../gateway/hooks/mx.js'), import('../../gateway/tls/routing.js')]).then(
+    ([m, t]) => {
+      t.installTls(hmail.prototype, obtls);
       hook = m.mxHook();
       next();
     },

@@ -60,6 +60,11 @@ export interface SinkOptions {
   starttls?: boolean;
   /** Do not offer PIPELINING (RFC 2920) in the EHLO answer. */
   noPipelining?: boolean;
+  /** STARTTLS with this certificate instead of smtp-server's built-in one (implies starttls). */
+  tls?: { key: string; cert: string };
+  /** Listen here instead of 127.0.0.1 on a free port (several MXes on one delivery port: 127.0.0.2, ...). */
+  host?: string;
+  port?: number;
 }
 
 export interface ConnectionCounts {
@@ -116,7 +121,8 @@ export async function startMxSink(opts: SinkOptions = {}): Promise<MxSink> {
 
   const server = new SMTPServer({
     authOptional: true,
-    disabledCommands: opts.starttls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
+    disabledCommands: opts.starttls || opts.tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
+    ...(opts.tls ? { key: opts.tls.key, cert: opts.tls.cert } : {}),
     hidePIPELINING: opts.noPipelining === true,
     logger: false,
     onConnect(_session, cb) {
@@ -183,7 +189,7 @@ export async function startMxSink(opts: SinkOptions = {}): Promise<MxSink> {
 
   await new Promise<void>((resolve, reject) => {
     server.server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve());
   });
   const port = (server.server.address() as { port: number }).port;
 

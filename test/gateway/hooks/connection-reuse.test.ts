@@ -108,6 +108,8 @@ describe('routeOf', () => {
     expect(routeOf({ exchange: '192.0.2.1', port: 2525, bind: '10.0.0.1', bind_helo: 'h.test' } as HarakaMx)).toBe('192.0.2.1|2525|10.0.0.1|h.test');
     expect(routeOf({ exchange: '192.0.2.1' })).toBe('192.0.2.1|25||');
     expect(routeOf({ exchange: '192.0.2.1', port: 25 })).toBe(routeOf({ exchange: '192.0.2.1' }));
+    // A connection verified (TLS) for one MX name never serves another name at the same address.
+    expect(routeOf({ exchange: '192.0.2.1', from_dns: 'mx.a.test' })).not.toBe(routeOf({ exchange: '192.0.2.1', from_dns: 'mx.b.test' }));
   });
 
   it('never reuses AUTH, LMTP or unix-socket routes', () => {
