@@ -5,7 +5,7 @@
 import { once } from 'node:events';
 import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-import { create } from '@bufbuild/protobuf';
+import { create, fromBinary } from '@bufbuild/protobuf';
 import { grpcDefinition } from '../proto/grpc.js';
 import { clock, dayOf } from '../core/clock.js';
 import {
@@ -24,6 +24,9 @@ import {
   MetricsResponseSchema,
   SetControlsResponseSchema,
   SendNowResponseSchema,
+  InboundMailSchema,
+  SetReceivingDomainsResponseSchema,
+  type SetReceivingDomainsRequest,
   type SetControlsRequest,
   type DeliveryStateRequest,
   type SendNowRequest,
@@ -43,6 +46,7 @@ import type { Enqueuer } from './enqueue.js';
 import type { GatewayRuntime } from './runtime.js';
 import { gatewayControls } from './controls/controls.js';
 import { deliveryStateToProto } from '../proto/delivery-state.js';
+import { receivingDomains } from './inbound/receive.js';
 
 /** Events read from the outbox per query while a stream catches up. */
 const PAGE = 500;
@@ -53,8 +57,10 @@ export interface RpcServer {
   shutdown(graceMs: number): Promise<void>;
 }
 
-const toProto = (e: DeliveryEventRow) =>
+/** `inbound`: a 'received' event's message (InboundMail bytes, read from the outbox as the event is sent). */
+const toProto = (e: DeliveryEventRow, inbound?: Uint8Array) =>
   create(DeliveryEventSchema, {
+    inbound: inbound ? fromBinary(InboundMailSchema, inbound) : undefined,
     seq: BigInt(e.seq),
     emailId: e.emailId,
     type: eventTypeOf(e.type),
@@ -70,6 +76,8 @@ const toProto = (e: DeliveryEventRow) =>
     provider: e.provider,
     token: e.token,
     source: eventSourceOf(e.source),
+    // Kept as JSON of TlsInfo's fields (gateway/tls/tls-info.ts).
+    ...(e.tls ? { tls: JSON.parse(e.tls) as { used: boolean; version: string; verified: boolean; policy: string; note: string } } : {}),
   });
 
 function fail(cb: grpc.sendUnaryData<unknown>, err: unknown): void {
@@ -125,7 +133,8 @@ export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCou
         for (const row of rows) {
           if (stop.signal.aborted) break;
           // Respect the client's flow control instead of buffering the whole outbox.
-          if (!call.write(toProto(row))) await once(call, 'drain', { signal: stop.signal });
+          const inbound = row.type === 'received' ? outbox.inboundOf(row.seq) : undefined;
+          if (!call.write(toProto(row, inbound))) await once(call, 'drain', { signal: stop.signal });
           cursor = row.seq;
         }
       }
@@ -138,6 +147,7 @@ export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCou
   }
 
   const controls = await gatewayControls();
+  const receiving = await receivingDomains(outbox);
   const handlers: grpc.UntypedServiceImplementation = {
     enqueue(call: grpc.ServerUnaryCall<EnqueueRequest, unknown>, cb: grpc.sendUnaryData<unknown>) {
       const mismatch = refuses(call.request.contract, 'Enqueue');
@@ -200,6 +210,19 @@ export async function startRpc(rt: GatewayRuntime, enqueuer: Enqueuer, queuedCou
         .then((dropped) => {
           log.info({ suspensions: r.suspensions.length, cancels: r.cancels.length, dropped }, 'queue controls replaced');
           cb(null, create(SetControlsResponseSchema, { dropped: BigInt(dropped) }));
+        })
+        .catch((err) => fail(cb, err));
+    },
+    // The receiving domains, a full replacement: stored, then in force for the next RCPT.
+    setReceivingDomains(call: grpc.ServerUnaryCall<SetReceivingDomainsRequest, unknown>, cb: grpc.sendUnaryData<unknown>) {
+      const list = call.request.domains.map((d) => ({ domain: d.domain, projectId: d.projectId }));
+      if (list.some((d) => !d.domain || !d.projectId))
+        return cb({ code: grpc.status.INVALID_ARGUMENT, details: 'a receiving domain needs a name and a project' });
+      receiving
+        .set(list)
+        .then(() => {
+          log.info({ domains: list.length }, 'receiving domains replaced');
+          cb(null, create(SetReceivingDomainsResponseSchema));
         })
         .catch((err) => fail(cb, err));
     },

@@ -94,9 +94,10 @@ export function writeHarakaDir(config: Config, paths: GatewayPaths, pluginsDir: 
     'clean_auth_results=true',
     'max_lines=1000',
     'max_received=100',
-    // Reports carry at most the original message; nothing legitimate is larger.
+    // Reports carry at most the original message (10 MiB is plenty); received mail has its own
+    // limit (inbound.maxMessageBytes), judged again per message by gateway/inbound/receive.ts.
     '[max]',
-    'bytes=10485760',
+    `bytes=${Math.max(10485760, config.inbound.maxMessageBytes)}`,
     'mime_parts=1000',
     'line_length=512',
     'data_line_length=992',

@@ -14,7 +14,9 @@ const TYPES = {
   [EventType.DELIVERED]: 'delivered',
   [EventType.COMPLAINED]: 'complained',
   [EventType.UNSUBSCRIBED]: 'unsubscribed',
-} as const satisfies Record<EventType, DeliveryEventType | ''>;
+  // Not a delivery event: mail received for a receiving domain (DeliveryEvent.inbound), stored apart by control.
+  [EventType.RECEIVED]: 'received',
+} as const satisfies Record<EventType, DeliveryEventType | 'received' | ''>;
 
 const CAUSES = {
   [EventCause.UNSPECIFIED]: '',
@@ -34,7 +36,7 @@ const SOURCES = {
 } as const satisfies Record<EventSource, string>;
 
 /** A delivery event type (common/status.ts) that the wire has a value for. */
-export type EventTypeName = Exclude<(typeof TYPES)[EventType], ''>;
+export type EventTypeName = Exclude<(typeof TYPES)[EventType], '' | 'received'>;
 /** '' when the event is not a delay or refusal. */
 export type EventCauseName = (typeof CAUSES)[EventCause];
 /** '' when not stated (the gateway's own SMTP attempt). */
@@ -46,12 +48,13 @@ const TYPE_OF = reverse<EventType, string>(TYPES);
 const CAUSE_OF = reverse<EventCause, string>(CAUSES);
 const SOURCE_OF = reverse<EventSource, string>(SOURCES);
 
-/** The name of a type; undefined for UNSPECIFIED and for a value this build does not know. */
-export const eventTypeName = (t: EventType): EventTypeName | undefined => (TYPES as Partial<Record<number, EventTypeName | ''>>)[t] || undefined;
+/** The name of a delivery event's type; undefined for UNSPECIFIED, RECEIVED (not a delivery event) and a value this build does not know. */
+export const eventTypeName = (t: EventType): EventTypeName | undefined =>
+  t === EventType.RECEIVED ? undefined : ((TYPES as Partial<Record<number, string>>)[t] as EventTypeName | '' | undefined) || undefined;
 /** '' also for a value this build does not know. */
 export const eventCauseName = (c: EventCause): EventCauseName => (CAUSES as Partial<Record<number, EventCauseName>>)[c] ?? '';
 export const eventSourceName = (s: EventSource): EventSourceName => (SOURCES as Partial<Record<number, EventSourceName>>)[s] ?? '';
 
-export const eventTypeOf = (name: EventTypeName): EventType => TYPE_OF.get(name) ?? EventType.UNSPECIFIED;
+export const eventTypeOf = (name: EventTypeName | 'received'): EventType => TYPE_OF.get(name) ?? EventType.UNSPECIFIED;
 export const eventCauseOf = (name: string): EventCause => CAUSE_OF.get(name) ?? EventCause.UNSPECIFIED;
 export const eventSourceOf = (name: string): EventSource => SOURCE_OF.get(name) ?? EventSource.UNSPECIFIED;

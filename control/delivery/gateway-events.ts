@@ -5,7 +5,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from '../../core/log.js';
 import type { GatewayEvent, Store } from '../store/index.js';
 import { contractRefused, type Gateway, type GatewayClients } from './gateways.js';
-import type { DeliveryEvent } from '../../proto/gen/postgate/gateway/v1/gateway_pb.js';
+import { EventType, type DeliveryEvent } from '../../proto/gen/postgate/gateway/v1/gateway_pb.js';
 import { eventCauseName, eventSourceName, eventTypeName } from '../../proto/events.js';
 import type { MailTokens } from '../unsubscribe/mail-tokens.js';
 
@@ -22,6 +22,11 @@ export interface GatewayEventStreamOptions {
   tokens: MailTokens;
   /** Called each time a gateway's event stream (re)connects: it may have restarted. */
   onConnect?: (gw: Gateway) => void;
+  /**
+   * Stores mail received for receiving domains (RECEIVED events, control/inbound/receiver.ts), before the
+   * cursor moves past them; a throw leaves the cursor where it was (they come again).
+   */
+  receive(events: readonly DeliveryEvent[]): Promise<void>;
 }
 
 /**
@@ -46,6 +51,9 @@ export function toGatewayEvent(e: DeliveryEvent, tokens: MailTokens, log?: Logge
   if (e.rule) details.rule = e.rule;
   if (e.provider) details.provider = e.provider;
   if (source) details.source = source;
+  // The attempt's TLS (gateway/tls): shown per event by GET /v1/emails/:id.
+  if (e.tls)
+    details.tls = { used: e.tls.used, version: e.tls.version, verified: e.tls.verified, policy: e.tls.policy, ...(e.tls.note ? { note: e.tls.note } : {}) };
   const ev: GatewayEvent = {
     seq: Number(e.seq),
     emailId: e.emailId,
@@ -81,6 +89,8 @@ export function toGatewayEvent(e: DeliveryEvent, tokens: MailTokens, log?: Logge
 
 class Consumer {
   private buffer: GatewayEvent[] = [];
+  /** RECEIVED events of the buffer, stored before it is applied. */
+  private received: DeliveryEvent[] = [];
   private applying: Promise<void> = Promise.resolve();
   private stream: ReturnType<GatewayClients['events']> | undefined;
   private lastAck = 0;
@@ -140,6 +150,13 @@ class Consumer {
     };
     stream.on('data', (e: DeliveryEvent) => {
       if (refused) return;
+      if (e.type === EventType.RECEIVED) {
+        // Stored by the receiver; in the batch only to move the cursor (no email of ours has its id).
+        this.received.push(e);
+        this.buffer.push({ seq: Number(e.seq), emailId: '', type: 'delivered', recipient: '', at: Number(e.atMs), attempt: 0, details: {} });
+        if (this.buffer.length === 1) this.applying = this.applying.then(() => this.apply());
+        return;
+      }
       // A gateway from before contract versions does not check ours; its events are not ours to read either.
       // Stopping here keeps the cursor before them, so none is lost once both run the same build.
       if (!eventTypeName(e.type)) return refuse(`event ${e.seq} has an event type this control does not know (${e.type})`);
@@ -157,9 +174,12 @@ class Consumer {
 
   private async apply(): Promise<void> {
     const batch = this.buffer;
+    const received = this.received;
     this.buffer = [];
+    this.received = [];
     if (!batch.length) return;
     try {
+      if (received.length) await this.deps.options.receive(received);
       const applied = await this.deps.store.deliveryLog.apply(this.gw.name, batch);
       this.committed = Math.max(this.committed, ...batch.map((e) => e.seq));
       this.deps.applied.inc(applied.length);
@@ -167,7 +187,7 @@ class Consumer {
       this.scheduleAck();
     } catch (err) {
       // Not committed: drop the stream and resume from the stored cursor.
-      this.deps.log.error({ err }, 'could not record delivery events');
+      this.deps.log.error({ err }, received.length ? 'could not record received mail or delivery events' : 'could not record delivery events');
       this.stream?.cancel();
     }
   }

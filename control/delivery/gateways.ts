@@ -63,7 +63,9 @@ export class GatewayClients {
     const mac = new RpcMac(secret);
     this.list = addresses.map(({ host, port }) => {
       const name = `${host}:${port}`;
-      return { name, client: grpcClient(GatewayService, name, { 'grpc.keepalive_time_ms': 10_000, interceptors: [controlAuth(mac, name)] }) };
+      // Events may carry a received message (inbound.maxMessageBytes, up to 256 MiB): grpc-js's 4 MB default would refuse it.
+      const options = { 'grpc.keepalive_time_ms': 10_000, 'grpc.max_receive_message_length': 256 * 1024 * 1024, interceptors: [controlAuth(mac, name)] };
+      return { name, client: grpcClient(GatewayService, name, options) };
     });
   }
 

@@ -993,6 +993,9 @@ export interface Tracking {
 
 // Received mail (control/inbound): what a receiving domain's inbound listener accepted.
 
+/** The invalidation channels the store publishes its changes on (control/inbound/push.ts follows domains). */
+export { STORE_CHANNELS } from './cache.js';
+
 /** An attachment of a received email (its bytes: InboundEmails.attachment). */
 export interface InboundAttachmentRow {
   id: string;

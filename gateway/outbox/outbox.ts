@@ -7,9 +7,12 @@ import { openDatabase, type Db, type Migration } from '../../core/sqlite/open.js
 import { GroupWriter } from '../../core/sqlite/group-writer.js';
 import type { DeliveryEventType } from '../../common/status.js';
 
+/** What the outbox carries: delivery events, and mail received for a receiving domain (gateway/inbound/receive.ts). */
+export type OutboxEventType = DeliveryEventType | 'received';
+
 export interface NewDeliveryEvent {
   emailId: string;
-  type: DeliveryEventType;
+  type: OutboxEventType;
   /** One recipient address; every event the gateway writes names one. */
   recipient: string;
   atMs: number;
@@ -32,9 +35,13 @@ export interface NewDeliveryEvent {
   token?: string;
   /** smtp | dsn | arf | mailto; '' = smtp. */
   source?: string;
+  /** The attempt's TLS (gateway/tls/tls-info.ts TlsInfo) as JSON; '' when nothing is known. */
+  tls?: string;
+  /** type 'received': the InboundMail (proto) as bytes, kept apart from the events (read one at a time: inboundOf). */
+  inbound?: Uint8Array;
 }
 
-export interface DeliveryEventRow extends Required<NewDeliveryEvent> {
+export interface DeliveryEventRow extends Required<Omit<NewDeliveryEvent, 'inbound'>> {
   seq: number;
 }
 
@@ -126,12 +133,30 @@ const migrations: Migration[] = [
       ALTER TABLE events ADD COLUMN rule TEXT NOT NULL DEFAULT '';
     `,
   },
+  {
+    id: '0005_inbound',
+    sql: `
+      -- Mail received for a receiving domain, written with its 'received' event before the 250: a
+      -- table apart, so paging through events never reads messages (the stream reads each as it sends it).
+      CREATE TABLE inbound_mail (
+        seq INTEGER PRIMARY KEY,
+        mail BLOB NOT NULL
+      );
+    `,
+  },
+  {
+    id: '0006_tls',
+    sql: `
+      -- The attempt's TLS (used, version, verified, what required it) as JSON; '' when nothing is known.
+      ALTER TABLE events ADD COLUMN tls TEXT NOT NULL DEFAULT '';
+    `,
+  },
 ];
 
 interface EventRecord {
   seq: number;
   email_id: string;
-  type: DeliveryEventType;
+  type: OutboxEventType;
   recipient: string;
   at_ms: number;
   mx: string;
@@ -144,6 +169,7 @@ interface EventRecord {
   provider: string;
   token: string;
   source: string;
+  tls: string;
 }
 
 const fromRecord = (r: EventRecord): DeliveryEventRow => ({
@@ -162,13 +188,14 @@ const fromRecord = (r: EventRecord): DeliveryEventRow => ({
   provider: r.provider,
   token: r.token,
   source: r.source,
+  tls: r.tls,
 });
 
 function prepare(db: Db) {
   return {
     insertEvent: db.prepare(
-      `INSERT INTO events (email_id, type, recipient, at_ms, mx, response, attempt, enhanced_code, next_attempt_ms, cause, rule, provider, token, source)
-       VALUES (@emailId, @type, @recipient, @atMs, @mx, @response, @attempt, @enhancedCode, @nextAttemptMs, @cause, @rule, @provider, @token, @source)`,
+      `INSERT INTO events (email_id, type, recipient, at_ms, mx, response, attempt, enhanced_code, next_attempt_ms, cause, rule, provider, token, source, tls)
+       VALUES (@emailId, @type, @recipient, @atMs, @mx, @response, @attempt, @enhancedCode, @nextAttemptMs, @cause, @rule, @provider, @token, @source, @tls)`,
     ),
     addUsage: db.prepare(
       `INSERT INTO usage (day, project_id, provider, transactional, bulk) VALUES (@day, @projectId, @provider, @transactional, @bulk)
@@ -180,6 +207,9 @@ function prepare(db: Db) {
     putSetting: db.prepare('INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value'),
     eventsAfter: db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
     prune: db.prepare('DELETE FROM events WHERE seq <= ?'),
+    insertInbound: db.prepare('INSERT INTO inbound_mail (seq, mail) VALUES (?, ?)'),
+    inboundOf: db.prepare('SELECT mail FROM inbound_mail WHERE seq = ?').pluck(),
+    pruneInbound: db.prepare('DELETE FROM inbound_mail WHERE seq <= ?'),
     countEvents: db.prepare('SELECT count(*) FROM events').pluck(),
     // sqlite_sequence keeps the highest seq ever issued, even once every event is pruned.
     lastSeq: db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'events'").pluck(),
@@ -231,7 +261,7 @@ export class Outbox {
       const rows: DeliveryEventRow[] = [];
       const ids = new Set<string>();
       for (const e of events) {
-        const row: Required<NewDeliveryEvent> = {
+        const row: Required<Omit<NewDeliveryEvent, 'inbound'>> = {
           emailId: e.emailId,
           type: e.type,
           recipient: e.recipient,
@@ -246,10 +276,12 @@ export class Outbox {
           provider: e.provider ?? '',
           token: e.token ?? '',
           source: e.source ?? '',
+          tls: e.tls ?? '',
         };
         const { lastInsertRowid } = this.stmt.insertEvent.run(row);
         rows.push({ ...row, seq: Number(lastInsertRowid) });
-        ids.add(e.emailId);
+        if (e.inbound) this.stmt.insertInbound.run(lastInsertRowid, e.inbound);
+        else ids.add(e.emailId);
       }
       for (const id of ids) this.stmt.setQueued.run(at, id);
       for (const file of finished) this.stmt.insertFinished.run(file, at);
@@ -270,7 +302,15 @@ export class Outbox {
 
   /** Drops events up to seq (control has recorded them). Returns how many went. */
   prune(uptoSeq: number): Promise<number> {
-    return this.writer.run(() => this.stmt.prune.run(uptoSeq).changes);
+    return this.writer.run(() => {
+      this.stmt.pruneInbound.run(uptoSeq);
+      return this.stmt.prune.run(uptoSeq).changes;
+    });
+  }
+
+  /** The received message of a 'received' event (InboundMail bytes); undefined once pruned. */
+  inboundOf(seq: number): Uint8Array | undefined {
+    return (this.stmt.inboundOf.get(seq) as Buffer | undefined) ?? undefined;
   }
 
   async lastSeq(): Promise<number> {
