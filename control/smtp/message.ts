@@ -6,7 +6,7 @@
 import type { AddressObject, EmailAddress, ParsedMail } from 'mailparser';
 import { invalid } from '../../core/errors.js';
 import { canonical } from '../../common/address.js';
-import { parseSimpleMessage } from './simple-message.js';
+import { decodeWords, parseSimpleMessage } from './simple-message.js';
 
 /** Parsing options: no conversions between text and html (the request keeps what was sent). */
 export const PARSE = { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, skipTextLinks: true } as const;
@@ -115,10 +115,10 @@ export function toSendRequest(mail: ParsedMail, envelopeRecipients: string[]): R
       bulk = value.toLowerCase() === 'true';
     } else if (key === TEMPLATE) {
       if (template !== undefined) throw invalid('X-Postgate-Template is given twice');
-      template = value;
+      template = decodeWords(value);
     } else if (key === TEMPLATE_VARIABLES) {
       if (variables !== undefined) throw invalid('X-Postgate-Template-Variables is given twice');
-      variables = templateVariables(value);
+      variables = templateVariables(decodeWords(value));
     } else if (key === TRACKING) {
       tracking = trackingHeader(value);
     } else if ((key.startsWith('x-') && !key.startsWith('x-postgate-')) || THREADING.has(key)) {
@@ -152,7 +152,7 @@ export function toSendRequest(mail: ParsedMail, envelopeRecipients: string[]): R
   return req;
 }
 
-/** X-Postgate-Template-Variables: a JSON object (ASCII; other characters as \u escapes); its values are checked as REST's. */
+/** X-Postgate-Template-Variables: a JSON object (encoded words decoded first); its values are checked as REST's. */
 function templateVariables(value: string): unknown {
   let v: unknown;
   try {

@@ -35,8 +35,11 @@ deferModule(fromMailparser.resolve('libmime'), 'encoding-japanese');
 const fromMailsplit = createRequire(fromMailparser.resolve('@zone-eu/mailsplit'));
 const { MimeNode } = fromMailparser('@zone-eu/mailsplit') as { MimeNode: new (parent: false, config: object) => SplitNode };
 const MailParser = fromMailparser('./lib/mail-parser.js') as { prototype: object };
-const libmime = fromMailparser('libmime') as { Libmime: new (options: object) => unknown };
+const libmime = fromMailparser('libmime') as { Libmime: new (options: object) => unknown; decodeWords(value: string): string };
 const libqp = fromMailsplit('libqp') as { decode(b: Buffer): Buffer };
+
+/** A header value with its RFC 2047 encoded words decoded (clients encode a value that is not ASCII). */
+export const decodeWords = (value: string): string => libmime.decodeWords(value);
 
 /** he.encode(text) with he's default options: `"&'<>\`` and everything outside printable ASCII as hexadecimal references. */
 export function encodeHtml(text: string): string {
