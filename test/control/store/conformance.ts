@@ -10,6 +10,7 @@ import { uuidv7 } from '../../../core/ids.js';
 import { describeEmailSearch } from './email-search-cases.js';
 import { describeTemplates } from './templates-cases.js';
 import { describeTracking } from './tracking-cases.js';
+import { describeInbound } from './inbound-cases.js';
 import { describeConsoleReads } from './console-reads.js';
 
 export interface StoreFixture {
@@ -427,6 +428,7 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
     describeEmailSearch({ store: () => store, projectId: () => projectId, now });
     describeTemplates({ store: () => store, projectId: () => projectId, now });
     describeTracking({ store: () => store, projectId: () => projectId, now });
+    describeInbound({ store: () => store, projectId: () => projectId, now });
 
     it('domains.list: every domain in (created_at, name) order, or pages with limit and a cursor both ways; a foreign cursor is refused', async () => {
       const domain = (name: string, createdAt: number) => ({
