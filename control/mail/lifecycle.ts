@@ -504,7 +504,7 @@ export function toRecord(
 }
 
 /** The unique key of the event log: an event with the key of one recorded before repeats it. */
-export const eventKey = (ev: Pick<GatewayEvent, 'emailId' | 'type' | 'recipient' | 'attempt' | 'dedupe'>): string =>
+export const eventKey = (ev: Pick<GatewayEvent, 'emailId' | 'recipient' | 'attempt' | 'dedupe'> & { type: EmailEventType }): string =>
   JSON.stringify([ev.emailId, ev.type, ev.recipient, ev.attempt, ev.dedupe ?? '']);
 
 /**
@@ -607,22 +607,31 @@ export const linkHash = (link: string): string => createHash('sha256').update(li
 /** An open or a click event's dedupe key: one event per kind, link and machine-or-not per minute (the counts count every hit). */
 const TRACKING_EVENT_MS = 60_000;
 
+/** An opened or clicked event to record, with the webhook message it queues once recorded (it was not before). */
+export interface TrackedEvent {
+  event: EventInsert;
+  notice?: WebhookNotice;
+}
+
 /**
  * Opens and clicks (control/tracking): each adds to its email's counts, and becomes an `opened` or
  * `clicked` event (at most one per email, kind, link and machine-or-not per minute: a scanner loading
- * the pixel a thousand times is one event a minute, not a thousand) queued for the endpoints that list
- * the event or list none. The first time a person (or a provider's proxy) opens or clicks an email
- * counts once in the daily analytics. Hits of emails not loaded (unknown) are dropped. `seen`: the
- * `emailId|kind` pairs a person had already opened or clicked before these hits.
+ * the pixel a thousand times is one event a minute, not a thousand) with a message for the endpoints
+ * that list the event or list none. The first time a person (or a provider's proxy) opens or clicks an
+ * email counts once in the daily analytics. Hits of emails not loaded (unknown) are dropped. `seen`:
+ * the `emailId|kind` pairs a person had already opened or clicked before these hits. The events are
+ * the outcome: the backend records them (the log's key drops one recorded before, by an earlier batch
+ * in the same minute), then adds trackedNotices for those it did record.
  */
 export function track(
   state: { emails: ReadonlyMap<string, LoadedEmail>; hooks: ReadonlyMap<string, readonly Endpoint[]>; seen: ReadonlySet<string> },
   hits: readonly TrackingHit[],
-): Changes {
+): Decision<TrackedEvent[]> {
   const c = noChanges();
   const counts = new Map<string, TrackingCount>();
   const seen = new Set(state.seen);
   const evented = new Set<string>();
+  const out: TrackedEvent[] = [];
   for (const h of hits) {
     const email = state.emails.get(h.emailId);
     if (!email) continue;
@@ -650,10 +659,19 @@ export function track(
       bot: machine,
       ...(h.agent === 'person' ? {} : { agent: h.agent, bot_reason: h.reason ?? '' }),
     };
-    c.events.push(event(h.emailId, type, h.at, details, dedupe));
-    const webhookIds = (state.hooks.get(email.projectId) ?? []).filter((w) => w.enabled && (!w.statuses.length || w.statuses.includes(type))).map((w) => w.id);
-    if (webhookIds.length) c.webhooks.push({ webhookIds, email: noticeOf(email), status: email.status, at: h.at, event: { type, at: h.at, ...details } });
+    const ev = event(h.emailId, type, h.at, details, dedupe);
+    const webhookIds = (state.hooks.get(email.projectId) ?? [])
+      .filter((w) => w.enabled && (!w.statuses.length || w.statuses.includes(type)))
+      .map((w) => w.id);
+    out.push(webhookIds.length ? { event: ev, notice: { webhookIds, email: noticeOf(email), status: email.status, at: h.at, event: { type, at: h.at, ...details } } } : { event: ev });
   }
   c.tracking.push(...counts.values());
+  return { outcome: out, changes: c };
+}
+
+/** The webhook messages of the tracked events the log recorded (`recorded`: their eventKey). */
+export function trackedNotices(events: readonly TrackedEvent[], recorded: ReadonlySet<string>): Changes {
+  const c = noChanges();
+  for (const t of events) if (t.notice && recorded.has(eventKey(t.event))) c.webhooks.push(t.notice);
   return c;
 }

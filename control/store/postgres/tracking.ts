@@ -1,11 +1,11 @@
 // Open and click tracking on PostgreSQL: a batch of hits in one transaction; what they change is the
 // lifecycle's (control/mail/lifecycle.ts track). The emails are read, not locked: a hit changes no
 // email row, and the counts are added by upserts that commute.
-import { type LoadedEmail, track } from '../../mail/lifecycle.js';
+import { addChanges, eventKey, type LoadedEmail, track, trackedNotices } from '../../mail/lifecycle.js';
 import type { Tracking, TrackingCountRow, TrackingHit } from '../index.js';
 import { hooksOf, type WebhookCache, writeChanges } from './changes.js';
 import type { PgDb } from './db.js';
-import { LOADED_COLUMNS, toLoadedEmail } from './rows.js';
+import { columnsOf, LOADED_COLUMNS, toLoadedEmail } from './rows.js';
 
 export class PgTracking implements Tracking {
   constructor(
@@ -29,7 +29,24 @@ export class PgTracking implements Tracking {
         this.hooks,
         [...emails.values()].map((e) => e.projectId),
       );
-      await writeChanges(tx, track({ emails, hooks, seen }, hits));
+      const { outcome, changes } = track({ emails, hooks, seen }, hits);
+      // The log's key tells a new event from one an earlier batch recorded this minute: only a new one is sent.
+      const recorded = new Set<string>();
+      if (outcome.length) {
+        const r = await tx.query<{ email_id: string; type: 'opened'; recipient: string; attempt: number; dedupe: string }>(
+          `INSERT INTO email_events (email_id, type, recipient, attempt, at, details, dedupe)
+           SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::jsonb[], $7::text[])
+           ON CONFLICT DO NOTHING RETURNING email_id, type, recipient, attempt, dedupe`,
+          columnsOf(
+            outcome.map(({ event: ev }) => [ev.emailId, ev.type, ev.recipient, ev.attempt, ev.at, JSON.stringify(ev.details), ev.dedupe]),
+            7,
+          ),
+        );
+        for (const row of r.rows)
+          recorded.add(eventKey({ emailId: row.email_id, type: row.type, recipient: row.recipient, attempt: row.attempt, dedupe: row.dedupe }));
+      }
+      addChanges(changes, trackedNotices(outcome, recorded));
+      await writeChanges(tx, changes);
     }, hits.length);
   }
 

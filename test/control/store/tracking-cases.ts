@@ -119,6 +119,9 @@ export function describeTracking(fx: TrackingFixture): void {
       const e = { ...email(), projectId };
       await store.emails.accept(e);
       await store.tracking.record([hit(e.id), hit(e.id, { kind: 'click', link: 'https://shop.example/', at: fx.now + 90_000 })]);
+      // A later batch in the same minute (the pixel loaded again): counted, but no second event or message.
+      await store.tracking.record([hit(e.id, { at: fx.now + 61_000 })]);
+      expect((await store.tracking.counts(e.id)).find((x) => x.kind === 'open')?.count).toBe(2);
       const types = async (id: string) => (await store.webhooks.deliveries(id)).map((d) => JSON.parse(d.payload) as { type: string; data: any });
       const toAll = await types(all.id);
       expect(toAll.map((m) => m.type).sort()).toEqual(['email.clicked', 'email.opened', 'email.queued']);
