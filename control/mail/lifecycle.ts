@@ -660,10 +660,12 @@ export function track(
       ...(h.agent === 'person' ? {} : { agent: h.agent, bot_reason: h.reason ?? '' }),
     };
     const ev = event(h.emailId, type, h.at, details, dedupe);
-    const webhookIds = (state.hooks.get(email.projectId) ?? [])
-      .filter((w) => w.enabled && (!w.statuses.length || w.statuses.includes(type)))
-      .map((w) => w.id);
-    out.push(webhookIds.length ? { event: ev, notice: { webhookIds, email: noticeOf(email), status: email.status, at: h.at, event: { type, at: h.at, ...details } } } : { event: ev });
+    const webhookIds = (state.hooks.get(email.projectId) ?? []).filter((w) => w.enabled && (!w.statuses.length || w.statuses.includes(type))).map((w) => w.id);
+    out.push(
+      webhookIds.length
+        ? { event: ev, notice: { webhookIds, email: noticeOf(email), status: email.status, at: h.at, event: { type, at: h.at, ...details } } }
+        : { event: ev },
+    );
   }
   c.tracking.push(...counts.values());
   return { outcome: out, changes: c };
