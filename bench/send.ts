@@ -7,6 +7,8 @@
 //                    stack is at rest); each row's ratio is to the mean of the runs on either side of it
 //   end to end       emails delivered/s into the receiver (DNS on loopback too), fed by batches
 //   POST /v1/emails  accepted emails/s
+//   template         POST /v1/emails naming a published template with two variables, beside a plain POST of
+//                    the same rendered email measured right before it (BENCH_ONLY=template runs both)
 //   SMTP             submission sessions with AUTH and pipelining: accepted emails/s
 //   batch            POST /v1/emails/batch, 100 per request: accepted emails/s
 //
@@ -59,8 +61,8 @@ const SETTLE_MS = 180_000;
 const BIG = '100000000';
 /** How often the stack's CPU is read while waiting for it to be at rest. */
 const QUIET_STEP_MS = 500;
-/** BENCH_ONLY=post,smtp,batch,e2e: run only these measurements (while profiling one path). */
-const ONLY = new Set((process.env.BENCH_ONLY || 'e2e,post,smtp,batch').split(','));
+/** BENCH_ONLY=post,template,smtp,batch,e2e: run only these measurements (while profiling one path). */
+const ONLY = new Set((process.env.BENCH_ONLY || 'e2e,post,template,smtp,batch').split(','));
 
 interface Row {
   name: string;
@@ -283,6 +285,49 @@ async function main(): Promise<void> {
           note: r.non2xx || r.errors ? `${r.non2xx} non-2xx, ${r.errors} errors` : undefined,
         };
       });
+
+    if (ONLY.has('template')) {
+      // The template renders to exactly `rendered`: the plain row sends that, the templated row names the template.
+      const template = {
+        name: 'bench',
+        alias: 'bench',
+        from: one.from,
+        subject: 'Benchmark for {{{NAME}}}',
+        html: '<p>Hello {{NAME}}, order {{{ORDER}}} is on its way.</p><p>This is a short transactional message body.</p>',
+        text: 'Hello {{{NAME}}}, order {{{ORDER}}} is on its way. This is a short transactional message body.',
+        variables: [
+          { key: 'NAME', type: 'string' },
+          { key: 'ORDER', type: 'number', fallback_value: 0 },
+        ],
+      };
+      const made = await stack.api('POST', '/v1/templates', project.keys.live, template);
+      if (made.status !== 201 || (await stack.api('POST', `/v1/templates/${made.body.id}/publish`, project.keys.live)).status !== 200)
+        throw new Error(`template not created: ${JSON.stringify(made.body)}`);
+      const rendered = {
+        from: one.from,
+        to: one.to,
+        subject: 'Benchmark for Ann',
+        html: '<p>Hello Ann, order 42 is on its way.</p><p>This is a short transactional message body.</p>',
+        text: 'Hello Ann, order 42 is on its way. This is a short transactional message body.',
+      };
+      const templated = { to: one.to, template: { id: 'bench', variables: { NAME: 'Ann', ORDER: 42 } } };
+      const post = (body: unknown) => async () => {
+        const r = await httpEmails('/v1/emails', JSON.stringify(body), HTTP_CONNECTIONS, 1);
+        const ok = r.requests - r.non2xx;
+        accepted += ok;
+        return {
+          units: r.requests,
+          perSecond: ok / r.seconds,
+          p50: r.p50,
+          p99: r.p99,
+          note: r.non2xx || r.errors ? `${r.non2xx} non-2xx, ${r.errors} errors` : undefined,
+        };
+      };
+      await measure('POST /v1/emails (the rendered email, plain)', post(rendered));
+      await measure('POST /v1/emails with template', post(templated));
+      const [plain, tpl] = rows.slice(-2);
+      tpl!.note = [`${round((100 * tpl!.perSecond) / plain!.perSecond, 0)}% of the plain row's rate`, tpl!.note].filter(Boolean).join('; ');
+    }
 
     if (ONLY.has('smtp'))
       await measure('SMTP submission (AUTH, pipelining)', async () => {
