@@ -193,6 +193,18 @@ export const emailSchema = {
           bot: { type: 'boolean', description: 'opened, clicked: it looks like a machine (a scanner, Apple Mail Privacy Protection), not a person.' },
           agent: { type: 'string', enum: ['proxy', 'scanner'], description: "A mail provider's image proxy (usually a person behind it) or a machine." },
           bot_reason: { type: 'string' },
+          tls: {
+            type: 'object',
+            description:
+              "sent, deferred, bounced: the TLS of the delivery attempt. `used`: over STARTTLS; `version`: TLSv1.3, TLSv1.2...; `verified`: the MX's certificate verified for its host name; `policy`: what required verified TLS (`domain`: the sender domain's `tls: \"enforced\"`, `provider`: the receiving provider, `mta-sts`: the recipient domain's MTA-STS policy in enforce mode), empty for opportunistic TLS; `note`: e.g. what an MTA-STS policy in testing mode would have refused.",
+            properties: {
+              used: { type: 'boolean' },
+              version: { type: 'string' },
+              verified: { type: 'boolean' },
+              policy: { type: 'string', enum: ['', 'domain', 'provider', 'mta-sts'] },
+              note: { type: 'string' },
+            },
+          },
         },
       },
     },

@@ -182,3 +182,41 @@ describe('alerts', () => {
     expect(withConfig({ alerts: { loud: true } })).toThrow(/unknown setting alerts.loud/);
   });
 });
+
+describe('tls (enforced TLS and MTA-STS)', () => {
+  const pem = '-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n';
+  it('requires nothing by default and follows MTA-STS on port 443', () => {
+    expect(loadConfig({}).tls).toEqual({
+      caFile: undefined,
+      extraCa: [],
+      requireProviders: [],
+      mtaSts: { enabled: true, allowCidrs: [], port: 443, timeoutMs: 10_000, maxAgeSeconds: 31_557_600 },
+    });
+  });
+  it('takes the file, with the environment over it', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pg-config-'));
+    const ca = path.join(dir, 'ca.pem');
+    fs.writeFileSync(ca, pem + pem);
+    const file = path.join(dir, 'config.json');
+    fs.writeFileSync(file, JSON.stringify({ tls: { requireProviders: ['google'], mtaSts: { allowCidrs: ['127.0.0.0/8'], port: 8443 } } }));
+    const env = { POSTGATE_CONFIG: file, POSTGATE_DATA_DIR: dir };
+    expect(loadConfig(env).tls).toMatchObject({ requireProviders: ['google'], mtaSts: { enabled: true, allowCidrs: ['127.0.0.0/8'], port: 8443 } });
+    const over = loadConfig({ ...env, POSTGATE_TLS_CA_FILE: ca, POSTGATE_TLS_REQUIRE_PROVIDERS: 'google, microsoft', POSTGATE_TLS_MTA_STS: 'false' }).tls;
+    expect(over).toMatchObject({ caFile: ca, requireProviders: ['google', 'microsoft'], mtaSts: { enabled: false } });
+    expect(over.extraCa).toHaveLength(2);
+  });
+  it('refuses mistakes at start, one line each', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pg-config-'));
+    const empty = path.join(dir, 'empty.pem');
+    fs.writeFileSync(empty, 'not a certificate');
+    expect(() => loadConfig({ POSTGATE_TLS_CA_FILE: path.join(dir, 'missing.pem') })).toThrow(/^POSTGATE_TLS_CA_FILE: cannot read /);
+    expect(() => loadConfig({ POSTGATE_TLS_CA_FILE: empty })).toThrow(/^POSTGATE_TLS_CA_FILE: .* holds no PEM certificate$/);
+    expect(() => loadConfig({ POSTGATE_TLS_REQUIRE_PROVIDERS: 'gogle' })).toThrow(/must name known providers \(google, microsoft/);
+    expect(() => loadConfig({ POSTGATE_TLS_MTA_STS: 'maybe' })).toThrow('POSTGATE_TLS_MTA_STS must be true or false, got "maybe"');
+    expect(withConfig({ tls: { mtaSts: { allowCidrs: ['localhost'] } } })).toThrow('POSTGATE_CONFIG: tls.mtaSts.allowCidrs: not a CIDR: localhost');
+    expect(withConfig({ tls: { mtaSts: { port: 70000 } } })).toThrow(/tls\.mtaSts\.port must be a port number/);
+    expect(withConfig({ tls: { mtaSts: { timeoutMs: 5 } } })).toThrow(/tls\.mtaSts\.timeoutMs must be/);
+    expect(withConfig({ tls: { mtaSts: { maxAgeSeconds: 31557601 } } })).toThrow(/tls\.mtaSts\.maxAgeSeconds must be/);
+    expect(withConfig({ tls: { requireTls: true } })).toThrow('POSTGATE_CONFIG: unknown setting tls.requireTls');
+  });
+});

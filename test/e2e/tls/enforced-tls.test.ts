@@ -5,6 +5,8 @@
 import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { create } from '@bufbuild/protobuf';
 import { Resend } from 'resend';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDnsServer, type DnsServer } from '../../helpers/dns-server.js';
@@ -12,6 +14,8 @@ import { type MxSink, messageIdOf, startMxSink } from '../../helpers/mx-sink.js'
 import { type Project, Stack } from '../../helpers/stack.js';
 import { publishDomain } from '../deliverability/helpers.js';
 import { makeTestCa } from '../../gateway/tls/test-ca.js';
+import { grpcClient, unary } from '../../../proto/grpc.js';
+import { type Email, GetEmailRequestSchema, PostgateService } from '../../../proto/gen/postgate/v1/public_pb.js';
 
 let dns: DnsServer;
 /** STARTTLS with a certificate for mx.secure.test and aspmx.l.google.com (127.0.0.1). */
@@ -120,6 +124,13 @@ describe('a sender domain with tls: "enforced"', () => {
     const email = await waitFor(id, 'sent');
     expect(eventOf(email, 'sent')).toMatchObject({ mx: 'mx.secure.test', tls: { used: true, version: 'TLSv1.3', verified: true, policy: 'domain' } });
     expect(tlsMx.messages.find((m) => messageIdOf(m) === id)?.tls).toBe(true);
+    // The public gRPC API's GetEmail says the same (EmailEvent.tls).
+    const client = grpcClient(PostgateService, `127.0.0.1:${stack.env.POSTGATE_GRPC_PORT}`);
+    const md = new grpc.Metadata();
+    md.set('x-service-key', p.keys.live);
+    const got = await unary<Email>(client, 'getEmail', create(GetEmailRequestSchema, { id }), md);
+    client.close();
+    expect(got.events.find((e) => e.type === 'sent')?.tls).toMatchObject({ used: true, version: 'TLSv1.3', verified: true, policy: 'domain' });
   });
 
   it('is deferred, not bounced, when the MX offers no STARTTLS', async () => {
