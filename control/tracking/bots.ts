@@ -65,23 +65,27 @@ export function judge(f: Fetch): Verdict {
 }
 
 /**
- * Remembers recent clicks per email and network (bounded), so a burst of different links clicked
- * together is judged a scanner: the third different link within BURST_MS and every one after.
+ * Remembers recent clicks per email and network (bounded: a few links per key, a fixed number of keys),
+ * so a burst of different links clicked together is judged a scanner: the third different link within
+ * BURST_MS and every one after. Constant work per click, however many clicks a key gets.
  */
 export class BurstWatch {
-  private readonly recent = new Map<string, Array<{ at: number; link: string }>>();
+  private readonly recent = new Map<string, Map<string, number>>();
 
   constructor(private readonly max = 10_000) {}
 
   /** True when this click is part of a burst. */
   click(emailId: string, network: string, link: string, at: number): boolean {
     const key = `${emailId}|${network}`;
-    const list = (this.recent.get(key) ?? []).filter((c) => at - c.at < BURST_MS);
-    list.push({ at, link });
+    const links = this.recent.get(key) ?? new Map<string, number>();
+    for (const [l, t] of links) if (at - t >= BURST_MS) links.delete(l);
+    links.delete(link);
+    links.set(link, at);
+    if (links.size > 4 * BURST_LINKS) links.delete(links.keys().next().value!);
     this.recent.delete(key);
-    this.recent.set(key, list);
+    this.recent.set(key, links);
     if (this.recent.size > this.max) this.recent.delete(this.recent.keys().next().value!);
-    return new Set(list.map((c) => c.link)).size >= BURST_LINKS;
+    return links.size >= BURST_LINKS;
   }
 }
 
