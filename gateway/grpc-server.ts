@@ -42,6 +42,7 @@ import { RpcMac } from '../core/rpc-mac.js';
 import { masterSecret } from '../core/secrets.js';
 import { eventCauseOf, eventSourceOf, eventTypeOf } from '../proto/events.js';
 import type { DeliveryEventRow } from './outbox/outbox.js';
+import { tlsFromJson } from './tls/tls-info.js';
 import type { Enqueuer } from './enqueue.js';
 import type { GatewayRuntime } from './runtime.js';
 import { gatewayControls } from './controls/controls.js';
@@ -77,7 +78,7 @@ const toProto = (e: DeliveryEventRow, inbound?: Uint8Array) =>
     token: e.token,
     source: eventSourceOf(e.source),
     // Kept as JSON of TlsInfo's fields (gateway/tls/tls-info.ts).
-    ...(e.tls ? { tls: JSON.parse(e.tls) as { used: boolean; version: string; verified: boolean; policy: string; note: string } } : {}),
+    tls: tlsFromJson(e.tls),
   });
 
 function fail(cb: grpc.sendUnaryData<unknown>, err: unknown): void {

@@ -20,6 +20,11 @@ import { type Parsed, parsePolicy, parseStsRecord, type StsPolicy } from './mta-
 export const MAX_POLICY_BYTES = 64 * 1024;
 /** A TXT answer (policy id or none) is trusted this long before DNS is asked again. */
 const TXT_TTL_MS = 60_000;
+/**
+ * A TXT lookup that failed (a timeout, SERVFAIL) is not asked again for this long: a resolver that drops TXT
+ * queries would otherwise hold every message to the domain for its whole timeout.
+ */
+const TXT_FAILED_MS = 30_000;
 /** After a failed fetch, the same domain and id are not fetched again for this long. */
 const FAILED_FETCH_MS = 5 * 60_000;
 /** Domains whose policies are kept; past it the oldest fetched goes. */
@@ -98,7 +103,10 @@ export class StsPolicies {
     );
     if (this.txt.size >= MAX_POLICIES) this.txt.delete(this.txt.keys().next().value!);
     this.txt.set(domain, { until: this.now() + TXT_TTL_MS, id });
-    void id.then((r) => r === 'error' && this.txt.delete(domain));
+    void id.then((r) => {
+      const entry = this.txt.get(domain);
+      if (r === 'error' && entry?.id === id) entry.until = Math.min(entry.until, this.now() + TXT_FAILED_MS);
+    });
     return id;
   }
 

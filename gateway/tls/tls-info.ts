@@ -50,3 +50,20 @@ export function tlsInfoOf(hmail: HMailItem): TlsInfo | undefined {
     note ||= `MTA-STS policy in testing mode: enforce would have refused ${state.used ? 'a certificate that does not verify' : 'delivery without TLS'}`;
   return { used: s.used, version: s.version, verified: s.verified, policy, note };
 }
+
+/** An outbox row's tls column back (gateway/grpc-server.ts); undefined for '' or what does not read as one. */
+export function tlsFromJson(json: string): TlsInfo | undefined {
+  if (!json) return undefined;
+  try {
+    const t = JSON.parse(json) as Partial<TlsInfo>;
+    return {
+      used: t.used === true,
+      version: String(t.version ?? ''),
+      verified: t.verified === true,
+      policy: (['domain', 'provider', 'mta-sts'].includes(String(t.policy)) ? t.policy : '') as TlsInfo['policy'],
+      note: String(t.note ?? ''),
+    };
+  } catch {
+    return undefined;
+  }
+}

@@ -161,3 +161,39 @@ describe('a policy that cannot be used is no policy', () => {
     expect(asked).toEqual([]);
   });
 });
+
+describe('DNS trouble', () => {
+  it('a TXT lookup that fails is not asked again for a while, and a kept policy still holds', async () => {
+    let asks = 0;
+    let now = Date.now();
+    const failing = {
+      resolveTxt: async () => {
+        asks++;
+        throw Object.assign(new Error('queryTxt ETIMEOUT'), { code: 'ETIMEOUT' });
+      },
+    } as unknown as ReturnType<typeof makeResolver>;
+    const p = new StsPolicies({
+      resolver: failing,
+      settings: { enabled: true, allowCidrs: [], port, timeoutMs: 1000, maxAgeSeconds: 3600 },
+      ca: undefined,
+      now: () => now,
+    });
+    expect(await p.policyFor('down.test')).toBeUndefined();
+    expect(await p.policyFor('down.test')).toBeUndefined();
+    expect(asks).toBe(1);
+    now += 31_000;
+    await p.policyFor('down.test');
+    expect(asks).toBe(2);
+    expect(p.fetches).toBe(0);
+  });
+  it('MTA-STS off: nothing is looked up', async () => {
+    const p = new StsPolicies({
+      resolver: makeResolver([dns.address]),
+      settings: { enabled: false, allowCidrs: ['127.0.0.0/8'], port, timeoutMs: 1000, maxAgeSeconds: 3600 },
+      ca: undefined,
+    });
+    bodies.set('mta-sts.enforced.test', { body: ENFORCE });
+    expect(await p.policyFor('enforced.test')).toBeUndefined();
+    expect(asked).toEqual([]);
+  });
+});
