@@ -2,7 +2,9 @@
 // from a CA made here (trusted through POSTGATE_TLS_CA_FILE), another MX without STARTTLS, the loopback
 // DNS server, and a loopback HTTPS server serving MTA-STS policies. The sender domain's tls is set with
 // the real `resend` SDK (domains.update); every outcome and its TLS show in GET /v1/emails/:id.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import https from 'node:https';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -12,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDnsServer, type DnsServer } from '../../helpers/dns-server.js';
 import { type MxSink, messageIdOf, startMxSink } from '../../helpers/mx-sink.js';
 import { type Project, Stack } from '../../helpers/stack.js';
+import { createTestDatabase, type TestDatabase } from '../../helpers/cluster.js';
 import { publishDomain } from '../deliverability/helpers.js';
 import { makeTestCa } from '../../gateway/tls/test-ca.js';
 import { grpcClient, unary } from '../../../proto/grpc.js';
@@ -27,6 +30,11 @@ const policyFetches: string[] = [];
 const policies = new Map<string, string>();
 let stack: Stack;
 let p: Project;
+let db: TestDatabase | undefined;
+let caFile: string;
+/** The sender domains of the stack: tls enforced, and opportunistic (one pair per backend, both in one DNS zone). */
+let strict = '';
+let loose = '';
 
 beforeAll(async () => {
   const ca = await makeTestCa();
@@ -68,17 +76,35 @@ beforeAll(async () => {
     dns.add({ type: 'A', name: `mta-sts.${d}.test`, address: '127.0.0.1' });
   }
 
-  const dataDir = fs.mkdtempSync(path.join((await import('node:os')).tmpdir(), 'postgate-tls-'));
-  const caFile = path.join(dataDir, 'test-ca.pem');
+  caFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'postgate-tls-ca-')), 'test-ca.pem');
   fs.writeFileSync(caFile, ca.cert);
+}, 60_000);
+
+afterAll(async () => {
+  await tlsMx?.close();
+  await plainMx?.close();
+  await dns?.close();
+  policyHost?.close();
+});
+
+/** A stack on this backend, with a project sending from strict-<backend>.test (tls: enforced) and loose-<backend>.test. */
+async function bootStack(backend: 'sqlite' | 'postgres'): Promise<void> {
+  const env: Record<string, string> = {
+    POSTGATE_DNS_SERVERS: dns.address,
+    POSTGATE_DELIVERY_PORT: String(tlsMx.port),
+    POSTGATE_SENDING_IPS: '127.0.0.1',
+    POSTGATE_TLS_CA_FILE: caFile,
+  };
+  if (backend === 'postgres') {
+    db = await createTestDatabase('pg_tls');
+    env.POSTGATE_DATABASE_URL = db.url;
+    env.POSTGATE_SECRET = crypto.randomBytes(32).toString('hex');
+  }
+  policyFetches.length = 0;
+  strict = `strict-${backend}.test`;
+  loose = `loose-${backend}.test`;
   stack = await Stack.start({
-    dataDir,
-    env: {
-      POSTGATE_DNS_SERVERS: dns.address,
-      POSTGATE_DELIVERY_PORT: String(tlsMx.port),
-      POSTGATE_SENDING_IPS: '127.0.0.1',
-      POSTGATE_TLS_CA_FILE: caFile,
-    },
+    env,
     config: {
       // A deferral stays one within a test: the next attempt is a minute away.
       delivery: { retryDelays: [60], maxTempFailures: 3, connectTimeout: 5 },
@@ -90,24 +116,16 @@ beforeAll(async () => {
   });
   p = await stack.createProject('tls');
   await stack.setPlan('tls', 'scale');
-  await publishDomain(stack, p.keys.live, dns, 'strict.test');
-  await publishDomain(stack, p.keys.live, dns, 'loose.test');
+  await publishDomain(stack, p.keys.live, dns, strict);
+  await publishDomain(stack, p.keys.live, dns, loose);
   // Resend's call for it, through its SDK.
   process.env.RESEND_BASE_URL = `${stack.url}/v1`;
   const resend = new Resend(p.keys.live);
-  const strict = (await stack.api('GET', '/v1/domains', p.keys.live)).body.data.find((d: any) => d.name === 'strict.test');
-  const updated = await resend.domains.update({ id: strict.id, tls: 'enforced' });
+  const enforced = (await stack.api('GET', '/v1/domains', p.keys.live)).body.data.find((d: any) => d.name === strict);
+  const updated = await resend.domains.update({ id: enforced.id, tls: 'enforced' });
   expect(updated.error).toBeNull();
   delete process.env.RESEND_BASE_URL;
-}, 90_000);
-
-afterAll(async () => {
-  await stack?.stop();
-  await tlsMx?.close();
-  await plainMx?.close();
-  await dns?.close();
-  policyHost?.close();
-});
+}
 
 async function send(from: string, to: string): Promise<string> {
   const r = await stack.api('POST', '/v1/emails', p.keys.live, { from, to, subject: `to ${to}`, text: 'hello' });
@@ -118,109 +136,120 @@ const waitFor = (id: string, type: string) => stack.waitEmail(p.keys.live, id, (
 const eventOf = (email: any, type: string) => email.events.find((e: any) => e.type === type);
 const delivered = (id: string, mx: MxSink) => mx.messages.some((m) => messageIdOf(m) === id);
 
-describe('a sender domain with tls: "enforced"', () => {
-  it('delivers over STARTTLS with a certificate that verifies for the MX name, and says so', async () => {
-    const id = await send('hello@strict.test', 'someone@secure.test');
-    const email = await waitFor(id, 'sent');
-    expect(eventOf(email, 'sent')).toMatchObject({ mx: 'mx.secure.test', tls: { used: true, version: 'TLSv1.3', verified: true, policy: 'domain' } });
-    expect(tlsMx.messages.find((m) => messageIdOf(m) === id)?.tls).toBe(true);
-    // The public gRPC API's GetEmail says the same (EmailEvent.tls).
-    const client = grpcClient(PostgateService, `127.0.0.1:${stack.env.POSTGATE_GRPC_PORT}`);
-    const md = new grpc.Metadata();
-    md.set('x-service-key', p.keys.live);
-    const got = await unary<Email>(client, 'getEmail', create(GetEmailRequestSchema, { id }), md);
-    client.close();
-    expect(got.events.find((e) => e.type === 'sent')?.tls).toMatchObject({ used: true, version: 'TLSv1.3', verified: true, policy: 'domain' });
-  });
-
-  it('is deferred, not bounced, when the MX offers no STARTTLS', async () => {
-    const id = await send('hello@strict.test', 'someone@plain.test');
-    const email = await waitFor(id, 'deferred');
-    expect(email.status).toBe('sending');
-    expect(eventOf(email, 'deferred')).toMatchObject({
-      response: 'TLS required (domain): the MX mx.plain.test offers no STARTTLS',
-      enhanced_code: '4.7.10',
-      cause: 'receiver',
-      tls: { used: false, verified: false, policy: 'domain' },
+for (const backend of ['sqlite', 'postgres'] as const) {
+  describe(`enforced TLS and MTA-STS (${backend})`, () => {
+    beforeAll(() => bootStack(backend), 90_000);
+    afterAll(async () => {
+      await stack?.stop();
+      await db?.drop();
+      db = undefined;
     });
-    expect(delivered(id, plainMx)).toBe(false);
-  });
 
-  it('is deferred when the certificate names another host', async () => {
-    const id = await send('hello@strict.test', 'someone@wrongname.test');
-    const email = await waitFor(id, 'deferred');
-    const ev = eventOf(email, 'deferred');
-    expect(ev.response).toBe(
-      'TLS required (domain): certificate for mx.wrongname.test does not verify: it names mx.secure.test, aspmx.l.google.com, not mx.wrongname.test',
-    );
-    expect(ev).toMatchObject({ enhanced_code: '4.7.5', tls: { used: true, verified: false, policy: 'domain' } });
-    expect(delivered(id, tlsMx)).toBe(false);
-  });
-});
+    describe('a sender domain with tls: "enforced"', () => {
+      it('delivers over STARTTLS with a certificate that verifies for the MX name, and says so', async () => {
+        const id = await send(`hello@${strict}`, 'someone@secure.test');
+        const email = await waitFor(id, 'sent');
+        expect(eventOf(email, 'sent')).toMatchObject({ mx: 'mx.secure.test', tls: { used: true, version: 'TLSv1.3', verified: true, policy: 'domain' } });
+        expect(tlsMx.messages.find((m) => messageIdOf(m) === id)?.tls).toBe(true);
+        // The public gRPC API's GetEmail says the same (EmailEvent.tls).
+        const client = grpcClient(PostgateService, `127.0.0.1:${stack.env.POSTGATE_GRPC_PORT}`);
+        const md = new grpc.Metadata();
+        md.set('x-service-key', p.keys.live);
+        const got = await unary<Email>(client, 'getEmail', create(GetEmailRequestSchema, { id }), md);
+        client.close();
+        expect(got.events.find((e) => e.type === 'sent')?.tls).toMatchObject({ used: true, version: 'TLSv1.3', verified: true, policy: 'domain' });
+      });
 
-describe('opportunistic mail, as before', () => {
-  it('takes TLS when offered and accepts a certificate that does not verify', async () => {
-    const id = await send('hello@loose.test', 'someone@wrongname.test');
-    const email = await waitFor(id, 'sent');
-    expect(eventOf(email, 'sent').tls).toEqual({ used: true, version: 'TLSv1.3', verified: false, policy: '' });
-  });
-  it('goes in clear when no STARTTLS is offered', async () => {
-    const id = await send('hello@loose.test', 'someone@plain.test');
-    const email = await waitFor(id, 'sent');
-    expect(eventOf(email, 'sent').tls).toEqual({ used: false, version: '', verified: false, policy: '' });
-  });
-});
+      it('is deferred, not bounced, when the MX offers no STARTTLS', async () => {
+        const id = await send(`hello@${strict}`, 'someone@plain.test');
+        const email = await waitFor(id, 'deferred');
+        expect(email.status).toBe('sending');
+        expect(eventOf(email, 'deferred')).toMatchObject({
+          response: 'TLS required (domain): the MX mx.plain.test offers no STARTTLS',
+          enhanced_code: '4.7.10',
+          cause: 'receiver',
+          tls: { used: false, verified: false, policy: 'domain' },
+        });
+        expect(delivered(id, plainMx)).toBe(false);
+      });
 
-describe('a receiving provider that requires TLS (tls.requireProviders: google)', () => {
-  it('a domain whose MX is Google goes over verified TLS', async () => {
-    const id = await send('hello@loose.test', 'someone@company.test');
-    const email = await waitFor(id, 'sent');
-    expect(eventOf(email, 'sent')).toMatchObject({ mx: 'aspmx.l.google.com', tls: { used: true, verified: true, policy: 'provider' } });
-  });
-  it('Google on a server without STARTTLS: deferred', async () => {
-    const id = await send('hello@loose.test', 'someone@gmail.com');
-    const email = await waitFor(id, 'deferred');
-    expect(eventOf(email, 'deferred')).toMatchObject({
-      response: 'TLS required (provider): the MX mx.plain.test offers no STARTTLS',
-      tls: { policy: 'provider' },
+      it('is deferred when the certificate names another host', async () => {
+        const id = await send(`hello@${strict}`, 'someone@wrongname.test');
+        const email = await waitFor(id, 'deferred');
+        const ev = eventOf(email, 'deferred');
+        expect(ev.response).toBe(
+          'TLS required (domain): certificate for mx.wrongname.test does not verify: it names mx.secure.test, aspmx.l.google.com, not mx.wrongname.test',
+        );
+        expect(ev).toMatchObject({ enhanced_code: '4.7.5', tls: { used: true, verified: false, policy: 'domain' } });
+        expect(delivered(id, tlsMx)).toBe(false);
+      });
+    });
+
+    describe('opportunistic mail, as before', () => {
+      it('takes TLS when offered and accepts a certificate that does not verify', async () => {
+        const id = await send(`hello@${loose}`, 'someone@wrongname.test');
+        const email = await waitFor(id, 'sent');
+        expect(eventOf(email, 'sent').tls).toEqual({ used: true, version: 'TLSv1.3', verified: false, policy: '' });
+      });
+      it('goes in clear when no STARTTLS is offered', async () => {
+        const id = await send(`hello@${loose}`, 'someone@plain.test');
+        const email = await waitFor(id, 'sent');
+        expect(eventOf(email, 'sent').tls).toEqual({ used: false, version: '', verified: false, policy: '' });
+      });
+    });
+
+    describe('a receiving provider that requires TLS (tls.requireProviders: google)', () => {
+      it('a domain whose MX is Google goes over verified TLS', async () => {
+        const id = await send(`hello@${loose}`, 'someone@company.test');
+        const email = await waitFor(id, 'sent');
+        expect(eventOf(email, 'sent')).toMatchObject({ mx: 'aspmx.l.google.com', tls: { used: true, verified: true, policy: 'provider' } });
+      });
+      it('Google on a server without STARTTLS: deferred', async () => {
+        const id = await send(`hello@${loose}`, 'someone@gmail.com');
+        const email = await waitFor(id, 'deferred');
+        expect(eventOf(email, 'deferred')).toMatchObject({
+          response: 'TLS required (provider): the MX mx.plain.test offers no STARTTLS',
+          tls: { policy: 'provider' },
+        });
+      });
+    });
+
+    describe('MTA-STS', () => {
+      it('enforce: delivered to a listed MX over verified TLS; the policy is fetched once and kept', async () => {
+        const first = await send(`hello@${loose}`, 'a@sts-enforce.test');
+        expect(eventOf(await waitFor(first, 'sent'), 'sent').tls).toEqual({ used: true, version: 'TLSv1.3', verified: true, policy: 'mta-sts' });
+        const second = await send(`hello@${loose}`, 'b@sts-enforce.test');
+        expect(eventOf(await waitFor(second, 'sent'), 'sent').tls).toMatchObject({ verified: true, policy: 'mta-sts' });
+        expect(policyFetches.filter((h) => h === 'mta-sts.sts-enforce.test')).toHaveLength(1);
+        // Kept in the gateway's data dir for the next start.
+        const kept = JSON.parse(fs.readFileSync(path.join(stack.dataDir, 'gateway', 'mta-sts.json'), 'utf8'));
+        expect(kept.policies['sts-enforce.test']).toMatchObject({ id: '20261129T1', policy: { mode: 'enforce', mx: ['mx.secure.test'], maxAge: 86400 } });
+      });
+      it('enforce: an MX the policy does not list is not used; deferred with the reason', async () => {
+        const id = await send(`hello@${loose}`, 'a@sts-mismatch.test');
+        const email = await waitFor(id, 'deferred');
+        expect(eventOf(email, 'deferred').response).toBe(
+          'MTA-STS policy of sts-mismatch.test (enforce) allows none of its MX hosts: mx.secure.test (the policy names *.elsewhere.test)',
+        );
+        expect(delivered(id, tlsMx)).toBe(false);
+      });
+      it('testing: delivered anyway, with a note of what enforce would have refused', async () => {
+        const id = await send(`hello@${loose}`, 'a@sts-testing.test');
+        const email = await waitFor(id, 'sent');
+        expect(eventOf(email, 'sent').tls).toEqual({
+          used: false,
+          version: '',
+          verified: false,
+          policy: '',
+          note: 'MTA-STS policy of sts-testing.test in testing mode: enforce would have refused MX mx.plain.test (not in its mx list)',
+        });
+      });
+      it('a policy that does not parse is ignored: delivered as without one', async () => {
+        const id = await send(`hello@${loose}`, 'a@sts-bad.test');
+        const email = await waitFor(id, 'sent');
+        expect(eventOf(email, 'sent').tls).toEqual({ used: false, version: '', verified: false, policy: '' });
+        expect(policyFetches).toContain('mta-sts.sts-bad.test');
+      });
     });
   });
-});
-
-describe('MTA-STS', () => {
-  it('enforce: delivered to a listed MX over verified TLS; the policy is fetched once and kept', async () => {
-    const first = await send('hello@loose.test', 'a@sts-enforce.test');
-    expect(eventOf(await waitFor(first, 'sent'), 'sent').tls).toEqual({ used: true, version: 'TLSv1.3', verified: true, policy: 'mta-sts' });
-    const second = await send('hello@loose.test', 'b@sts-enforce.test');
-    expect(eventOf(await waitFor(second, 'sent'), 'sent').tls).toMatchObject({ verified: true, policy: 'mta-sts' });
-    expect(policyFetches.filter((h) => h === 'mta-sts.sts-enforce.test')).toHaveLength(1);
-    // Kept in the gateway's data dir for the next start.
-    const kept = JSON.parse(fs.readFileSync(path.join(stack.dataDir, 'gateway', 'mta-sts.json'), 'utf8'));
-    expect(kept.policies['sts-enforce.test']).toMatchObject({ id: '20261129T1', policy: { mode: 'enforce', mx: ['mx.secure.test'], maxAge: 86400 } });
-  });
-  it('enforce: an MX the policy does not list is not used; deferred with the reason', async () => {
-    const id = await send('hello@loose.test', 'a@sts-mismatch.test');
-    const email = await waitFor(id, 'deferred');
-    expect(eventOf(email, 'deferred').response).toBe(
-      'MTA-STS policy of sts-mismatch.test (enforce) allows none of its MX hosts: mx.secure.test (the policy names *.elsewhere.test)',
-    );
-    expect(delivered(id, tlsMx)).toBe(false);
-  });
-  it('testing: delivered anyway, with a note of what enforce would have refused', async () => {
-    const id = await send('hello@loose.test', 'a@sts-testing.test');
-    const email = await waitFor(id, 'sent');
-    expect(eventOf(email, 'sent').tls).toEqual({
-      used: false,
-      version: '',
-      verified: false,
-      policy: '',
-      note: 'MTA-STS policy of sts-testing.test in testing mode: enforce would have refused MX mx.plain.test (not in its mx list)',
-    });
-  });
-  it('a policy that does not parse is ignored: delivered as without one', async () => {
-    const id = await send('hello@loose.test', 'a@sts-bad.test');
-    const email = await waitFor(id, 'sent');
-    expect(eventOf(email, 'sent').tls).toEqual({ used: false, version: '', verified: false, policy: '' });
-    expect(policyFetches).toContain('mta-sts.sts-bad.test');
-  });
-});
+}
