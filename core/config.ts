@@ -217,7 +217,7 @@ export interface AlertSettings {
 
 /** Mail received for receiving domains (gateway/inbound/receive.ts; deploy/config-reference.md, "Receiving mail"). */
 export interface InboundSettings {
-  /** A received message's size limit in bytes (552 past it; POSTGATE_INBOUND_MAX_BYTES, 10 MiB). */
+  /** A received message's size limit in bytes (550 5.3.4 past it; POSTGATE_INBOUND_MAX_BYTES, 10 MiB). */
   maxMessageBytes: number;
   /** Recipients at receiving domains per message (452 past it; POSTGATE_INBOUND_MAX_RECIPIENTS, 50). */
   maxRecipients: number;
@@ -316,6 +316,7 @@ export interface TrackingSettings {
 function trackingSettings(file: unknown, env: NodeJS.ProcessEnv, baseUrl: string): TrackingSettings {
   const f = (file ?? {}) as Record<string, unknown>;
   if (typeof f !== 'object' || Array.isArray(f)) throw new Error('POSTGATE_CONFIG: tracking must be an object {host, https}');
+  for (const k of Object.keys(f)) if (k !== 'host' && k !== 'https') throw new Error(`POSTGATE_CONFIG: tracking.${k} is not a setting (host, https)`);
   const host = (env.POSTGATE_TRACKING_HOST ?? (typeof f.host === 'string' ? f.host : '')).trim().toLowerCase().replace(/\.$/, '') || new URL(baseUrl).hostname;
   if (!/^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/.test(host))
     throw new Error(`POSTGATE_TRACKING_HOST must be a host name (the target of the domains' tracking CNAME), got ${JSON.stringify(host)}`);

@@ -26,15 +26,22 @@ export class TrackingRecorder {
 
   add(hit: TrackingHit): void {
     this.pending.push(hit);
-    if (this.pending.length > MAX_PENDING) {
-      this.pending.shift();
-      this.dropped++;
-    }
-    if (this.pending.length >= BATCH) void this.flush();
-    else if (!this.timer) {
+    this.bound();
+    if (this.pending.length >= BATCH) {
+      // A flush under way takes what arrives meanwhile too.
+      if (!this.flushing) void this.flush();
+    } else if (!this.timer) {
       this.timer = setTimeout(() => void this.flush(), this.flushMs);
       this.timer.unref();
     }
+  }
+
+  /** At most MAX_PENDING hits wait: the oldest go first. */
+  private bound(): void {
+    const over = this.pending.length - MAX_PENDING;
+    if (over <= 0) return;
+    this.pending.splice(0, over);
+    this.dropped += over;
   }
 
   /** Writes what is pending, a batch per transaction; resolves once it is written (or kept for a retry). */
@@ -52,6 +59,7 @@ export class TrackingRecorder {
           this.failing = false;
         } catch (err) {
           this.pending.unshift(...batch);
+          this.bound();
           if (!this.failing) this.log.warn({ err: (err as Error).message, pending: this.pending.length }, 'cannot record tracking hits; will retry');
           this.failing = true;
           this.timer = setTimeout(() => void this.flush(), 1000);

@@ -15,7 +15,7 @@ export interface TrackingRouteOptions {
   recorder: TrackingRecorder;
 }
 
-/** The smallest transparent GIF (1×1, 43 bytes). */
+/** A transparent 1×1 GIF (42 bytes). */
 export const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
 
 const NO_STORE = 'no-store, no-cache, must-revalidate, private, max-age=0';

@@ -220,3 +220,35 @@ describe('tls (enforced TLS and MTA-STS)', () => {
     expect(withConfig({ tls: { requireTls: true } })).toThrow('POSTGATE_CONFIG: unknown setting tls.requireTls');
   });
 });
+
+describe('tracking settings', () => {
+  const file = (o: unknown) => {
+    const f = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pg-cfg-')), 'c.json');
+    fs.writeFileSync(f, JSON.stringify(o));
+    return f;
+  };
+  it('default to the base URL: its host is the CNAMEs target, its scheme the links', () => {
+    expect(loadConfig({ POSTGATE_BASE_URL: 'https://mail.example.com' }).tracking).toEqual({ host: 'mail.example.com', https: true });
+    expect(loadConfig({}).tracking).toEqual({ host: 'localhost', https: false });
+  });
+  it('take the environment over the file', () => {
+    expect(loadConfig({ POSTGATE_TRACKING_HOST: 'Track.Example.NET.', POSTGATE_TRACKING_HTTPS: 'true' }).tracking).toEqual({
+      host: 'track.example.net',
+      https: true,
+    });
+    expect(loadConfig({ POSTGATE_CONFIG: file({ tracking: { host: 't.example.org', https: false } }) }).tracking).toEqual({
+      host: 't.example.org',
+      https: false,
+    });
+    expect(loadConfig({ POSTGATE_CONFIG: file({ tracking: { host: 't.example.org' } }), POSTGATE_TRACKING_HOST: 'u.example.org' }).tracking.host).toBe(
+      'u.example.org',
+    );
+  });
+  it('refuse a host that is not one, a scheme flag that is not a boolean and unknown keys, in one line', () => {
+    expect(() => loadConfig({ POSTGATE_TRACKING_HOST: 'http://x.example/' })).toThrow(/^POSTGATE_TRACKING_HOST must be a host name/);
+    expect(() => loadConfig({ POSTGATE_TRACKING_HOST: 'a b' })).toThrow(/POSTGATE_TRACKING_HOST/);
+    expect(() => loadConfig({ POSTGATE_TRACKING_HTTPS: 'maybe' })).toThrow(/^POSTGATE_TRACKING_HTTPS must be true or false/);
+    expect(() => loadConfig({ POSTGATE_CONFIG: file({ tracking: { hots: 'x' } }) })).toThrow(/tracking\.hots is not a setting/);
+    expect(() => loadConfig({ POSTGATE_CONFIG: file({ tracking: 'x' }) })).toThrow(/tracking must be an object/);
+  });
+});

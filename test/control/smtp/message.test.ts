@@ -81,3 +81,19 @@ Content-Type: text/html
     }
   });
 });
+
+describe('X-Postgate-Tracking', () => {
+  it('turns open or click tracking on or off for the email and is not passed on', async () => {
+    const req = await map('From: a@acme.test\nTo: b@ok.test\nSubject: s\nX-Postgate-Tracking: open=true; click=OFF\n\nx', ['b@ok.test']);
+    expect(req.tracking).toEqual({ open: true, click: false });
+    expect(req).not.toHaveProperty('headers');
+    expect((await map('From: a@acme.test\nTo: b@ok.test\nSubject: s\nX-Postgate-Tracking: click=yes\n\nx', ['b@ok.test'])).tracking).toEqual({ click: true });
+  });
+
+  it('refuses anything else with a message that says how to write it', async () => {
+    for (const value of ['open', 'open=maybe', 'opens=true', 'open=true click=false'])
+      await expect(map(`From: a@acme.test\nTo: b@ok.test\nSubject: s\nX-Postgate-Tracking: ${value}\n\nx`, ['b@ok.test'])).rejects.toThrow(
+        /X-Postgate-Tracking must be like/,
+      );
+  });
+});
