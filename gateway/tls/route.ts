@@ -21,6 +21,10 @@ export type TlsRoute =
   | { kind: 'temporary'; reason: string; required: TlsPolicy };
 
 const hostsOf = (routes: readonly MxRoute[]) => [...new Set(routes.map((r) => r.host))];
+/** Names as an event's response lists them: a few, then how many more (a policy may list thousands). */
+export function listed(names: readonly string[], most = 5): string {
+  return names.length <= most ? names.join(', ') : `${names.slice(0, most).join(', ')} and ${names.length - most} more`;
+}
 
 /** The pure decision, given the domain's MTA-STS policy (undefined: none). */
 export function decideTlsRoute(input: TlsRouteInput, requireProviders: ReadonlySet<string>, policy: StsPolicy | undefined): TlsRoute {
@@ -35,11 +39,11 @@ export function decideTlsRoute(input: TlsRouteInput, requireProviders: ReadonlyS
     return {
       kind: 'temporary',
       required: required || 'mta-sts',
-      reason: `MTA-STS policy of ${domain} (enforce) allows none of its MX hosts: ${hostsOf(routes).join(', ')} (the policy names ${policy.mx.join(', ')})`,
+      reason: `MTA-STS policy of ${domain} (enforce) allows none of its MX hosts: ${listed(hostsOf(routes))} (the policy names ${listed(policy.mx)})`,
     };
   }
   const refused = hostsOf(routes).filter((h) => !allowed.some((r) => r.host === h));
-  const testing = refused.length ? `MTA-STS policy of ${domain} in testing mode: enforce would have refused MX ${refused.join(', ')} (not in its mx list)` : '';
+  const testing = refused.length ? `MTA-STS policy of ${domain} in testing mode: enforce would have refused MX ${listed(refused)} (not in its mx list)` : '';
   return { kind: 'routes', routes, required, testing };
 }
 

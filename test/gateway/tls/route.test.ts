@@ -89,3 +89,13 @@ describe('the notes an attempt carries to its events', () => {
     expect(h.notes[TLS_REQUIRED]).toBe('mta-sts');
   });
 });
+
+describe('a policy with many mx patterns', () => {
+  it('is listed in a few names, not thousands', () => {
+    const mx = Array.from({ length: 3000 }, (_, i) => `mx${i}.example.org`);
+    const r = decideTlsRoute(input, none, { mode: 'enforce', mx, maxAge: 60 });
+    expect(r.kind === 'temporary' && r.reason).toBe(
+      'MTA-STS policy of example.net (enforce) allows none of its MX hosts: mx1.example.net, backup.other.test (the policy names mx0.example.org, mx1.example.org, mx2.example.org, mx3.example.org, mx4.example.org and 2995 more)',
+    );
+  });
+});
