@@ -8,7 +8,12 @@
 import crypto from 'node:crypto';
 import http from 'node:http';
 import { simpleParser } from 'mailparser';
+import * as grpc from '@grpc/grpc-js';
+import { create } from '@bufbuild/protobuf';
+import nodemailer from 'nodemailer';
 import { Resend } from 'resend';
+import { grpcClient, unary } from '../../../proto/grpc.js';
+import { GetEmailRequestSchema, PostgateService, SendEmailRequestSchema } from '../../../proto/gen/postgate/v1/public_pb.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../../helpers/cluster.js';
 import { type DnsServer, startDnsServer } from '../../helpers/dns-server.js';
@@ -263,6 +268,61 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         tracking: { open: 'yes' },
       });
       expect([bad.status, bad.body.code]).toEqual([400, 'INVALID_REQUEST']);
+    });
+
+    it('over SMTP (X-Postgate-Tracking, removed from the message) and gRPC (tracking) too; GetEmail shows the counts', async () => {
+      const t = nodemailer.createTransport({
+        host: '127.0.0.1',
+        port: Number(stack.env.POSTGATE_SMTP_PORT),
+        auth: { user: 'any', pass: p.keys.live },
+        tls: { rejectUnauthorized: false },
+      });
+      const info = await t.sendMail({
+        from: 'hello@acme.test',
+        to: 'smtp@inbox.test',
+        subject: 'Over SMTP',
+        html: HTML,
+        text: TEXT,
+        headers: { 'X-Postgate-Tracking': 'open=false, click=true' },
+      });
+      t.close();
+      const smtpId = /queued as ([0-9a-f-]{36})/.exec(info.response)![1]!;
+      const [viaSmtp] = await received(smtpId);
+      expect(viaSmtp!.raw.toString('latin1')).not.toMatch(/X-Postgate-Tracking/i);
+      const smtpLinks = hrefs((await simpleParser(viaSmtp!.raw)).html as string);
+      expect(smtpLinks.filter((l) => l.startsWith(`http://${HOST}/c/`))).toHaveLength(2);
+      expect(smtpLinks.some((l) => l.endsWith('.gif'))).toBe(false);
+      expect((await authResults(viaSmtp!.raw, viaSmtp!.mailFrom, dns)).dkim).toEqual(['pass']);
+
+      const client = grpcClient(PostgateService, `127.0.0.1:${stack.env.POSTGATE_GRPC_PORT}`);
+      const md = new grpc.Metadata();
+      md.set('x-service-key', p.keys.live);
+      try {
+        const sent = await unary<{ id: string }>(
+          client,
+          'sendEmail',
+          create(SendEmailRequestSchema, {
+            from: 'hello@acme.test',
+            to: ['grpc@inbox.test'],
+            subject: 'Over gRPC',
+            html: HTML,
+            tracking: { open: true, click: false },
+          }),
+          md,
+        );
+        const [viaGrpc] = await received(sent.id);
+        const grpcLinks = hrefs((await simpleParser(viaGrpc!.raw)).html as string);
+        expect(grpcLinks).toContain(SHOP);
+        const gif = grpcLinks.find((l) => l.endsWith('.gif'))!;
+        expect(gif.startsWith(`http://${HOST}/o/${sent.id}/`)).toBe(true);
+        expect((await fetchTracked(stack, new URL(gif).pathname)).status).toBe(200);
+        await stack.waitEmail(p.keys.live, sent.id, (e) => e.tracking?.opens?.count === 1);
+        const got = await unary<any>(client, 'getEmail', create(GetEmailRequestSchema, { id: sent.id }), md);
+        expect(got.tracking.opens).toMatchObject({ count: 1, bots: 0 });
+        expect(got.events.find((e: any) => e.type === 'opened')).toMatchObject({ ip: '127.0.0.0/24', bot: false, userAgent: CHROME });
+      } finally {
+        client.close();
+      }
     });
   });
 }
