@@ -13,7 +13,7 @@ import type { Acceptance, AcceptGuards, NewEmail, Refusal, Store } from '../stor
 import { refusalText } from './rules.js';
 import { limitsOf, requireSubscription } from '../plans.js';
 import { canonical, domainOf, parseMailbox } from '../../common/address.js';
-import { sendRequestSchema } from './schema.js';
+import { sendRequestSchema, sendSchemaError } from './schema.js';
 import { attachmentContents, checkAttachments, type AttachmentInput } from './attachments.js';
 import { readRequest, type StoredRequest } from './vocabulary.js';
 import { type TemplateRef, TemplateRenderer } from '../templates/apply.js';
@@ -132,8 +132,8 @@ export class MailPipeline {
   /** Checks a request that did not come through an HTTP route schema (SMTP, gRPC). */
   validateShape(body: unknown): SendInput {
     if (!this.validateSchema(body)) {
-      const e = this.validateSchema.errors?.[0];
-      throw invalid(`${e?.instancePath ? e.instancePath.slice(1) : 'request'} ${e?.message ?? 'is invalid'}`);
+      const e = sendSchemaError(this.validateSchema.errors ?? []);
+      throw invalid(`${e.path ? e.path.slice(1) : 'request'} ${e.message}`);
     }
     return body as SendInput;
   }

@@ -20,7 +20,7 @@ import { type KeyAuthenticator, MAIL_KEYS, type Caller } from '../api-keys/authe
 import type { Store } from '../store/index.js';
 import type { MailPipeline, SendInput } from './pipeline.js';
 import { errorSchema } from '../http/schemas.js';
-import { emailListQuerySchema, emailListSchema, emailSchema, scheduledAtSchema, sendRequestSchema, sendResponseSchema } from './schema.js';
+import { emailListQuerySchema, emailListSchema, emailSchema, scheduledAtSchema, sendRequestSchema, sendResponseSchema, sendSchemaError } from './schema.js';
 import type { Config } from '../../core/config.js';
 import { emailListItem, emailView } from './email-view.js';
 import { attachmentBodyBytes, checkBatchAttachments } from './attachments.js';
@@ -109,6 +109,10 @@ const emailRoutes: FastifyPluginAsync<Pick<MailRoutesOptions, 'config' | 'store'
         headers: { type: 'object', properties: { 'idempotency-key': idempotencyKeyHeader } },
         body: sendRequestSchema(config.limits),
         response: { 202: sendResponseSchema, ...errors },
+      },
+      schemaErrorFormatter: (errs, dataVar) => {
+        const e = sendSchemaError(errs);
+        return new Error(`${dataVar}${e.path} ${e.message}`);
       },
     },
     async (req, reply) =>

@@ -3,6 +3,7 @@
 // in the pipeline, so SMTP and gRPC submissions get them too.
 import { EMAIL_STATUSES } from '../../common/status.js';
 import { attachmentsSchema } from './attachments.js';
+import type { ErrorObject } from 'ajv';
 import type { Limits } from '../../core/config.js';
 import { templateRefSchema } from '../templates/schema.js';
 
@@ -29,49 +30,70 @@ export const scheduledAtSchema = {
 
 export function sendRequestSchema(limits: Limits) {
   const addressList = { type: 'array', items: addressString, minItems: 1, maxItems: limits.maxRecipients } as const;
+  const properties = {
+    from: { ...addressString, description: 'Sender, `a@b.c` or `Name <a@b.c>`; its domain must be verified for the project.' },
+    to: { description: 'One recipient or a list; at most 50 recipients in to, cc and bcc together.', anyOf: [addressString, addressList] },
+    subject: { type: 'string', maxLength: limits.maxSubjectLength, pattern: noLineBreaks },
+    html: { type: 'string', maxLength: limits.maxBodyBytes },
+    text: { type: 'string', maxLength: limits.maxBodyBytes },
+    // A single address may be given as a string, as Resend and its SDK allow.
+    cc: { anyOf: [addressString, addressList] },
+    bcc: { anyOf: [addressString, addressList] },
+    reply_to: { anyOf: [addressString, addressList] },
+    tags: {
+      type: 'array',
+      maxItems: limits.maxTags,
+      items: { anyOf: [{ type: 'string', minLength: 1, maxLength: 100, pattern: '^[^\\r\\n\\u0000]*$' }, resendTag] },
+      description: 'Kept with the email, never put in the message. A tag is a string, or `{name, value}` as in Resend (kept as `name:value`).',
+    },
+    headers: {
+      type: 'object',
+      maxProperties: limits.maxHeaders,
+      propertyNames: { pattern: '^[!-9;-~]{1,76}$' },
+      additionalProperties: { type: 'string', maxLength: 998, pattern: noLineBreaks },
+    },
+    bulk: { type: 'boolean', description: 'true marks a bulk mailing (List-Unsubscribe, unsubscribes apply); omitted = transactional.' },
+    attachments: attachmentsSchema(limits),
+    scheduled_at: scheduledAtSchema,
+    tracking: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { open: { type: 'boolean' }, click: { type: 'boolean' } },
+      description: "Open and click tracking for this email, over its sender domain's open_tracking and click_tracking (each omitted: the domain's).",
+    },
+    template: templateRefSchema(limits),
+  } as const;
+  const { template, ...plain } = properties;
+  const { html, text, ...templated } = properties;
+  // Two forms, each typed whole in the OpenAPI document (a client generated from it requires from and
+  // subject unless a template is named): from, subject and html or text; or a template (control/templates),
+  // whose published version gives html and text, and from and subject when the request has none.
   return {
     $id: 'SendEmailRequest',
     type: 'object',
-    additionalProperties: false,
-    required: ['to'],
-    // With a template (control/templates) its published version gives html and text, and from and subject
-    // when the request has none; without one the request gives from, subject and html or text.
-    if: { required: ['template'] },
-    else: { required: ['from', 'subject'], anyOf: [{ required: ['html'] }, { required: ['text'] }] },
-    properties: {
-      from: { ...addressString, description: 'Sender, `a@b.c` or `Name <a@b.c>`; its domain must be verified for the project.' },
-      to: { description: 'One recipient or a list; at most 50 recipients in to, cc and bcc together.', anyOf: [addressString, addressList] },
-      subject: { type: 'string', maxLength: limits.maxSubjectLength, pattern: noLineBreaks },
-      html: { type: 'string', maxLength: limits.maxBodyBytes },
-      text: { type: 'string', maxLength: limits.maxBodyBytes },
-      // A single address may be given as a string, as Resend and its SDK allow.
-      cc: { anyOf: [addressString, addressList] },
-      bcc: { anyOf: [addressString, addressList] },
-      reply_to: { anyOf: [addressString, addressList] },
-      tags: {
-        type: 'array',
-        maxItems: limits.maxTags,
-        items: { anyOf: [{ type: 'string', minLength: 1, maxLength: 100, pattern: '^[^\\r\\n\\u0000]*$' }, resendTag] },
-        description: 'Kept with the email, never put in the message. A tag is a string, or `{name, value}` as in Resend (kept as `name:value`).',
-      },
-      headers: {
-        type: 'object',
-        maxProperties: limits.maxHeaders,
-        propertyNames: { pattern: '^[!-9;-~]{1,76}$' },
-        additionalProperties: { type: 'string', maxLength: 998, pattern: noLineBreaks },
-      },
-      bulk: { type: 'boolean', description: 'true marks a bulk mailing (List-Unsubscribe, unsubscribes apply); omitted = transactional.' },
-      attachments: attachmentsSchema(limits),
-      scheduled_at: scheduledAtSchema,
-      tracking: {
+    anyOf: [
+      {
         type: 'object',
         additionalProperties: false,
-        properties: { open: { type: 'boolean' }, click: { type: 'boolean' } },
-        description: "Open and click tracking for this email, over its sender domain's open_tracking and click_tracking (each omitted: the domain's).",
+        required: ['from', 'to', 'subject'],
+        anyOf: [{ required: ['html'] }, { required: ['text'] }],
+        properties: plain,
       },
-      template: templateRefSchema(limits),
-    },
+      { type: 'object', additionalProperties: false, required: ['to', 'template'], properties: templated },
+    ],
   } as const;
+}
+
+/**
+ * What a send request's schema refusal says: the first error of the form the request has (the plain
+ * form's unless it names a template), not every error of both forms; an unknown field is named.
+ */
+export function sendSchemaError(errors: readonly ErrorObject[]): { path: string; message: string } {
+  const hasTemplate = !errors.some((e) => e.schemaPath.startsWith('#/anyOf/1/') && e.keyword === 'required' && e.params.missingProperty === 'template');
+  const e = errors.find((x) => x.schemaPath.startsWith(hasTemplate ? '#/anyOf/1/' : '#/anyOf/0/')) ?? errors[0];
+  if (!e) return { path: '', message: 'is invalid' };
+  const extra = e.keyword === 'additionalProperties' ? `: ${String(e.params.additionalProperty)}` : '';
+  return { path: e.instancePath, message: `${e.message ?? 'is invalid'}${extra}` };
 }
 
 export const sendResponseSchema = {
