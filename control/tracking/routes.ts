@@ -26,6 +26,9 @@ export function hostOf(req: FastifyRequest): string {
   return h.startsWith('[') ? h.slice(0, h.indexOf(']') + 1) : h.replace(/:\d+$/, '');
 }
 
+/** The URL as a header carries it: its ASCII as it is, anything else percent-encoded as UTF-8 (what a browser sends anyway). */
+export const asciiUrl = (url: string): string => url.replace(/[^\x20-\x7e]/gu, (c) => encodeURIComponent(c));
+
 const notFound = () => new ApiError('NOT_FOUND', 'This link is not valid');
 
 export const trackingRoutes: FastifyPluginAsync<TrackingRouteOptions> = async (app, { links, recorder }) => {
@@ -56,7 +59,7 @@ export const trackingRoutes: FastifyPluginAsync<TrackingRouteOptions> = async (a
     if (t?.kind !== 'click') throw notFound();
     record(req, 'click', t.emailId, t.sentAt, t.url);
     // No Referer leaks the tracking URL to the site; nothing cached, so each click is seen.
-    return reply.code(302).header('location', t.url).header('cache-control', NO_STORE).header('referrer-policy', 'no-referrer').send();
+    return reply.code(302).header('location', asciiUrl(t.url)).header('cache-control', NO_STORE).header('referrer-policy', 'no-referrer').send();
   };
 
   // GET (and HEAD: Fastify answers it with the GET route; judged a scanner) of any path under the prefixes.

@@ -60,6 +60,14 @@ describe('a link', () => {
     expect(hits).toMatchObject([{ kind: 'click', link: url, agent: 'person' }]);
   });
 
+  it('a long URL (non-ASCII, 4 KB) comes back, its non-ASCII percent-encoded', async () => {
+    const long = `https://shop.example/${'ü✓'.repeat(500)}?q=${'x'.repeat(2000)}&e=😀`;
+    const r = await get(path(links.clickUrl('https://x', host, id, sentAt, long)));
+    // Non-ASCII goes percent-encoded as UTF-8 in the header (a raw ✓ cannot be in one), the rest exactly.
+    expect([r.statusCode, r.headers.location]).toEqual([302, `https://shop.example/${'%C3%BC%E2%9C%93'.repeat(500)}?q=${'x'.repeat(2000)}&e=%F0%9F%98%80`]);
+    expect(hits.at(-1)?.link).toBe(long);
+  });
+
   it('HEAD redirects too, judged a machine', async () => {
     const r = await get(click(), { method: 'HEAD' });
     expect([r.statusCode, r.headers.location]).toEqual([302, url]);
