@@ -65,9 +65,6 @@ export const OPERATIONS: Record<string, OperationInfo> = {
   'GET /v1/emails/receiving/:id': { id: 'getReceivedEmail' },
   'GET /v1/emails/receiving/:id/attachments': { id: 'listReceivedAttachments' },
   'GET /v1/emails/receiving/:email_id/attachments/:id': { id: 'getReceivedAttachment' },
-  // Signed, short-lived links (no key).
-  'GET /v1/emails/receiving/:id/attachments/:attachment/download': { id: 'downloadReceivedAttachment' },
-  'GET /v1/emails/receiving/:id/raw': { id: 'downloadReceivedEmail' },
   'GET /v1/pacing': { id: 'getPacing' },
   'POST /v1/pacing/announcements': { id: 'createPacingAnnouncement' },
   // Auth API (/api/v1/auth, project key in X-Service-Key).
@@ -99,6 +96,9 @@ export const OPERATIONS: Record<string, OperationInfo> = {
   // One-click unsubscribe (public).
   'GET /unsubscribe/:token': { id: 'getUnsubscribePage' },
   'POST /unsubscribe/:token': { id: 'unsubscribeOneClick' },
+  // Received mail's signed, short-lived download links (public: the link is the credential).
+  'GET /downloads/received/:id/attachments/:attachment': { id: 'downloadReceivedAttachment' },
+  'GET /downloads/received/:id/raw': { id: 'downloadReceivedEmail' },
 };
 
 /** What each area is, for the document's tag list (a tag used but not listed here gets a generic line). */

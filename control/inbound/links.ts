@@ -33,7 +33,8 @@ export class DownloadLinks {
   /** `part`: an attachment id, or 'raw' for the message itself. */
   sign(projectId: string, emailId: string, part: string, now = clock.now()): SignedLink {
     const expires = Math.floor((now + LINK_TTL_MS) / 1000);
-    const path = part === 'raw' ? `/v1/emails/receiving/${emailId}/raw` : `/v1/emails/receiving/${emailId}/attachments/${part}/download`;
+    // Outside /v1 (the key's API): the link is the credential.
+    const path = part === 'raw' ? `/downloads/received/${emailId}/raw` : `/downloads/received/${emailId}/attachments/${part}`;
     const q = new URLSearchParams({ project: projectId, expires: String(expires), signature: this.mac(projectId, emailId, part, expires) });
     return { url: `${this.baseUrl}${path}?${q}`, expiresAt: expires * 1000 };
   }

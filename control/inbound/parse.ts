@@ -29,7 +29,7 @@ const addresses = (a: AddressObject | AddressObject[] | undefined): string[] =>
     .flatMap((o) => o.value)
     .flatMap((v) => (v.group ? v.group : [v]))
     .filter((v) => v.address)
-    .map((v) => (v.name ? `${v.name.replace(/[\r\n"<>]/g, ' ').trim()} <${v.address}>` : v.address!));
+    .map((v) => (v.name ? `${v.name.replace(/[\s"<>]+/g, ' ').trim()} <${v.address}>` : v.address!));
 
 /**
  * A file name that is only a name: no directories (a `../../x` name written to disk by the receiving

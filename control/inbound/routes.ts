@@ -295,7 +295,7 @@ function sendFile(reply: FastifyReply, body: Uint8Array, type: string, filename:
 /** The signed links: no key (the link is the credential); a wrong, foreign or expired one is a 404. */
 export const inboundDownloadRoutes: FastifyPluginAsync<InboundRoutesOptions> = async (app, { store, links }) => {
   app.get<{ Params: { id: string; attachment: string }; Querystring: LinkQuery }>(
-    '/v1/emails/receiving/:id/attachments/:attachment/download',
+    '/downloads/received/:id/attachments/:attachment',
     {
       schema: {
         summary: "Download a received email's attachment (signed link)",
@@ -316,7 +316,7 @@ export const inboundDownloadRoutes: FastifyPluginAsync<InboundRoutesOptions> = a
   );
 
   app.get<{ Params: { id: string }; Querystring: LinkQuery }>(
-    '/v1/emails/receiving/:id/raw',
+    '/downloads/received/:id/raw',
     {
       schema: {
         summary: 'Download a received email as received (signed link)',

@@ -44,6 +44,20 @@ export function ourLocalPart(address: Pick<HarakaAddress, 'user' | 'host'>): str
   return parseToken(local) ? local : undefined;
 }
 
+/**
+ * An answer with its own code (452, 451…), where DENYSOFT alone answers 450: Haraka's respond() takes the code
+ * of any object whose constructor is named DSN (haraka-dsn's shape). After DATA Haraka answers 550 whatever it says.
+ */
+class DSN {
+  constructor(
+    readonly code: number,
+    readonly reply: string,
+  ) {}
+  toString(): string {
+    return this.reply;
+  }
+}
+
 export async function inboundHooks(): Promise<InboundHooks> {
   const rt = await gatewayRuntime();
   const { log, config } = rt;
@@ -53,7 +67,7 @@ export async function inboundHooks(): Promise<InboundHooks> {
   const limits = new InboundLimits(config.inbound);
   /** The receiving recipients of each transaction (address → project), as RCPT accepted them. */
   const accepted = new WeakMap<object, Map<string, string>>();
-  const refuse = (next: Next, r: Refusal) => next(r.code >= 500 ? constants.deny : constants.denysoft, r.text);
+  const refuse = (next: Next, r: Refusal) => next(r.code >= 500 ? constants.deny : constants.denysoft, new DSN(r.code, r.text));
 
   return {
     lookupRdns(next, connection) {

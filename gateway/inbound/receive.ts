@@ -55,7 +55,7 @@ export class ReceivingDomains {
 
 /** What a limit says at RCPT: undefined to go on, else the SMTP answer (code, enhanced code and text). */
 export interface Refusal {
-  code: 452 | 451 | 552 | 550;
+  code: 452 | 451 | 550;
   text: string;
 }
 
@@ -77,7 +77,7 @@ export class InboundLimits {
 
   /** Judged at the end of DATA, before anything is stored. */
   atData(bytes: number): Refusal | undefined {
-    if (bytes > this.settings.maxMessageBytes) return { code: 552, text: `5.3.4 message too big (at most ${this.settings.maxMessageBytes} bytes)` };
+    if (bytes > this.settings.maxMessageBytes) return { code: 550, text: `5.3.4 message too big (at most ${this.settings.maxMessageBytes} bytes)` };
     return undefined;
   }
 
