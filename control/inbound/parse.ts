@@ -104,6 +104,38 @@ export async function parseReceived(m: ReceivedMessage): Promise<NewInboundEmail
   };
 }
 
+/**
+ * The email when its message cannot be parsed at all: the envelope, the checks and the raw message (downloadable),
+ * nothing read from it. Storing it beats retrying it: a message that never parses would hold the gateway's
+ * event stream, and every delivery event behind it, forever.
+ */
+export function unparsedReceived(m: ReceivedMessage): NewInboundEmail {
+  return {
+    id: m.id,
+    projectId: m.projectId,
+    createdAt: m.atMs,
+    mailFrom: m.mailFrom,
+    rcptTo: m.rcptTo,
+    from: m.mailFrom,
+    to: [],
+    cc: [],
+    bcc: [],
+    replyTo: [],
+    subject: '',
+    messageId: '',
+    text: null,
+    html: null,
+    headers: {},
+    auth: { spf: m.spf, dkim: m.dkim, dmarc: m.dmarc, header: m.authenticationResults, details: m.authJson },
+    remoteIp: m.remoteIp,
+    helo: m.helo,
+    size: m.raw.byteLength,
+    attachments: [],
+    raw: m.raw,
+    contents: [],
+  };
+}
+
 /** The email.received webhook message's `data`, as Resend's (ReceivedEmailEventData), with the checks added. */
 export function receivedEventData(e: NewInboundEmail): Record<string, unknown> {
   return {

@@ -5,7 +5,7 @@ import type { Logger } from '../../core/log.js';
 import type { DeliveryEvent } from '../../proto/gen/postgate/gateway/v1/gateway_pb.js';
 import { receivedPayload } from '../webhooks/payload.js';
 import type { Store } from '../store/index.js';
-import { parseReceived, receivedEventData, type ReceivedMessage } from './parse.js';
+import { parseReceived, receivedEventData, type ReceivedMessage, unparsedReceived } from './parse.js';
 
 /** The event's message in plain fields; undefined when it carries none (pruned, or a gateway of another build). */
 export function receivedMessage(e: DeliveryEvent): ReceivedMessage | undefined {
@@ -42,7 +42,10 @@ export class InboundReceiver {
         this.log.warn({ seq: Number(e.seq), emailId: e.emailId }, 'received event without its message ignored');
         continue;
       }
-      const email = await parseReceived(m);
+      const email = await parseReceived(m).catch((err: unknown) => {
+        this.log.warn({ id: m.id, err: (err as Error).message }, 'received message unreadable; stored as received, unparsed');
+        return unparsedReceived(m);
+      });
       const stored = await this.store.inbound.receive(email, receivedPayload(email.createdAt, receivedEventData(email)));
       if (stored)
         this.log.info(
