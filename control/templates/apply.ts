@@ -24,6 +24,9 @@ interface Renderable {
   template?: TemplateRef;
 }
 
+/** The request a template renders to: no `template`, from and subject always, and the template's bodies. */
+export type Rendered<R> = Omit<R, 'template'> & { from: string; subject: string; html?: string; text?: string; reply_to?: string | string[] };
+
 /** A published version cut into pieces, once. */
 interface CompiledVersion {
   subject: Compiled | undefined;
@@ -32,13 +35,15 @@ interface CompiledVersion {
   keys: Set<string>;
 }
 
-/** Compiled versions kept; past it the cache starts over (versions are small, and recompiling is cheap). */
+/** Compiled versions kept, and their characters in all (a version may be two bodies of 5 MB); past either the cache starts over. */
 const MAX_COMPILED = 1000;
+const MAX_COMPILED_CHARS = 64 * 1024 * 1024;
 
 const refuse = (message: string) => new ApiError('TEMPLATE_INVALID', message);
 
 export class TemplateRenderer {
   private readonly compiled = new Map<string, CompiledVersion>();
+  private compiledChars = 0;
 
   constructor(
     private readonly store: Store,
@@ -46,9 +51,9 @@ export class TemplateRenderer {
   ) {}
 
   /** The request as it is when it names no template; else the rendered request, without `template`. */
-  async apply<R extends Renderable>(projectId: string, req: R): Promise<Omit<R, 'template'> & { from: string; subject: string }> {
+  async apply<R extends Renderable>(projectId: string, req: R): Promise<Rendered<R>> {
     const ref = req.template;
-    if (ref === undefined) return req as Omit<R, 'template'> & { from: string; subject: string };
+    if (ref === undefined) return req as Rendered<R>;
     if (req.html !== undefined || req.text !== undefined) throw invalid('a send with a template takes no html or text: the template gives them');
     const t = await this.store.templates.get(projectId, ref.id);
     if (!t) throw refuse(`template ${JSON.stringify(ref.id.slice(0, 100))} not found`);
@@ -59,7 +64,7 @@ export class TemplateRenderer {
     const { template: _, ...rest } = req;
     try {
       const values = resolveValues(v.variables, ref.variables, c.keys);
-      const out = { ...rest } as Omit<R, 'template'> & { from: string; subject: string };
+      const out = { ...rest } as Rendered<R>;
       const from = req.from ?? v.from;
       if (!from) throw new TemplateProblem('from is missing: give it in the request or set it on the template');
       out.from = from;
@@ -93,8 +98,13 @@ export class TemplateRenderer {
       const text = v.text === null ? undefined : compile(v.text, false);
       const keys = new Set([...(subject?.keys ?? []), ...html.keys, ...(text?.keys ?? [])]);
       c = { subject, html, text, keys };
-      if (this.compiled.size >= MAX_COMPILED) this.compiled.clear();
+      const chars = v.html.length + (v.subject?.length ?? 0) + (v.text?.length ?? 0);
+      if (this.compiled.size >= MAX_COMPILED || this.compiledChars + chars > MAX_COMPILED_CHARS) {
+        this.compiled.clear();
+        this.compiledChars = 0;
+      }
       this.compiled.set(key, c);
+      this.compiledChars += chars;
     }
     return c;
   }

@@ -8,6 +8,9 @@ import { pageOf } from '../page.js';
 import { templateColumns, toTemplate } from '../rows.js';
 import type { PgDb, Tx } from './db.js';
 
+/** Templates (by id or alias) kept per project. */
+const MAX_CACHED_PER_PROJECT = 100;
+
 const isUniqueViolation = (err: unknown) => (err as { code?: string })?.code === '23505';
 
 export class PgTemplates implements Templates {
@@ -47,6 +50,8 @@ export class PgTemplates implements Templates {
         return row;
       });
       t.catch(() => rows.delete(idOrAlias));
+      // A template is up to two bodies of limits.maxBodyBytes: a project reading many of them starts its entries over.
+      if (rows.size >= MAX_CACHED_PER_PROJECT) rows.clear();
       rows.set(idOrAlias, t);
     }
     return t;

@@ -9,6 +9,9 @@ import type { TemplateQuery, TemplateRow, Templates } from '../index.js';
 import { pageOf } from '../page.js';
 import { templateColumns, toTemplate } from '../rows.js';
 
+/** Templates (by id or alias) kept per project. */
+const MAX_CACHED_PER_PROJECT = 100;
+
 const isUniqueViolation = (err: unknown) => (err as { code?: string })?.code === 'SQLITE_CONSTRAINT_UNIQUE';
 
 export class SqliteTemplates implements Templates {
@@ -61,6 +64,8 @@ export class SqliteTemplates implements Templates {
       const r = this.q.get.get(projectId, idOrAlias, idOrAlias);
       if (!r) return undefined;
       t = toTemplate(r);
+      // A template is up to two bodies of limits.maxBodyBytes: a project reading many of them starts its entries over.
+      if (rows.size >= MAX_CACHED_PER_PROJECT) rows.clear();
       rows.set(idOrAlias, t);
     }
     return t;
