@@ -155,6 +155,9 @@ class Consumer {
         this.received.push(e);
         this.buffer.push({ seq: Number(e.seq), emailId: '', type: 'delivered', recipient: '', at: Number(e.atMs), attempt: 0, details: {} });
         if (this.buffer.length === 1) this.applying = this.applying.then(() => this.apply());
+        // A message may be megabytes: read no further until it is stored (flow control holds the rest in the gateway).
+        stream.pause();
+        this.applying = this.applying.then(() => void stream.resume());
         return;
       }
       // A gateway from before contract versions does not check ours; its events are not ours to read either.
