@@ -23,7 +23,7 @@ import { domainOf, parseMailbox } from '../../common/address.js';
 import { readRequest, type StoredRequest } from '../mail/vocabulary.js';
 import { type DnsRecord, returnPathLabel } from '../domains/records.js';
 import type { TrackingLinks } from '../tracking/links.js';
-import { type Tracked, trackedHtml, trackingOf } from '../tracking/compose.js';
+import { type Tracked, trackedHtml, trackingOf, trackingReady } from '../tracking/compose.js';
 
 const BATCH = 200;
 /** Mail accepted this recently means arrivals are under way (see DeliverySettings.busyDispatchRate). */
@@ -180,7 +180,8 @@ export class Dispatcher {
               returnPath: returnPathLabel(d.records as unknown as DnsRecord[], d.name),
               // The domain's `tls: "enforced"`: the gateway delivers only over verified TLS.
               requireTls: d.settings.tls === 'enforced',
-              tracking: (req: StoredRequest) => trackingOf(d.name, d.settings, req),
+              tracking: (req: StoredRequest) =>
+                trackingOf(d.name, d.settings, req, trackingReady(d.records as unknown as DnsRecord[], `${d.settings.trackingSubdomain}.${d.name}`)),
             }
           : undefined,
       );

@@ -14,18 +14,25 @@ export interface Tracked {
   host: string;
 }
 
-/** The email's tracking: the domain's, each of open and click overridden by the request when it says. */
+/**
+ * The email's tracking: the domain's, each of open and click overridden by the request when it says; none
+ * until the tracking host's CNAME has verified (`ready`): links to a host that does not resolve would be
+ * links that do not work.
+ */
 export function trackingOf(
   domain: string,
   settings: Pick<DomainSettings, 'openTracking' | 'clickTracking' | 'trackingSubdomain'>,
   req: StoredRequest,
+  ready: boolean,
 ): Tracked {
-  return {
-    open: req.tracking?.open ?? settings.openTracking,
-    click: req.tracking?.click ?? settings.clickTracking,
-    host: `${settings.trackingSubdomain}.${domain}`.toLowerCase(),
-  };
+  const host = `${settings.trackingSubdomain}.${domain}`.toLowerCase();
+  if (!ready) return { open: false, click: false, host };
+  return { open: req.tracking?.open ?? settings.openTracking, click: req.tracking?.click ?? settings.clickTracking, host };
 }
+
+/** The domain's tracking CNAME, for its current tracking host, has verified. */
+export const trackingReady = (records: ReadonlyArray<{ purpose: string; name: string; status: string }>, host: string): boolean =>
+  records.some((r) => r.purpose === 'tracking' && r.status === 'verified' && r.name.toLowerCase() === host.toLowerCase());
 
 /** The html as it leaves (unchanged without html or tracking). `sentAt`: when it leaves, signed into each URL. */
 export function trackedHtml(html: string | undefined, t: Tracked, links: TrackingLinks, https: boolean, emailId: string, sentAt: number): string | undefined {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { trackedHtml, trackingOf } from '../../../control/tracking/compose.js';
+import { trackedHtml, trackingOf, trackingReady } from '../../../control/tracking/compose.js';
 import { TrackingLinks } from '../../../control/tracking/links.js';
 import type { StoredRequest } from '../../../control/mail/vocabulary.js';
 
@@ -21,9 +21,21 @@ const settings = { openTracking: true, clickTracking: false, trackingSubdomain: 
 
 describe('trackingOf', () => {
   it("takes the domain's settings, each overridden by the email's", () => {
-    expect(trackingOf('Example.com', settings, req())).toEqual({ open: true, click: false, host: 'links.example.com' });
-    expect(trackingOf('example.com', settings, req({ tracking: { click: true } }))).toEqual({ open: true, click: true, host: 'links.example.com' });
-    expect(trackingOf('example.com', settings, req({ tracking: { open: false } }))).toEqual({ open: false, click: false, host: 'links.example.com' });
+    expect(trackingOf('Example.com', settings, req(), true)).toEqual({ open: true, click: false, host: 'links.example.com' });
+    expect(trackingOf('example.com', settings, req({ tracking: { click: true } }), true)).toEqual({ open: true, click: true, host: 'links.example.com' });
+    expect(trackingOf('example.com', settings, req({ tracking: { open: false } }), true)).toEqual({ open: false, click: false, host: 'links.example.com' });
+  });
+});
+
+describe('trackingReady', () => {
+  it('tracks nothing until the tracking CNAME of the current host has verified', () => {
+    expect(trackingOf('example.com', settings, req({ tracking: { open: true, click: true } }), false)).toMatchObject({ open: false, click: false });
+    const rec = (name: string, status: string, purpose = 'tracking') => ({ purpose, name, status });
+    expect(trackingReady([rec('links.example.com', 'verified')], 'links.example.com')).toBe(true);
+    expect(trackingReady([rec('Links.Example.com', 'verified')], 'links.example.com')).toBe(true);
+    expect(trackingReady([rec('links.example.com', 'pending')], 'links.example.com')).toBe(false);
+    expect(trackingReady([rec('t.example.com', 'verified')], 'links.example.com')).toBe(false);
+    expect(trackingReady([rec('links.example.com', 'verified', 'dkim')], 'links.example.com')).toBe(false);
   });
 });
 
