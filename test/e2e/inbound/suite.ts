@@ -379,6 +379,17 @@ export function receivingSuite(backend: 'sqlite' | 'postgres'): void {
       expect(await (await fetch(atts.data!.data[0]!.download_url)).text()).toBe(html);
     });
 
+    it('turning receiving off takes the MX record away and refuses at RCPT again (pushed at once)', async () => {
+      const d = (await stack.api('GET', '/v1/domains', a.keys.live)).body.data.find((x: { name: string }) => x.name === 'busy.test');
+      const r = await stack.api('PATCH', `/v1/domains/${d.id}`, a.keys.live, { capabilities: { receiving: 'disabled' } });
+      expect(r.status).toBe(200);
+      expect(r.body.capabilities.receiving).toBe('disabled');
+      expect(r.body.records.map((x: { purpose: string }) => x.purpose)).not.toContain('inbound_mx');
+      await expect
+        .poll(async () => (await smtpDialogue(inboundPort, { mailFrom: 'ann@sender.test', rcpts: ['in@busy.test'] })).rcpts[0], { timeout: 10_000 })
+        .toMatch(/^550 5\.1\.1/);
+    });
+
     it('pages the list with after and before', async () => {
       const first = await resendA.emails.receiving.list({ limit: 2 });
       expect(first.data!.has_more).toBe(true);
