@@ -10,8 +10,9 @@ import { clock } from '../core/clock.js';
 import { type Counter, type Histogram, processMemoryGauges, Registry } from '../core/metrics.js';
 import type { NewDeliveryEvent } from './outbox/outbox.js';
 import type { HMailItem } from './haraka.js';
-import { PROVIDER } from './outcome.js';
+import { MX_FAILURE, PROVIDER } from './outcome.js';
 import { DEFER_CAUSES } from '../common/delivery-state.js';
+import { TLS_REQUIRED, tlsFailureOf, tlsFromJson } from './tls/tls-info.js';
 
 export const CLASSES = ['transactional', 'bulk'] as const;
 export const OUTCOMES = ['delivered', 'deferred', 'bounced', 'rejected'] as const;
@@ -19,6 +20,10 @@ export const OUTCOMES = ['delivered', 'deferred', 'bounced', 'rejected'] as cons
 export const CAUSES = DEFER_CAUSES;
 export const QUEUE_STATES = ['ready', 'in_flight', 'deferred'] as const;
 export const SHAPING_ACTIONS = ['rate', 'connections', 'suspend'] as const;
+/** How a delivered copy travelled (gateway/tls): under TLS whose certificate verified, under TLS that did not, in clear. */
+export const TLS_STATES = ['verified', 'unverified', 'none'] as const;
+/** What required the TLS an attempt could not have. */
+export const TLS_POLICIES = ['domain', 'provider', 'mta-sts'] as const;
 /** Seconds from control's accept to the remote 2xx: loopback in a fraction of a second, a warm-up hold into the next day. */
 export const LATENCY_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 48 * 3600];
 
@@ -52,6 +57,9 @@ export class GatewayMetrics {
   private readonly attempts: Counter<'provider' | 'class' | 'outcome'>;
   private readonly deferrals: Counter<'provider' | 'cause'>;
   private readonly latency: Histogram<'provider'>;
+  private readonly deliveredTls: Counter<'provider' | 'tls'>;
+  private readonly tlsRefused: Counter<'provider' | 'policy'>;
+  private readonly stsFetches: Counter<'result'>;
   /** Attempts under way: queue item → provider (busy connections). */
   private readonly busy = new Map<string, string>();
   /** The state tracker's counts (rt.queueState.byProvider(), pointed at by gateway/runtime.ts). */
@@ -127,6 +135,23 @@ export class GatewayMetrics {
       "Seconds from control's accept of an email to the remote server's 2xx for a copy of it, by receiving provider",
       { buckets: LATENCY_BUCKETS, labels: { provider } },
     );
+    this.deliveredTls = r.counter(
+      'postgate_gateway_delivered_tls_total',
+      "Recipients delivered (remote 2xx) by receiving provider and the connection's TLS: verified (the certificate verified for the MX name), unverified (TLS with a certificate that did not), none (in clear)",
+      { provider, tls: TLS_STATES },
+    );
+    this.tlsRefused = r.counter(
+      'postgate_gateway_tls_refused_total',
+      'Recipients deferred because TLS was required and the MX could not give it (no STARTTLS, a certificate that does not verify, no MX the MTA-STS policy lists), by receiving provider and what required it',
+      { provider, policy: TLS_POLICIES },
+    );
+    this.stsFetches = r.counter(
+      'postgate_gateway_mta_sts_fetches_total',
+      'MTA-STS policy fetches by result (failed: not fetched or not readable, so no policy)',
+      {
+        result: ['ok', 'failed'],
+      },
+    );
     processMemoryGauges(r, 'postgate_gateway_process', 'the gateway');
   }
 
@@ -159,6 +184,13 @@ export class GatewayMetrics {
       const outcome = OUTCOME_OF[e.type];
       if (outcome) this.attempts.with({ provider, class: klass, outcome }).inc();
       if (e.type === 'deferred') this.deferral(provider, e.cause === 'network' ? 'network' : 'receiver');
+      if (e.type === 'sent') {
+        const t = tlsFromJson(e.tls ?? '');
+        this.deliveredTls.with({ provider, tls: !t?.used ? 'none' : t.verified ? 'verified' : 'unverified' }).inc();
+      }
+      // Required TLS refused at the MX (tls-info), or an MTA-STS policy that lists none of the MX hosts (a route failure).
+      const required = hmail.notes[TLS_REQUIRED] as (typeof TLS_POLICIES)[number] | undefined;
+      if (e.type === 'deferred' && required && (tlsFailureOf(hmail) || hmail.notes[MX_FAILURE])) this.tlsRefused.with({ provider, policy: required }).inc();
     }
     if (events.some((e) => e.type === 'sent')) {
       const accepted = Number(hmail.todo.notes.accepted_ms) || 0;
@@ -169,6 +201,11 @@ export class GatewayMetrics {
   /** A copy held before its attempt (pacing, warm-up, shaping, suspension), counted once per recipient as its events are. */
   deferral(provider: string, cause: Cause, recipients = 1): void {
     this.deferrals.with({ provider: this.provider(provider), cause }).inc(recipients);
+  }
+
+  /** An MTA-STS policy fetch ended (gateway/tls/sts-policies.ts). */
+  stsFetched(ok: boolean): void {
+    this.stsFetches.with({ result: ok ? 'ok' : 'failed' }).inc();
   }
 
   attemptStarted(hmail: HMailItem): void {

@@ -79,7 +79,7 @@ export function sendingEvents(hmail: HMailItem, now: number): NewDeliveryEvent[]
   }));
 }
 
-/** The attempt's TLS (gateway/tls/tls-info.ts) as the outbox keeps it: JSON, '' when nothing is known. */
+/** The attempt's TLS (gateway/tls/tls-info.ts) as the outbox keeps it: JSON, '' when nothing is known (then the event has none). */
 const tlsOf = (hmail: HMailItem): string => {
   const info = tlsInfoOf(hmail);
   return info ? JSON.stringify(info) : '';
@@ -98,7 +98,7 @@ export function sentEvents(hmail: HMailItem, params: DeliveredParams, now: numbe
     attempt: attemptOf(hmail),
     enhancedCode: '',
     nextAttemptMs: 0,
-    tls,
+    ...(tls ? { tls } : {}),
   }));
 }
 
@@ -118,14 +118,14 @@ export function deferredEvents(hmail: HMailItem, params: DeferredParams, delaySe
       ...base(hmail, now),
       type: 'deferred',
       recipient: r.address,
-      mx: remoteAnswered ? mxName(hmail, params.mx?.from_dns ?? params.mx?.exchange ?? r.dsn_remote_mta) : '',
+      mx: tlsFailure?.mx ?? (remoteAnswered ? mxName(hmail, params.mx?.from_dns ?? params.mx?.exchange ?? r.dsn_remote_mta) : ''),
       response,
       attempt: failuresOf(hmail),
       enhancedCode: tlsFailure?.enhancedCode ?? pickEnhanced('4', named ? r.dsn_smtp_extc : undefined, enhancedIn(response)),
       nextAttemptMs: now + delaySec * 1000,
       // The remote's 4xx, or no answer at all (DNS, connection): never our own pacing.
       cause: remoteAnswered ? 'receiver' : 'network',
-      tls,
+      ...(tls ? { tls } : {}),
     };
   });
 }
@@ -172,7 +172,7 @@ export function bounceEvents(hmail: HMailItem, err: BounceError, now: number): N
       enhancedCode,
       nextAttemptMs: 0,
       cause: noRoute ? 'network' : 'receiver',
-      tls: tlsOf(hmail),
+      ...(tlsOf(hmail) ? { tls: tlsOf(hmail) } : {}),
     };
   });
 }

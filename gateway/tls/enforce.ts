@@ -98,6 +98,7 @@ export function installTlsEnforcement(proto: TlsProto, obtls: OutboundTls, ca: s
             hmail.notes[TLS_FAILURE] = {
               reason: `TLS required (${hmail.notes[TLS_REQUIRED]}): certificate for ${host} does not verify: ${verifyReason(host, verifyError, cert)}`,
               enhancedCode: '4.7.5',
+              mx: host,
             } satisfies TlsFailure;
         }
         cb?.(authorized, verifyError, cert, cipher);
@@ -108,6 +109,7 @@ export function installTlsEnforcement(proto: TlsProto, obtls: OutboundTls, ca: s
           hmail.notes[TLS_FAILURE] = {
             reason: `TLS required (${hmail.notes[TLS_REQUIRED]}): the TLS handshake with ${host} failed: ${err.message}`,
             enhancedCode: '4.7.5',
+            mx: host,
           } satisfies TlsFailure;
       });
     };
@@ -124,7 +126,11 @@ export function installTlsEnforcement(proto: TlsProto, obtls: OutboundTls, ca: s
       socket.removeListener('line', onLine);
       const required = hmail.notes[TLS_REQUIRED] as TlsPolicy | undefined;
       if (!offered && required && !socket.isEncrypted())
-        hmail.notes[TLS_FAILURE] = { reason: `TLS required (${required}): the MX ${host} offers no STARTTLS`, enhancedCode: '4.7.10' } satisfies TlsFailure;
+        hmail.notes[TLS_FAILURE] = {
+          reason: `TLS required (${required}): the MX ${host} offers no STARTTLS`,
+          enhancedCode: '4.7.10',
+          mx: host,
+        } satisfies TlsFailure;
     };
     // Before Haraka's own listener, which defers the item on this very line.
     socket.prependListener('line', onLine as (...args: unknown[]) => void);

@@ -5,7 +5,7 @@ import tls from 'node:tls';
 import type { HMailItem } from '../haraka.js';
 import type { MxLookup } from '../mx.js';
 import { makeResolver } from '../../core/dns.js';
-import { gatewayContext } from '../runtime.js';
+import { gatewayContext, gatewayRuntime } from '../runtime.js';
 import { installTlsEnforcement, type OutboundTls, type TlsProto } from './enforce.js';
 import { applyTlsRoute, decideTlsRoute } from './route.js';
 import { StsPolicies } from './sts-policies.js';
@@ -34,6 +34,7 @@ export function tlsRouting(): TlsRouting {
     ca: trustedRoots(settings.extraCa),
     file: paths.stsFile,
     log,
+    onFetch: (ok) => void gatewayRuntime().then((rt) => rt.metrics.stsFetched(ok)),
   });
   const requireProviders = new Set(settings.requireProviders);
   shared = {

@@ -46,6 +46,8 @@ export interface StsOptions {
   file?: string;
   log?: Logger;
   now?: () => number;
+  /** Each fetch's result (the gateway's metrics). */
+  onFetch?: (ok: boolean) => void;
 }
 
 export class StsPolicies {
@@ -113,6 +115,7 @@ export class StsPolicies {
   private async fetchAndKeep(domain: string, id: string): Promise<StsPolicy | undefined> {
     this.fetches++;
     const got = await fetchPolicy(domain, this.opts, this.guard).catch((err: Error) => ({ ok: false as const, error: err.message }));
+    this.opts.onFetch?.(got.ok);
     if (!got.ok) {
       this.failed.set(`${domain} ${id}`, this.now() + FAILED_FETCH_MS);
       if (this.failed.size > MAX_POLICIES) this.failed.delete(this.failed.keys().next().value!);

@@ -28,6 +28,8 @@ export interface TlsInfo {
 export interface TlsFailure {
   reason: string;
   enhancedCode: string;
+  /** The MX host name it happened with. */
+  mx: string;
 }
 
 export type TlsState = Pick<TlsInfo, 'used' | 'version' | 'verified'>;

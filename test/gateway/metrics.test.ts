@@ -7,7 +7,8 @@ import { clock } from '../../core/clock.js';
 import type { HMailItem } from '../../gateway/haraka.js';
 import { GatewayMetrics, holdCause } from '../../gateway/metrics.js';
 import type { NewDeliveryEvent } from '../../gateway/outbox/outbox.js';
-import { PROVIDER } from '../../gateway/outcome.js';
+import { MX_FAILURE, PROVIDER } from '../../gateway/outcome.js';
+import { TLS_FAILURE, TLS_REQUIRED } from '../../gateway/tls/tls-info.js';
 import { expositionProblems, parseExposition } from '../helpers/prometheus.js';
 
 const config = { pacing: { providers: { google: {}, acmemail: {} } } } as never;
@@ -127,5 +128,41 @@ describe('GatewayMetrics', () => {
     // Gone since the last scrape: back to 0.
     rt.shaper = { actions: () => [] };
     expect(m.render()).toContain('postgate_gateway_shaping_actions{provider="yahoo",action="suspend"} 0\n');
+  });
+});
+
+describe('TLS of deliveries (gateway/tls)', () => {
+  it('counts delivered recipients by TLS, required TLS refused by what required it, and MTA-STS fetches', () => {
+    const m = new GatewayMetrics(config);
+    const tls = (used: boolean, verified: boolean, policy = '') => JSON.stringify({ used, version: used ? 'TLSv1.3' : '', verified, policy, note: '' });
+    m.outcome(hmail('google'), [
+      { ...event('sent'), tls: tls(true, true) },
+      { ...event('sent'), tls: tls(true, false) },
+    ]);
+    m.outcome(hmail('google'), [{ ...event('sent'), tls: tls(false, false) }, event('sent')]);
+    const refused = hmail('microsoft');
+    refused.notes[TLS_REQUIRED] = 'domain';
+    refused.notes[TLS_FAILURE] = { reason: 'TLS required (domain): the MX mx.x offers no STARTTLS', enhancedCode: '4.7.10', mx: 'mx.x' };
+    m.outcome(refused, [event('deferred', 'receiver')]);
+    const sts = hmail('other');
+    sts.notes[TLS_REQUIRED] = 'mta-sts';
+    sts.notes[MX_FAILURE] = { reason: 'MTA-STS policy of x (enforce) allows none of its MX hosts', enhancedCode: '' };
+    m.outcome(sts, [event('deferred', 'network')]);
+    // Required but deferred for another reason (the MX answered 451): not a TLS refusal.
+    const other = hmail('yahoo');
+    other.notes[TLS_REQUIRED] = 'provider';
+    m.outcome(other, [event('deferred', 'receiver')]);
+    m.stsFetched(true);
+    m.stsFetched(false);
+    m.stsFetched(false);
+    const text = m.render();
+    expect(text).toContain('postgate_gateway_delivered_tls_total{provider="google",tls="verified"} 1\n');
+    expect(text).toContain('postgate_gateway_delivered_tls_total{provider="google",tls="unverified"} 1\n');
+    expect(text).toContain('postgate_gateway_delivered_tls_total{provider="google",tls="none"} 2\n');
+    expect(text).toContain('postgate_gateway_tls_refused_total{provider="microsoft",policy="domain"} 1\n');
+    expect(text).toContain('postgate_gateway_tls_refused_total{provider="other",policy="mta-sts"} 1\n');
+    expect(text).toContain('postgate_gateway_tls_refused_total{provider="yahoo",policy="provider"} 0\n');
+    expect(text).toContain('postgate_gateway_mta_sts_fetches_total{result="ok"} 1\n');
+    expect(text).toContain('postgate_gateway_mta_sts_fetches_total{result="failed"} 2\n');
   });
 });

@@ -165,6 +165,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         const email = await waitFor(id, 'deferred');
         expect(email.status).toBe('sending');
         expect(eventOf(email, 'deferred')).toMatchObject({
+          mx: 'mx.plain.test',
           response: 'TLS required (domain): the MX mx.plain.test offers no STARTTLS',
           enhanced_code: '4.7.10',
           cause: 'receiver',
@@ -180,7 +181,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         expect(ev.response).toBe(
           'TLS required (domain): certificate for mx.wrongname.test does not verify: it names mx.secure.test, aspmx.l.google.com, not mx.wrongname.test',
         );
-        expect(ev).toMatchObject({ enhanced_code: '4.7.5', tls: { used: true, verified: false, policy: 'domain' } });
+        expect(ev).toMatchObject({ mx: 'mx.wrongname.test', enhanced_code: '4.7.5', tls: { used: true, verified: false, policy: 'domain' } });
         expect(delivered(id, tlsMx)).toBe(false);
       });
     });
