@@ -424,12 +424,12 @@ export function receivingSuite(backend: 'sqlite' | 'postgres'): void {
         expect(r.end).toMatch(/^250/);
         gid = idOf(r.end!);
         await stack.waitRestart('gateway', old);
+        // The restarted gateway knows the receiving domains (kept on disk) while control, frozen, cannot push them.
+        await waitReceiving('again@acme.test');
       } finally {
         stack.kill('control', 'SIGCONT');
       }
       expect((await receivedBy(resendA, gid, 30_000)).subject).toBe('while the gateway died');
-      // The restarted gateway still knows the receiving domains (kept on disk), before control pushes them again.
-      await waitReceiving('again@acme.test');
     });
   });
 }
