@@ -63,3 +63,38 @@ describe('bodies', () => {
     });
   });
 });
+
+describe('opens and clicks', () => {
+  const email = { id: 'e1', from: 'a@acme.test', to: ['b@inbox.test'], subject: 'Hi', tags: [], createdAt: Date.UTC(2026, 10, 29) };
+  const at = Date.UTC(2026, 10, 29, 10);
+  it("are email.opened and email.clicked whatever the status, with Resend's open/click object", () => {
+    const clicked = JSON.parse(
+      webhookPayload(email, 'delivered', at, { type: 'clicked', at, link: 'https://x.example/', user_agent: 'UA', ip: '203.0.113.0/24', bot: false }),
+    );
+    expect(clicked.type).toBe('email.clicked');
+    expect(clicked.data).toMatchObject({
+      email_id: 'e1',
+      status: 'delivered',
+      click: { link: 'https://x.example/', timestamp: new Date(at).toISOString(), userAgent: 'UA', ipAddress: '203.0.113.0/24', bot: false },
+    });
+    const opened = JSON.parse(
+      webhookPayload(email, 'sent', at, {
+        type: 'opened',
+        at,
+        user_agent: 'Mozilla/5.0',
+        ip: '17.0.0.0/24',
+        bot: true,
+        bot_reason: 'Apple Mail Privacy Protection',
+      }),
+    );
+    expect(opened.type).toBe('email.opened');
+    expect(opened.data.open).toEqual({
+      timestamp: new Date(at).toISOString(),
+      userAgent: 'Mozilla/5.0',
+      ipAddress: '17.0.0.0/24',
+      bot: true,
+      botReason: 'Apple Mail Privacy Protection',
+    });
+    expect(opened.data).not.toHaveProperty('click');
+  });
+});
