@@ -630,8 +630,8 @@ export interface PacingData {
 export interface Analytics {
   /** Emails counted against the project's quotas on the UTC day of `at` and in its month. */
   usage(projectId: string, at: number): Promise<{ day: number; month: number }>;
-  /** Emails that reached each status, per UTC day, from..to inclusive. */
-  daily(projectId: string, fromDay: string, toDay: string): Promise<Array<{ day: string; status: EmailStatus; count: number }>>;
+  /** Emails that reached each status (and were first opened or clicked by a person: open and click tracking), per UTC day, from..to inclusive. */
+  daily(projectId: string, fromDay: string, toDay: string): Promise<Array<{ day: string; status: EmailStatus | 'opened' | 'clicked'; count: number }>>;
 }
 
 /** The auth API's data. Secrets never reach it in the clear: provider secrets arrive encrypted, tokens and codes hashed. */

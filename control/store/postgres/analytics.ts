@@ -16,7 +16,7 @@ export class PgAnalytics implements Analytics {
     return { day: r.rows[0]!.day, month: r.rows[0]!.month };
   }
 
-  async daily(projectId: string, fromDay: string, toDay: string): Promise<Array<{ day: string; status: EmailStatus; count: number }>> {
+  async daily(projectId: string, fromDay: string, toDay: string): Promise<Array<{ day: string; status: EmailStatus | 'opened' | 'clicked'; count: number }>> {
     return (
       await this.db.query<{ day: string; status: EmailStatus; count: number }>(
         'SELECT day, status, count FROM analytics_daily WHERE project_id = $1 AND day >= $2 AND day <= $3 ORDER BY day, status',

@@ -18,7 +18,7 @@ export class SqliteAnalytics implements Analytics {
     return this.tallies.usageOf(projectId, dayOf(at));
   }
 
-  async daily(projectId: string, fromDay: string, toDay: string): Promise<Array<{ day: string; status: EmailStatus; count: number }>> {
+  async daily(projectId: string, fromDay: string, toDay: string): Promise<Array<{ day: string; status: EmailStatus | 'opened' | 'clicked'; count: number }>> {
     return this.q.daily.all(projectId, fromDay, toDay) as Array<{ day: string; status: EmailStatus; count: number }>;
   }
 }
