@@ -175,7 +175,19 @@ export const inboundRoutes: FastifyPluginAsync<InboundRoutesOptions> = async (ap
     },
   );
 
-  app.get<{ Params: { id: string } }>(
+  /** The html with each inline image (cid:<content_id>) as a data: URI, read from the stored attachment. */
+  async function inlineImages(projectId: string, e: InboundEmailRow, html: string): Promise<string> {
+    for (const a of e.attachments) {
+      if (!a.contentId || !html.includes(`cid:${a.contentId}`)) continue;
+      const file = await store.inbound.attachment(projectId, e.id, a.id);
+      if (!file) continue;
+      const type = /^[\w.+-]+\/[\w.+-]+$/.test(a.contentType) ? a.contentType : 'application/octet-stream';
+      html = html.split(`cid:${a.contentId}`).join(`data:${type};base64,${Buffer.from(file.content).toString('base64')}`);
+    }
+    return html;
+  }
+
+  app.get<{ Params: { id: string }; Querystring: { html_format?: 'cid' | 'data_uri' } }>(
     '/v1/emails/receiving/:id',
     {
       schema: {
@@ -185,8 +197,14 @@ export const inboundRoutes: FastifyPluginAsync<InboundRoutesOptions> = async (ap
         params: idParams(['id']),
         querystring: {
           type: 'object',
+          additionalProperties: false,
           properties: {
-            html_format: { type: 'string', enum: ['cid', 'data_uri'], description: 'Accepted for Resend clients; inline images stay cid: references.' },
+            html_format: {
+              type: 'string',
+              enum: ['cid', 'data_uri'],
+              description:
+                "As Resend: `data_uri` (the default) puts inline images in `html` as data: URIs; `cid` keeps the message's cid: references (each an attachment's content_id).",
+            },
           },
         },
         response: { 200: emailSchema, ...errors },
@@ -197,10 +215,11 @@ export const inboundRoutes: FastifyPluginAsync<InboundRoutesOptions> = async (ap
       const e = await store.inbound.get(projectId, req.params.id);
       if (!e) throw notFound('Received email not found');
       const raw = links.sign(projectId, e.id, 'raw');
+      const html = e.html && req.query.html_format !== 'cid' ? await inlineImages(projectId, e, e.html) : e.html;
       return {
         object: 'email',
         ...listView(e),
-        html: e.html,
+        html,
         text: e.text,
         headers: e.headers,
         raw: { download_url: raw.url, expires_at: iso(raw.expiresAt) },

@@ -189,6 +189,10 @@ export function receivingSuite(backend: 'sqlite' | 'postgres'): void {
       });
       expect(got.text?.trim()).toBe('Please find the invoice attached.');
       expect(got.html).toContain('<b>invoice</b>');
+      // As Resend: inline images as data: URIs by default, the cid: references with html_format cid.
+      expect(got.html).toContain(`<img src="data:image/png;base64,${png.toString('base64')}">`);
+      const cid = await resendA.emails.receiving.get(id, { html_format: 'cid' });
+      expect(cid.data?.html).toContain('<img src="cid:logo@sender.test">');
       expect(got.headers?.['x-ticket']).toBe('T-7');
       expect(got.headers?.['dkim-signature']).toContain('d=sender.test');
       expect((got as any).authentication).toMatchObject({ spf: 'pass', dkim: 'pass', dmarc: 'pass' });
