@@ -82,7 +82,12 @@ const deliverability: DispatchDeliverability = {
 };
 // How busy control's event loop is: the dispatcher holds back for a burst only while it is, and operators see it.
 const loopLoad = eventLoopLoad();
-const counted = controlMetrics(metrics, { loopLoad, storeStats: () => store.stats(), heldByProject: () => store.pacing.heldByProject() });
+const counted = controlMetrics(metrics, {
+  loopLoad,
+  storeStats: () => store.stats(),
+  heldByProject: () => store.pacing.heldByProject(),
+  trackingHits: () => ({ recorded: trackingRecorder.recorded, dropped: trackingRecorder.dropped }),
+});
 const dispatcher = new Dispatcher(
   store,
   gateways,

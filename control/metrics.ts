@@ -16,6 +16,8 @@ export interface ControlSources {
   storeStats: () => { commits: number; writes: number };
   /** Emails held before dispatch, per project (Store.pacing.heldByProject): read once per scrape. */
   heldByProject?: () => Promise<Array<{ held: number }>>;
+  /** Open and click tracking's hits written to the store and dropped while it could not keep up (control/tracking/recorder.ts). */
+  trackingHits?: () => { recorded: number; dropped: number };
 }
 
 export function controlMetrics(registry: Registry, sources: ControlSources): ControlMetrics {
@@ -34,6 +36,15 @@ export function controlMetrics(registry: Registry, sources: ControlSources): Con
       'Writes the store committed since start (requests, events, status changes); a SQLite group commit or a PostgreSQL transaction may hold several',
     )
     .collectFrom(() => sources.storeStats().writes);
+  const { trackingHits } = sources;
+  if (trackingHits) {
+    registry
+      .counter('postgate_tracking_hits_recorded_total', 'Opens and clicks (tracked pixel and link fetches) written to the store since start')
+      .collectFrom(() => trackingHits().recorded);
+    registry
+      .counter('postgate_tracking_hits_dropped_total', 'Opens and clicks dropped because the store could not be written for too long (100,000 waiting)')
+      .collectFrom(() => trackingHits().dropped);
+  }
   processMemoryGauges(registry, 'postgate_process', 'control');
   const held = registry.gauge(
     'postgate_held_emails',

@@ -9,7 +9,12 @@ import { expositionProblems, parseExposition } from '../helpers/prometheus.js';
 it("declares control's families, read at each scrape", async () => {
   const r = new Registry();
   const stats = { commits: 2, writes: 5 };
-  const m = controlMetrics(r, { loopLoad: () => 0.25, storeStats: () => stats, heldByProject: async () => [{ held: 3 }, { held: 4 }] });
+  const m = controlMetrics(r, {
+    loopLoad: () => 0.25,
+    storeStats: () => stats,
+    heldByProject: async () => [{ held: 3 }, { held: 4 }],
+    trackingHits: () => ({ recorded: 12, dropped: 1 }),
+  });
   expect(adminRefused(r)).toBe(adminRefused(r));
   m.dispatched.inc(3);
   m.codeSendsCapped.with({ project: 'acme' }).inc();
@@ -27,6 +32,8 @@ it("declares control's families, read at each scrape", async () => {
     'postgate_admin_refused_total{reason="token"} 0',
     'postgate_admin_refused_total{reason="throttled"} 0',
     'postgate_held_emails 7',
+    'postgate_tracking_hits_recorded_total 12',
+    'postgate_tracking_hits_dropped_total 1',
   ])
     expect(text).toContain(`${line}\n`);
   expect(text).toMatch(/^postgate_process_rss_bytes [1-9]\d*$/m);
