@@ -38,6 +38,8 @@ export class PgTracking implements Tracking {
            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::jsonb[], $7::text[])
            ON CONFLICT DO NOTHING RETURNING email_id, type, recipient, attempt, dedupe`,
           columnsOf(
+            // In the hits' order, so the log reads in time order; two nodes' batches that meet on an entry in
+            // opposite orders may deadlock: PostgreSQL ends one, and its recorder writes the batch again.
             outcome.map(({ event: ev }) => [ev.emailId, ev.type, ev.recipient, ev.attempt, ev.at, JSON.stringify(ev.details), ev.dedupe]),
             7,
           ),
