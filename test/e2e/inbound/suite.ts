@@ -239,6 +239,16 @@ export function receivingSuite(backend: 'sqlite' | 'postgres'): void {
       expect(await raw.text()).toContain('Subject: Invoice 42');
     });
 
+    it("forwards through the SDK's emails.receiving.forward (it reads the raw message from its signed link, then sends)", async () => {
+      const passthrough = await resendA.emails.receiving.forward({ emailId: id, from: 'Desk <desk@acme.test>', to: 'boss@inbox.test' });
+      expect(passthrough.error).toBeNull();
+      const sent = await stack.api('GET', `/v1/emails/${passthrough.data!.id}`, a.keys.live);
+      expect(sent.body).toMatchObject({ subject: 'Invoice 42', from: 'Desk <desk@acme.test>', to: ['boss@inbox.test'] });
+      const wrapped = await resendA.emails.receiving.forward({ emailId: id, from: 'desk@acme.test', to: 'boss@inbox.test', passthrough: false, text: 'FYI' });
+      expect(wrapped.error).toBeNull();
+      expect((await stack.api('GET', `/v1/emails/${wrapped.data!.id}`, a.keys.live)).body).toMatchObject({ subject: 'Fwd: Invoice 42', text: 'FYI' });
+    });
+
     it('a tampered, foreign or keyless download link is a 404', async () => {
       const atts = await resendA.emails.receiving.attachments.list({ emailId: id });
       const url = new URL(atts.data!.data[0]!.download_url);
