@@ -115,11 +115,44 @@ export function installTlsEnforcement(proto: TlsProto, obtls: OutboundTls, ca: s
     };
   }
 
+  /**
+   * A required item whose MX refuses EHLO: Haraka falls back to HELO, which its force_tls guard then refuses to
+   * send (a plain command on a forced socket), and leaves the item there, neither deferred nor done. Once Haraka has
+   * had the line, the item is deferred here, with the reason.
+   */
+  function refusedEhlo(socket: TlsSocket, hmail: HMailItem & { temp_fail?(err: string): void }, host: string, line: string, onLine: (l: string) => void): void {
+    socket.removeListener('line', onLine);
+    const required = hmail.notes[TLS_REQUIRED] as TlsPolicy;
+    const failure: TlsFailure = {
+      reason: `TLS required (${required}): the MX ${host} refused EHLO (${line
+        .replace(/[\x00-\x1f\x7f]+/g, ' ')
+        .trim()
+        .slice(0, 120)}), so it offers no STARTTLS`,
+      enhancedCode: '4.7.10',
+      mx: host,
+    };
+    hmail.notes[TLS_FAILURE] = failure;
+    setImmediate(() => {
+      // Released (release_client removes every listener) without an outcome: Haraka's guard stopped it.
+      if (owner.get(socket) === hmail && hmail.notes[TLS_FAILURE] === failure && socket.listenerCount('line') === 0) {
+        owner.delete(socket);
+        hmail.temp_fail?.(failure.reason);
+      }
+    });
+  }
+
   /** Until the EHLO answer of a new session: a required item whose MX offers no STARTTLS is deferred by Haraka; this says why. */
   function watchEhlo(socket: TlsSocket, hmail: HMailItem, host: string): void {
     let offered = false;
+    let greeted = false;
     const onLine = (line: string) => {
       if (owner.get(socket) !== hmail) return socket.removeListener('line', onLine);
+      // The greeting (220) first: a refusal before it is the server refusing the session, which Haraka handles.
+      if (!greeted) {
+        if (/^220 /.test(line)) greeted = true;
+        return;
+      }
+      if (/^5\d\d /.test(line) && hmail.notes[TLS_REQUIRED]) return refusedEhlo(socket, hmail, host, line, onLine);
       if (!line.startsWith('250')) return;
       if (/^250[ -]STARTTLS\b/i.test(line)) offered = true;
       if (line[3] === '-') return;

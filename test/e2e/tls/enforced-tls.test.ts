@@ -6,6 +6,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import https from 'node:https';
+import net from 'node:net';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { create } from '@bufbuild/protobuf';
@@ -26,6 +27,9 @@ let tlsMx: MxSink;
 /** No STARTTLS at all (127.0.0.2, the same port). */
 let plainMx: MxSink;
 let policyHost: https.Server;
+/** An old MX that refuses EHLO and takes HELO (127.0.0.3, the same port); the ids of what it accepted. */
+let oldMx: net.Server;
+const oldMxGot: string[] = [];
 const policyFetches: string[] = [];
 const policies = new Map<string, string>();
 let stack: Stack;
@@ -40,6 +44,32 @@ beforeAll(async () => {
   const ca = await makeTestCa();
   tlsMx = await startMxSink({ tls: await ca.issue('mx.secure.test', 'aspmx.l.google.com') });
   plainMx = await startMxSink({ host: '127.0.0.2', port: tlsMx.port });
+  oldMx = net.createServer((socket) => {
+    let data: string | undefined;
+    socket.write('220 old.test ESMTP-less\r\n');
+    socket.on('data', (chunk) => {
+      for (const line of chunk.toString('latin1').split('\r\n')) {
+        if (data !== undefined) {
+          if (line === '.') {
+            oldMxGot.push(/^Message-ID:\s*<([^@>]+)@/im.exec(data)?.[1] ?? '');
+            data = undefined;
+            socket.write('250 2.0.0 ok\r\n');
+          } else data += `${line}\r\n`;
+          continue;
+        }
+        const verb = line.slice(0, 4).toUpperCase();
+        if (!line) continue;
+        if (verb === 'EHLO') socket.write('502 5.5.2 EHLO not implemented\r\n');
+        else if (verb === 'DATA') {
+          data = '';
+          socket.write('354 go ahead\r\n');
+        } else if (verb === 'QUIT') socket.end('221 bye\r\n');
+        else socket.write('250 ok\r\n');
+      }
+    });
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((r) => oldMx.listen(tlsMx.port, '127.0.0.3', r));
   const stsCert = await ca.issue(...['sts-enforce', 'sts-mismatch', 'sts-testing', 'sts-bad'].map((d) => `mta-sts.${d}.test`));
   policyHost = https.createServer(stsCert, (req, res) => {
     const host = String(req.headers.host).replace(/:\d+$/, '');
@@ -60,6 +90,8 @@ beforeAll(async () => {
     { type: 'A', name: 'aspmx.l.google.com', address: '127.0.0.1' },
     { type: 'A', name: 'mx.wrongname.test', address: '127.0.0.1' },
     { type: 'A', name: 'mx.plain.test', address: '127.0.0.2' },
+    { type: 'A', name: 'mx.old.test', address: '127.0.0.3' },
+    { type: 'MX', name: 'old.test', exchange: 'mx.old.test' },
     { type: 'MX', name: 'secure.test', exchange: 'mx.secure.test' },
     { type: 'MX', name: 'wrongname.test', exchange: 'mx.wrongname.test' },
     { type: 'MX', name: 'plain.test', exchange: 'mx.plain.test' },
@@ -85,6 +117,7 @@ afterAll(async () => {
   await plainMx?.close();
   await dns?.close();
   policyHost?.close();
+  oldMx?.close();
 });
 
 /** A stack on this backend, with a project sending from strict-<backend>.test (tls: enforced) and loose-<backend>.test. */
@@ -184,6 +217,18 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         expect(ev).toMatchObject({ mx: 'mx.wrongname.test', enhanced_code: '4.7.5', tls: { used: true, verified: false, policy: 'domain' } });
         expect(delivered(id, tlsMx)).toBe(false);
       });
+
+      it('is deferred, not left hanging, when the MX refuses EHLO (and so cannot offer STARTTLS)', async () => {
+        const id = await send(`hello@${strict}`, 'someone@old.test');
+        const email = await waitFor(id, 'deferred');
+        expect(eventOf(email, 'deferred')).toMatchObject({
+          mx: 'mx.old.test',
+          response: 'TLS required (domain): the MX mx.old.test refused EHLO (502 5.5.2 EHLO not implemented), so it offers no STARTTLS',
+          enhanced_code: '4.7.10',
+          tls: { used: false, policy: 'domain' },
+        });
+        expect(oldMxGot).not.toContain(id);
+      });
     });
 
     describe('opportunistic mail, as before', () => {
@@ -191,6 +236,11 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         const id = await send(`hello@${loose}`, 'someone@wrongname.test');
         const email = await waitFor(id, 'sent');
         expect(eventOf(email, 'sent').tls).toEqual({ used: true, version: 'TLSv1.3', verified: false, policy: '' });
+      });
+      it('an MX that refuses EHLO gets HELO, in clear', async () => {
+        const id = await send(`hello@${loose}`, 'someone@old.test');
+        await waitFor(id, 'sent');
+        expect(oldMxGot).toContain(id);
       });
       it('goes in clear when no STARTTLS is offered', async () => {
         const id = await send(`hello@${loose}`, 'someone@plain.test');
