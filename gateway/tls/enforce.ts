@@ -125,7 +125,7 @@ export function installTlsEnforcement(proto: TlsProto, obtls: OutboundTls, ca: s
     const required = hmail.notes[TLS_REQUIRED] as TlsPolicy;
     const failure: TlsFailure = {
       reason: `TLS required (${required}): the MX ${host} refused EHLO (${line
-        .replace(/[\x00-\x1f\x7f]+/g, ' ')
+        .replace(/\p{Cc}+/gu, ' ')
         .trim()
         .slice(0, 120)}), so it offers no STARTTLS`,
       enhancedCode: '4.7.10',
