@@ -19,6 +19,8 @@ import {
   SuspensionSchema,
   CancelOrderSchema,
   SendNowRequestSchema,
+  SetReceivingDomainsRequestSchema,
+  ReceivingDomainSchema,
   type SetControlsResponse,
   type SendNowResponse,
   type Suspension,
@@ -124,6 +126,12 @@ export class GatewayClients {
       cancels: cancels.map((c) => create(CancelOrderSchema, c)),
     });
     return Number((await unary<SetControlsResponse>(gw.client, 'setControls', req, undefined, 10_000)).dropped);
+  }
+
+  /** The domains whose mail the gateway's inbound listener takes (control/inbound/push.ts), replacing what it held. */
+  async setReceivingDomains(gw: Gateway, domains: Array<{ domain: string; projectId: string }>): Promise<void> {
+    const req = create(SetReceivingDomainsRequestSchema, { domains: domains.map((d) => create(ReceivingDomainSchema, d)) });
+    await unary(gw.client, 'setReceivingDomains', req, undefined, 10_000);
   }
 
   /** Deferred mail of a provider and/or project ('' = every one) tried at once; answers how many queue items woke. */

@@ -2,11 +2,8 @@
 // gateway as one full replacement (SetReceivingDomains): whenever a gateway's event stream connects (it
 // may have restarted; it keeps the last push on disk meanwhile), and whenever a domain changes on any
 // node (the store publishes each change on the invalidation bus, which reaches every node's pushes).
-import { create } from '@bufbuild/protobuf';
 import type { Invalidator } from '../../core/invalidation.js';
 import type { Logger } from '../../core/log.js';
-import { unary } from '../../proto/grpc.js';
-import { ReceivingDomainSchema, SetReceivingDomainsRequestSchema } from '../../proto/gen/postgate/gateway/v1/gateway_pb.js';
 import { GatewayPush } from '../delivery/gateway-push.js';
 import type { Gateway, GatewayClients } from '../delivery/gateways.js';
 import { STORE_CHANNELS, type Store } from '../store/index.js';
@@ -42,9 +39,8 @@ export class ReceivingPush {
   /** Sends the receiving domains in force to one gateway, retrying until it takes them (or a newer push supersedes this one). */
   push(gw: Gateway): Promise<unknown> {
     return this.pushes.push(gw, async () => {
-      const domains = await this.store.inbound.receivingDomains();
-      const req = create(SetReceivingDomainsRequestSchema, { domains: domains.map((d) => create(ReceivingDomainSchema, d)) });
-      return unary(gw.client, 'setReceivingDomains', req, undefined, 10_000);
+      await this.gateways.setReceivingDomains(gw, await this.store.inbound.receivingDomains());
+      return true;
     });
   }
 
