@@ -276,6 +276,12 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         const kept = JSON.parse(fs.readFileSync(path.join(stack.dataDir, 'gateway', 'mta-sts.json'), 'utf8'));
         expect(kept.policies['sts-enforce.test']).toMatchObject({ id: '20261129T1', policy: { mode: 'enforce', mx: ['mx.secure.test'], maxAge: 86400 } });
       });
+      it('a restarted gateway enforces the kept policy without fetching it again', async () => {
+        await stack.waitRestart('gateway', stack.kill('gateway'));
+        const id = await send(`hello@${loose}`, 'c@sts-enforce.test');
+        expect(eventOf(await waitFor(id, 'sent'), 'sent').tls).toMatchObject({ verified: true, policy: 'mta-sts' });
+        expect(policyFetches.filter((h) => h === 'mta-sts.sts-enforce.test')).toHaveLength(1);
+      });
       it('enforce: an MX the policy does not list is not used; deferred with the reason', async () => {
         const id = await send(`hello@${loose}`, 'a@sts-mismatch.test');
         const email = await waitFor(id, 'deferred');
