@@ -78,6 +78,18 @@ const eventSchema = {
         'Who delayed or refused it: receiver, network, pacing, shaping, suspended, volume; for an email control failed itself, its error code (e.g. QUOTA_EXCEEDED).',
     },
     rule: { ...nullable, description: "The shaping rule, or the operator's suspension (`operator:<id>`), that held it." },
+    tls: {
+      type: 'object',
+      description:
+        "The attempt's TLS (sent, deferred, bounced): over STARTTLS or not, its version, whether the certificate verified for the MX name, and what required verified TLS (domain, provider, mta-sts; '' opportunistic); absent when not known.",
+      properties: {
+        used: { type: 'boolean' },
+        version: { type: 'string' },
+        verified: { type: 'boolean' },
+        policy: { type: 'string' },
+        note: { type: 'string' },
+      },
+    },
   },
 } as const;
 
@@ -195,6 +207,8 @@ export function eventOut(e: EventRow) {
     response,
     cause: stringOr(d.cause) ?? stringOr(d.code),
     rule: stringOr(d.rule),
+    // Only where the gateway said (gateway/tls): other events are as they were.
+    ...(d.tls && typeof d.tls === 'object' ? { tls: d.tls as Record<string, unknown> } : {}),
   };
 }
 

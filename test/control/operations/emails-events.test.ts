@@ -68,3 +68,21 @@ it("control's own events: its reason as the response and its error code as the c
     rule: null,
   });
 });
+
+it("shows the attempt's TLS where the gateway said it (gateway/tls)", () => {
+  const tls = { used: false, version: '', verified: false, policy: 'domain' };
+  const details = {
+    mx: 'mx.plain.test',
+    response: 'TLS required (domain): the MX mx.plain.test offers no STARTTLS',
+    enhanced_code: '4.7.10',
+    cause: 'receiver',
+    tls,
+  };
+  expect(eventOut({ type: 'deferred', recipient: 'a@plain.test', attempt: 1, at, details })).toMatchObject({
+    code: null,
+    enhanced_code: '4.7.10',
+    cause: 'receiver',
+    tls,
+  });
+  expect(eventOut({ type: 'sent', recipient: 'a@x.test', attempt: 1, at, details: { response: 'OK' } })).not.toHaveProperty('tls');
+});
