@@ -205,6 +205,9 @@ for (const backend of ['sqlite', 'postgres'] as const) {
           tls: { used: false, verified: false, policy: 'domain' },
         });
         expect(delivered(id, plainMx)).toBe(false);
+        // The operator's view of the email says the same.
+        const admin = await stack.admin('GET', `/admin/v1/emails/${id}`);
+        expect(admin.events.find((e: any) => e.type === 'deferred')).toMatchObject({ enhanced_code: '4.7.10', tls: { used: false, policy: 'domain' } });
       });
 
       it('is deferred when the certificate names another host', async () => {
