@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { checkDeclarations, compile, type Declared, oneLine, render, resolveValues, TemplateProblem } from '../../../control/templates/render.js';
 
-const run = (source: string, html: boolean, values: Record<string, string>, stopAt = 1e9) => render(compile(source, html), new Map(Object.entries(values)), stopAt);
+const run = (source: string, html: boolean, values: Record<string, string>, stopAt = 1e9) =>
+  render(compile(source, html), new Map(Object.entries(values)), stopAt);
 const problem = (f: () => unknown): string | undefined => {
   try {
     f();
@@ -26,7 +27,16 @@ describe('compile and render', () => {
   it('allows spaces inside the braces and names every place once in keys', () => {
     const c = compile('{{ A }}{{{  B }}}{{A}}', true);
     expect([...c.keys]).toEqual(['A', 'B']);
-    expect(render(c, new Map([['A', '1'], ['B', '2']]), 100)).toBe('121');
+    expect(
+      render(
+        c,
+        new Map([
+          ['A', '1'],
+          ['B', '2'],
+        ]),
+        100,
+      ),
+    ).toBe('121');
   });
 
   it('a value holding template syntax is not expanded again', () => {
@@ -56,7 +66,9 @@ describe('checkDeclarations', () => {
   const d = (key: string, type: Declared['type'] = 'string', fallback: Declared['fallback'] = null): Declared => ({ key, type, fallback });
 
   it('refuses a variable used but not declared, in any text', () => {
-    expect(problem(() => checkDeclarations([d('A')], [compile('{{{A}}} {{{B}}}', true)]))).toBe("Variable 'B' is used in the template but not defined in the variables list");
+    expect(problem(() => checkDeclarations([d('A')], [compile('{{{A}}} {{{B}}}', true)]))).toBe(
+      "Variable 'B' is used in the template but not defined in the variables list",
+    );
     expect(problem(() => checkDeclarations([d('A')], [compile('Hi {{C}}', false), undefined]))).toMatch(/'C'/);
     expect(problem(() => checkDeclarations([d('A'), d('B')], [compile('{{{A}}}{{B}}', true)]))).toBeUndefined();
   });
@@ -71,7 +83,14 @@ describe('checkDeclarations', () => {
     expect(problem(() => checkDeclarations([d('A', 'number', 'ten')], []))).toBe('variable A: fallback_value must be a number');
     expect(problem(() => checkDeclarations([d('A', 'string', 5)], []))).toBe('variable A: fallback_value must be a string');
     expect(problem(() => checkDeclarations([d('A', 'number', Number.POSITIVE_INFINITY)], []))).toMatch(/finite/);
-    expect(problem(() => checkDeclarations(Array.from({ length: 51 }, (_, i) => d(`V${i}`)), []))).toMatch(/at most 50/);
+    expect(
+      problem(() =>
+        checkDeclarations(
+          Array.from({ length: 51 }, (_, i) => d(`V${i}`)),
+          [],
+        ),
+      ),
+    ).toMatch(/at most 50/);
   });
 });
 
