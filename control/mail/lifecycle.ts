@@ -24,6 +24,7 @@ import {
   readRequest,
   type ScheduleChange,
   type SuppressionScope,
+  type TrackingCount,
   type TrackingHit,
 } from './vocabulary.js';
 
@@ -157,18 +158,6 @@ export interface Changes {
   webhooks: WebhookNotice[];
   /** Opens and clicks to add to an email's counts per kind and link (email_tracking). */
   tracking: TrackingCount[];
-}
-
-/** What hits add to the counts of one email, kind and link ('' for opens). */
-export interface TrackingCount {
-  emailId: string;
-  kind: 'open' | 'click';
-  link: string;
-  count: number;
-  /** Of them, by machines (scanners, Apple's prefetch). */
-  bots: number;
-  firstAt: number;
-  lastAt: number;
 }
 
 export interface Decision<T> {

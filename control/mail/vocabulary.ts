@@ -160,3 +160,15 @@ export interface TrackingHit {
 
 /** An event that changed something, with the email's status after it. */
 export type AppliedEvent = GatewayEvent & { emailStatus: EmailStatus; projectId: string };
+
+/** What hits add to the counts of one email, kind and link ('' for opens). */
+export interface TrackingCount {
+  emailId: string;
+  kind: 'open' | 'click';
+  link: string;
+  count: number;
+  /** Of them, by machines (scanners, Apple's prefetch). */
+  bots: number;
+  firstAt: number;
+  lastAt: number;
+}

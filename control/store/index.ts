@@ -18,6 +18,7 @@ import type {
   RecipientKind,
   RecipientStatus,
   ScheduleChange,
+  TrackingCount,
   TrackingHit,
 } from '../mail/vocabulary.js';
 
@@ -969,15 +970,7 @@ export interface Templates {
 }
 
 /** An email's opens (link '') or clicks of one link, summed (email_tracking). */
-export interface TrackingCountRow {
-  kind: 'open' | 'click';
-  link: string;
-  count: number;
-  /** Of them, by machines: scanners and Apple's prefetch (control/tracking/bots.ts). */
-  bots: number;
-  firstAt: number;
-  lastAt: number;
-}
+export type TrackingCountRow = Omit<TrackingCount, 'emailId'>;
 
 /** Open and click tracking's data (control/tracking). */
 export interface Tracking {
