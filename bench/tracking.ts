@@ -164,6 +164,11 @@ async function main(): Promise<void> {
     };
 
     const load = async (name: string, req: HttpRequest, seconds: number, kind?: 'opens' | 'clicks') => {
+      // What the row's request gets (a redirect goes where the html pointed, nowhere else), before the
+      // counts are read: a lone hit is written FLUSH_MS (200 ms) later.
+      const got = await statusOf(req);
+      if (got.location !== undefined && got.location !== LINK) throw new Error(`${name}: redirected to ${got.location}, not ${LINK}`);
+      if (kind) await sleep(500);
       const before = kind ? await counts(kind) : undefined;
       const warm = await httpLoad(gen, req, CONNECTIONS, WARMUP);
       if (kind) await settle(kind, before!.count + warm.requests);
@@ -171,7 +176,7 @@ async function main(): Promise<void> {
       const run = await httpLoad(gen, req, CONNECTIONS, seconds);
       const ended = performance.now();
       const cLoad = cpuOf(control).self;
-      const row: Row = { name, status: '', ...figures(run), cpuUs: ((cLoad - c0) * 1000) / run.requests };
+      const row: Row = { name, status: String(got.status), ...figures(run), cpuUs: ((cLoad - c0) * 1000) / run.requests };
       if (kind) {
         const after = await settle(kind, before!.count + warm.requests + run.requests);
         row.cpuRecordedUs = ((cpuOf(control).self - c0) * 1000) / run.requests;
@@ -180,10 +185,6 @@ async function main(): Promise<void> {
         row.bots = after.bots - before!.bots;
         row.lagS = Math.max(0, (after.changedAt - ended) / 1000);
       }
-      // What the row's request gets: a redirect goes where the html pointed, nowhere else.
-      const got = await statusOf(req);
-      if (got.location !== undefined && got.location !== LINK) throw new Error(`${name}: redirected to ${got.location}, not ${LINK}`);
-      row.status = String(got.status);
       rows.push(row);
       log(
         `${name}: ${round(run.rps, 0)} req/s, p99 ${round(run.p99)} ms, ${round(row.cpuUs)} µs CPU/req` +
