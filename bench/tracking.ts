@@ -20,6 +20,7 @@
 //
 // SQLite, loopback only, bounded: BENCH_SECONDS (5) per row after a 1 s warm-up, half that for the
 // scanner and tampered rows; BENCH_CONNECTIONS (32). Writes bench/results/tracking-<time>.json.
+import { fileURLToPath } from 'node:url';
 import http from 'node:http';
 import { prepare } from './lib/prepare.js';
 
@@ -101,6 +102,8 @@ async function main(): Promise<void> {
       POSTGATE_TRACKING_HOST: 'track.postgate.test',
       POSTGATE_TRACKING_HTTPS: 'false',
       POSTGATE_LOG_LEVEL: 'warn',
+      // BENCH_PROFILE=<dir>: CPU profiles of the stack's processes, written when they stop (bench/lib/profile-top.ts reads them).
+      ...(process.env.BENCH_PROFILE ? { NODE_OPTIONS: `--require ${fileURLToPath(new URL('./lib/profile-preload.cjs', import.meta.url))}` } : {}),
     },
   });
   try {
