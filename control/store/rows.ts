@@ -4,6 +4,7 @@ import type {
   ApiKeyRow,
   AuditEntry,
   DomainRow,
+  InboundEmailRow,
   EmailRow,
   Project,
   ProviderRow,
@@ -199,4 +200,31 @@ export const templateColumns = (t: TemplateRow) => ({
   publishedAt: t.publishedAt,
   createdAt: t.createdAt,
   updatedAt: t.updatedAt,
+});
+
+/** The columns of a received email both backends read (all but its raw message). */
+export const INBOUND_COLUMNS =
+  'id, project_id, created_at, mail_from, rcpt_to, from_addr, to_addrs, cc, bcc, reply_to, subject, message_id, text, html, headers, auth, remote_ip, helo, size, attachments';
+
+export const toInboundEmail = (r: any): InboundEmailRow => ({
+  id: r.id,
+  projectId: r.project_id,
+  createdAt: Number(r.created_at),
+  mailFrom: r.mail_from,
+  rcptTo: json(r.rcpt_to),
+  from: r.from_addr,
+  to: json(r.to_addrs),
+  cc: json(r.cc),
+  bcc: json(r.bcc),
+  replyTo: json(r.reply_to),
+  subject: r.subject,
+  messageId: r.message_id,
+  text: r.text,
+  html: r.html,
+  headers: json(r.headers),
+  auth: json(r.auth),
+  remoteIp: r.remote_ip,
+  helo: r.helo,
+  size: Number(r.size),
+  attachments: json(r.attachments),
 });

@@ -4,35 +4,7 @@ import { prefixedId } from '../../../core/ids.js';
 import type { InboundAttachmentRow, InboundEmailRow, InboundEmails, InboundQuery, NewInboundEmail } from '../index.js';
 import { pageOf } from '../page.js';
 import type { PgDb } from './db.js';
-import { toWebhook } from './rows.js';
-
-const COLUMNS =
-  'id, project_id, created_at, mail_from, rcpt_to, from_addr, to_addrs, cc, bcc, reply_to, subject, message_id, text, html, headers, auth, remote_ip, helo, size, attachments';
-
-function toRow(r: any): InboundEmailRow {
-  return {
-    id: r.id,
-    projectId: r.project_id,
-    createdAt: Number(r.created_at),
-    mailFrom: r.mail_from,
-    rcptTo: r.rcpt_to,
-    from: r.from_addr,
-    to: r.to_addrs,
-    cc: r.cc,
-    bcc: r.bcc,
-    replyTo: r.reply_to,
-    subject: r.subject,
-    messageId: r.message_id,
-    text: r.text,
-    html: r.html,
-    headers: r.headers,
-    auth: r.auth,
-    remoteIp: r.remote_ip,
-    helo: r.helo,
-    size: Number(r.size),
-    attachments: r.attachments,
-  };
-}
+import { INBOUND_COLUMNS, toInboundEmail as toRow, toWebhook } from './rows.js';
 
 export class PgInbound implements InboundEmails {
   constructor(private readonly db: PgDb) {}
@@ -41,7 +13,7 @@ export class PgInbound implements InboundEmails {
     return this.db.tx(async (tx) => {
       const json = JSON.stringify;
       const inserted = await tx.query(
-        `INSERT INTO inbound_emails (${COLUMNS}, raw)
+        `INSERT INTO inbound_emails (${INBOUND_COLUMNS}, raw)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
          ON CONFLICT (id) DO NOTHING`,
         [
@@ -89,7 +61,7 @@ export class PgInbound implements InboundEmails {
   }
 
   async get(projectId: string, id: string): Promise<InboundEmailRow | undefined> {
-    const r = (await this.db.query(`SELECT ${COLUMNS} FROM inbound_emails WHERE id = $1 AND project_id = $2`, [id, projectId])).rows[0];
+    const r = (await this.db.query(`SELECT ${INBOUND_COLUMNS} FROM inbound_emails WHERE id = $1 AND project_id = $2`, [id, projectId])).rows[0];
     return r ? toRow(r) : undefined;
   }
 
@@ -97,7 +69,10 @@ export class PgInbound implements InboundEmails {
     const cursorId = q.after ?? q.before;
     if (cursorId === undefined) {
       const rows = (
-        await this.db.query(`SELECT ${COLUMNS} FROM inbound_emails WHERE project_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`, [projectId, q.limit + 1])
+        await this.db.query(`SELECT ${INBOUND_COLUMNS} FROM inbound_emails WHERE project_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`, [
+          projectId,
+          q.limit + 1,
+        ])
       ).rows;
       const { items, hasMore } = pageOf(rows, q.limit, false, toRow);
       return { emails: items, hasMore };
@@ -108,8 +83,8 @@ export class PgInbound implements InboundEmails {
     const rows = (
       await this.db.query(
         backwards
-          ? `SELECT ${COLUMNS} FROM inbound_emails WHERE project_id = $1 AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $4`
-          : `SELECT ${COLUMNS} FROM inbound_emails WHERE project_id = $1 AND (created_at, id) < ($2, $3) ORDER BY created_at DESC, id DESC LIMIT $4`,
+          ? `SELECT ${INBOUND_COLUMNS} FROM inbound_emails WHERE project_id = $1 AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $4`
+          : `SELECT ${INBOUND_COLUMNS} FROM inbound_emails WHERE project_id = $1 AND (created_at, id) < ($2, $3) ORDER BY created_at DESC, id DESC LIMIT $4`,
         [projectId, c.created_at, c.id, q.limit + 1],
       )
     ).rows;

@@ -3,7 +3,7 @@ import type { LoadedEmail } from '../../mail/lifecycle.js';
 import { toLoadedEmail } from '../rows.js';
 import type { Tx } from './db.js';
 
-export { toDelivery, toDomain, toEmail, toKey, toLoadedEmail, toProject, toRecipient, toWebhook } from '../rows.js';
+export { INBOUND_COLUMNS, toDelivery, toDomain, toEmail, toInboundEmail, toKey, toLoadedEmail, toProject, toRecipient, toWebhook } from '../rows.js';
 
 /** The columns of an email an intent locks (FOR UPDATE) for the lifecycle to judge. */
 export const LOADED_COLUMNS = 'id, project_id, status, bulk, reached, from_addr, subject, created_at';

@@ -5,35 +5,7 @@ import type { Db } from '../../../core/sqlite/open.js';
 import type { GroupWriter } from '../../../core/sqlite/group-writer.js';
 import type { InboundAttachmentRow, InboundEmailRow, InboundEmails, InboundQuery, NewInboundEmail } from '../index.js';
 import { pageOf } from '../page.js';
-import { toWebhook } from './rows.js';
-
-const COLUMNS =
-  'id, project_id, created_at, mail_from, rcpt_to, from_addr, to_addrs, cc, bcc, reply_to, subject, message_id, text, html, headers, auth, remote_ip, helo, size, attachments';
-
-function toRow(r: any): InboundEmailRow {
-  return {
-    id: r.id,
-    projectId: r.project_id,
-    createdAt: r.created_at,
-    mailFrom: r.mail_from,
-    rcptTo: JSON.parse(r.rcpt_to),
-    from: r.from_addr,
-    to: JSON.parse(r.to_addrs),
-    cc: JSON.parse(r.cc),
-    bcc: JSON.parse(r.bcc),
-    replyTo: JSON.parse(r.reply_to),
-    subject: r.subject,
-    messageId: r.message_id,
-    text: r.text,
-    html: r.html,
-    headers: JSON.parse(r.headers),
-    auth: JSON.parse(r.auth),
-    remoteIp: r.remote_ip,
-    helo: r.helo,
-    size: r.size,
-    attachments: JSON.parse(r.attachments),
-  };
-}
+import { INBOUND_COLUMNS, toInboundEmail as toRow, toWebhook } from './rows.js';
 
 export class SqliteInbound implements InboundEmails {
   private readonly q;
@@ -43,17 +15,19 @@ export class SqliteInbound implements InboundEmails {
     private readonly writer: GroupWriter,
   ) {
     this.q = {
-      insert: db.prepare(`INSERT OR IGNORE INTO inbound_emails (${COLUMNS}, raw)
+      insert: db.prepare(`INSERT OR IGNORE INTO inbound_emails (${INBOUND_COLUMNS}, raw)
         VALUES (@id, @projectId, @createdAt, @mailFrom, @rcptTo, @from, @to, @cc, @bcc, @replyTo, @subject, @messageId, @text, @html, @headers, @auth, @remoteIp, @helo, @size, @attachments, @raw)`),
       insertAttachment: db.prepare('INSERT INTO inbound_attachments (email_id, id, content) VALUES (?, ?, ?)'),
       webhooks: db.prepare('SELECT * FROM webhooks WHERE project_id = ? ORDER BY created_at, id'),
       insertDelivery: db.prepare(`INSERT INTO webhook_deliveries (id, webhook_id, project_id, payload, attempt, next_attempt_at, status, created_at)
         VALUES (?, ?, ?, ?, 0, ?, 'pending', ?)`),
-      get: db.prepare(`SELECT ${COLUMNS} FROM inbound_emails WHERE id = ? AND project_id = ?`),
+      get: db.prepare(`SELECT ${INBOUND_COLUMNS} FROM inbound_emails WHERE id = ? AND project_id = ?`),
       cursor: db.prepare('SELECT created_at, id FROM inbound_emails WHERE id = ? AND project_id = ?'),
-      first: db.prepare(`SELECT ${COLUMNS} FROM inbound_emails WHERE project_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`),
-      after: db.prepare(`SELECT ${COLUMNS} FROM inbound_emails WHERE project_id = ? AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?`),
-      before: db.prepare(`SELECT ${COLUMNS} FROM inbound_emails WHERE project_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`),
+      first: db.prepare(`SELECT ${INBOUND_COLUMNS} FROM inbound_emails WHERE project_id = ? ORDER BY created_at DESC, id DESC LIMIT ?`),
+      after: db.prepare(
+        `SELECT ${INBOUND_COLUMNS} FROM inbound_emails WHERE project_id = ? AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?`,
+      ),
+      before: db.prepare(`SELECT ${INBOUND_COLUMNS} FROM inbound_emails WHERE project_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?`),
       attachment: db.prepare(
         'SELECT a.content, e.attachments FROM inbound_attachments a JOIN inbound_emails e ON e.id = a.email_id WHERE a.email_id = ? AND a.id = ? AND e.project_id = ?',
       ),

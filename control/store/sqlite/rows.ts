@@ -1,5 +1,5 @@
 // SQLite's own row helpers; the mappers both backends share are in ../rows.ts.
-export { toDelivery, toDomain, toEmail, toKey, toLoadedEmail, toProject, toRecipient, toWebhook } from '../rows.js';
+export { INBOUND_COLUMNS, toDelivery, toDomain, toEmail, toInboundEmail, toKey, toLoadedEmail, toProject, toRecipient, toWebhook } from '../rows.js';
 
 /** A recipient list in recipient order (what tokens name by index). */
 export const RECIPIENTS_SQL = 'SELECT address, kind, status, updated_at FROM email_recipients WHERE email_id = ? ORDER BY position';
