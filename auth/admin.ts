@@ -125,11 +125,15 @@ export const adminRoutes =
       codeFrom: s.codeFrom,
       telegramWindowSeconds: s.telegramWindowMs / 1000,
       requireCodeVerifier: s.requireCodeVerifier,
+      twoFactor: s.twoFactor,
+      jwtAudience: s.jwtAudience,
+      jwtTtlSeconds: s.jwtTtlMs / 1000,
     });
 
-    app.get<{ Params: { slug: string } }>(`${base}/settings`, { schema: { ...hide, params: slugParams } }, async (req) =>
-      settingsOut(await projects.settings((await project(req.params.slug)).id)),
-    );
+    app.get<{ Params: { slug: string } }>(`${base}/settings`, { schema: { ...hide, params: slugParams } }, async (req) => {
+      const p = await project(req.params.slug);
+      return settingsOut(await projects.settings(p.id, p.slug));
+    });
 
     app.patch<{ Params: { slug: string }; Body: SettingsInput }>(
       `${base}/settings`,
@@ -145,10 +149,17 @@ export const adminRoutes =
               codeFrom: { type: ['string', 'null'], maxLength: 320 },
               telegramWindowSeconds: { type: ['integer', 'null'], minimum: 30, maximum: 86400 },
               requireCodeVerifier: { type: ['boolean', 'null'] },
+              twoFactor: { type: ['string', 'null'], enum: ['off', 'optional', 'required', null] },
+              jwtAudience: { type: ['string', 'null'], minLength: 1, maxLength: 256 },
+              jwtTtlSeconds: { type: ['integer', 'null'], minimum: 30, maximum: 600 },
             },
           },
         },
       },
-      async (req) => settingsOut(await projects.putSettings((await project(req.params.slug)).id, req.body)),
+      async (req) => {
+        const p = await project(req.params.slug);
+        await projects.putSettings(p.id, req.body);
+        return settingsOut(await projects.settings(p.id, p.slug));
+      },
     );
   };

@@ -57,7 +57,8 @@ const providerRow = (p: any) => ({
 });
 
 const settingsText = (d: any) =>
-  `session ttl: ${d.sessionTtlSeconds} s\ncode sender: ${d.codeFrom ?? '(system sender)'}\ntelegram auth_date window: ${d.telegramWindowSeconds} s\ncode verifier required: ${d.requireCodeVerifier ? 'on' : 'off'}`;
+  `session ttl: ${d.sessionTtlSeconds} s\ncode sender: ${d.codeFrom ?? '(system sender)'}\ntelegram auth_date window: ${d.telegramWindowSeconds} s\ncode verifier required: ${d.requireCodeVerifier ? 'on' : 'off'}` +
+  `\ntwo-factor: ${d.twoFactor}\njwt audience: ${d.jwtAudience}\njwt ttl: ${d.jwtTtlSeconds} s`;
 
 function int(c: CliContext, name: string): number | null | undefined {
   const v = str(c, name);
@@ -145,7 +146,7 @@ const commands: Commands = {
   },
   'auth set': {
     usage:
-      'auth set --project S [--session-ttl SECONDS] [--code-from ADDRESS] [--telegram-window SECONDS] [--require-code-verifier on|off]   ("default" restores one)',
+      'auth set --project S [--session-ttl SECONDS] [--code-from ADDRESS] [--telegram-window SECONDS] [--require-code-verifier on|off] [--two-factor off|optional|required] [--jwt-audience AUD] [--jwt-ttl SECONDS]   ("default" restores one)',
     async run(c) {
       const body: Record<string, unknown> = {};
       const ttl = int(c, 'session-ttl');
@@ -159,6 +160,15 @@ const commands: Commands = {
         if (!['on', 'off', 'default'].includes(bind)) c.fail('--require-code-verifier takes on or off');
         body.requireCodeVerifier = bind === 'default' ? null : bind === 'on';
       }
+      const tf = str(c, 'two-factor');
+      if (tf !== undefined) {
+        if (!['off', 'optional', 'required', 'default'].includes(tf)) c.fail('--two-factor takes off, optional or required');
+        body.twoFactor = tf === 'default' ? null : tf;
+      }
+      const aud = str(c, 'jwt-audience');
+      if (aud !== undefined) body.jwtAudience = aud === '' || aud === 'default' ? null : aud;
+      const jwtTtl = int(c, 'jwt-ttl');
+      if (jwtTtl !== undefined) body.jwtTtlSeconds = jwtTtl;
       const d = await c.call('PATCH', `/admin/v1/projects/${c.slug()}/auth/settings`, body);
       return { data: d, text: settingsText(d) };
     },

@@ -39,6 +39,7 @@ const REASONS: Partial<Record<ErrorCode, string>> = {
   INVALID_CREDENTIAL: 'invalid_credential',
   REGION_NOT_ALLOWED: 'region_not_allowed',
   PROVIDER_NOT_ENABLED: 'provider_not_enabled',
+  USER_BANNED: 'user_banned',
 };
 
 /** j***@example.com: the domain and a first letter, enough to see a pattern, not to read the list. */
@@ -78,6 +79,19 @@ export class AuthEvents {
   /** A session ended before its time: `sign_out`, or `code_reused` (its svc_code was used again: leaked). */
   sessionRevoked(scope: EventScope, s: { sessionId: string; userId: string; user?: UserRow }, reason: string, origin: Origin = none): Promise<void> {
     return this.emit(scope, 'session.revoked', { user: s.user, userId: s.userId, sessionId: s.sessionId, reason, origin });
+  }
+
+  /**
+   * An account change of issue 41 (user management, passkeys, two-factor, magic links): an audit entry and
+   * its webhook message. `details` (snake_case keys; never a secret, code or token) go in the webhook's
+   * data only; `reason` is kept in the audit entry too. Without `user` (a deleted one) no address is written.
+   */
+  account(
+    scope: EventScope,
+    type: Exclude<AuthEventType, 'user.created' | 'session.created' | 'session.revoked' | 'sign_in.failed'>,
+    e: { user?: UserRow; userId: string; sessionId?: string; provider?: string | null; reason?: string; origin?: Origin; details?: Record<string, unknown> },
+  ): Promise<void> {
+    return this.emit(scope, type, { ...e, provider: e.provider ?? null, origin: e.origin ?? none });
   }
 
   /** A refused sign-in, rate-limited per project, environment and reason. */
@@ -128,6 +142,7 @@ export class AuthEvents {
       reason?: string;
       origin: Origin;
       suppressed?: number;
+      details?: Record<string, unknown>;
     },
   ): Promise<void> {
     const email = e.user ? e.user.email : (e.attempt?.email ?? null);
@@ -162,6 +177,7 @@ export class AuthEvents {
       user_agent: entry.userAgent,
       reason: entry.reason,
       ...(type === 'sign_in.failed' ? { suppressed: entry.suppressed } : {}),
+      ...e.details,
       created_at: new Date(entry.at).toISOString(),
     };
     try {

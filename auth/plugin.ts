@@ -11,6 +11,16 @@ import { settings } from './settings.js';
 import { hostedPlugin } from './hosted/plugin.js';
 import type { Commands } from '../core/cli-commands.js';
 import { authCommands } from './cli.js';
+// <passkeys: import>
+// </passkeys>
+// <two-factor: import>
+// </two-factor>
+// <magic-links: import>
+// </magic-links>
+// <users: import>
+// </users>
+// <signing-keys: import>
+// </signing-keys>
 
 export type { AuthDeps } from './services.js';
 export type { SendSystemMail, SystemMessage } from './codes.js';
@@ -42,6 +52,16 @@ export function createAuth(deps?: AuthDeps): Auth | Pick<Auth, 'commands'> {
     await app.register(hostedPlugin(ctx)); // first: its browser-origin hooks reach the key routes
     await app.register(keyRoutes(ctx, deps.fastLane));
     await app.register(callbackRoutes(ctx));
+    // <passkeys: public routes>
+    // </passkeys>
+    // <two-factor: public routes>
+    // </two-factor>
+    // <magic-links: public routes>
+    // </magic-links>
+    // <users: public routes>
+    // </users>
+    // <signing-keys: public routes>
+    // </signing-keys>
     // The audit log's retention too: at start (a node that was down past it) and with the rest.
     const pruneAudit = () => ctx.events.prune(deps.config.auth.auditRetentionDays).catch((err: unknown) => deps.log.warn({ err }, 'audit prune failed'));
     void pruneAudit();
@@ -52,5 +72,18 @@ export function createAuth(deps?: AuthDeps): Auth | Pick<Auth, 'commands'> {
     prune.unref();
     app.addHook('onClose', async () => clearInterval(prune));
   };
-  return { plugin, admin: adminRoutes(ctx), sessions: ctx.sessions, commands: authCommands() };
+  const admin: FastifyPluginAsync = async (app) => {
+    await app.register(adminRoutes(ctx));
+    // <passkeys: admin routes>
+    // </passkeys>
+    // <two-factor: admin routes>
+    // </two-factor>
+    // <magic-links: admin routes>
+    // </magic-links>
+    // <users: admin routes>
+    // </users>
+    // <signing-keys: admin routes>
+    // </signing-keys>
+  };
+  return { plugin, admin, sessions: ctx.sessions, commands: authCommands() };
 }

@@ -34,11 +34,18 @@ export interface ProviderView {
   region: RegionRule;
 }
 
+export type TwoFactorMode = 'off' | 'optional' | 'required';
+
 export interface EffectiveSettings {
   sessionTtlMs: number;
   codeFrom: string | null;
   telegramWindowMs: number;
   requireCodeVerifier: boolean;
+  /** off (the default): no second factor; optional: users may enrol; required: every user signs in with one. */
+  twoFactor: TwoFactorMode;
+  /** The project's JWTs' `aud` (auth/jwt). */
+  jwtAudience: string;
+  jwtTtlMs: number;
 }
 
 export interface SettingsInput {
@@ -47,7 +54,16 @@ export interface SettingsInput {
   telegramWindowSeconds?: number | null;
   /** null restores the default (on). */
   requireCodeVerifier?: boolean | null;
+  /** null restores the default (off). */
+  twoFactor?: TwoFactorMode | null;
+  /** null restores the default (`postgate:<project slug>`). */
+  jwtAudience?: string | null;
+  /** 30 to 600; null restores the default (300). */
+  jwtTtlSeconds?: number | null;
 }
+
+/** The default `aud` of a project's JWTs: its slug, namespaced. */
+export const defaultJwtAudience = (slug: string): string => `postgate:${slug}`;
 
 const regionKeys = ['allowCountries', 'denyCountries', 'allowCidrs', 'denyCidrs'] as const;
 
@@ -105,6 +121,8 @@ export class ProjectAuthConfig {
   constructor(
     private readonly store: SignInStore,
     private readonly crypto: AuthCrypto,
+    /** A project's slug by id (the default JWT audience names it). */
+    private readonly projectSlug?: (projectId: string) => Promise<string | undefined>,
   ) {}
 
   private toConfig(def: ProviderDef, row: ProviderRow | undefined): ProviderConfig {
@@ -245,7 +263,7 @@ export class ProjectAuthConfig {
     return this.view(def, row);
   }
 
-  async settings(projectId: string): Promise<EffectiveSettings> {
+  async settings(projectId: string, slug?: string): Promise<EffectiveSettings> {
     const s = await this.store.settings(projectId);
     return {
       sessionTtlMs: s.sessionTtlSeconds ? s.sessionTtlSeconds * 1000 : settings.sessionTtlMs,
@@ -254,12 +272,23 @@ export class ProjectAuthConfig {
       // Required unless the project turned it off: the SDK and the embed script always bind. Projects that existed
       // before this default keep it off (migration 0015) until `auth set --require-code-verifier on`.
       requireCodeVerifier: s.requireCodeVerifier ?? true,
+      twoFactor: s.twoFactor ?? 'off',
+      jwtAudience: s.jwtAudience ?? defaultJwtAudience(slug ?? (await this.slugOf(projectId))),
+      jwtTtlMs: (s.jwtTtlSeconds ?? settings.jwtTtlSeconds) * 1000,
     };
+  }
+
+  private async slugOf(projectId: string): Promise<string> {
+    return (await this.projectSlug?.(projectId)) ?? projectId;
   }
 
   /** Merges the given settings over the current ones; null restores a default. */
   async putSettings(projectId: string, input: SettingsInput): Promise<EffectiveSettings> {
     if (input.codeFrom && !parseMailbox(input.codeFrom)) throw invalid('codeFrom is not a valid address');
+    if (input.twoFactor != null && !['off', 'optional', 'required'].includes(input.twoFactor)) throw invalid('twoFactor is off, optional or required');
+    if (input.jwtTtlSeconds != null && (input.jwtTtlSeconds < 30 || input.jwtTtlSeconds > settings.jwtMaxTtlSeconds)) {
+      throw invalid(`jwtTtlSeconds is between 30 and ${settings.jwtMaxTtlSeconds}`);
+    }
     const cur = await this.store.settings(projectId);
     const pick = <K extends keyof SettingsInput>(k: K) => (input[k] === undefined ? cur[k] : (input[k] ?? null));
     await this.store.putSettings(
@@ -269,6 +298,9 @@ export class ProjectAuthConfig {
         codeFrom: pick('codeFrom') as string | null,
         telegramWindowSeconds: pick('telegramWindowSeconds') as number | null,
         requireCodeVerifier: input.requireCodeVerifier === undefined ? cur.requireCodeVerifier : input.requireCodeVerifier,
+        twoFactor: input.twoFactor === undefined ? cur.twoFactor : input.twoFactor === 'off' ? null : input.twoFactor,
+        jwtAudience: pick('jwtAudience') as string | null,
+        jwtTtlSeconds: pick('jwtTtlSeconds') as number | null,
       },
       clock.now(),
     );

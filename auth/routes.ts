@@ -15,7 +15,7 @@ import { clientIp, connectionIp, regionAllows } from './region.js';
 import { checkWidget, type WidgetFields } from './telegram.js';
 import { CredentialError, type Method, type Profile, type ProviderConfig } from './providers/types.js';
 import { providers } from './providers/index.js';
-import { clientIpHeader, errors, schemas, serviceKey, serviceKeyAndSession, sessionOut, sessionUserOut, userOut } from './schemas.js';
+import { clientIpHeader, errors, schemas, serviceKey, serviceKeyAndSession, sessionOut, sessionUserOut, answerSignIn } from './schemas.js';
 
 export const AUTH_KEYS: KeyRequirement = { kinds: ['live', 'test'], scopes: ['all', 'auth'] };
 const P = '/api/v1/auth';
@@ -121,7 +121,7 @@ export const keyRoutes =
           tags,
           security: serviceKey,
           body: schemas.exchange.body,
-          response: { ...schemas.exchange.response, ...errors },
+          response: { ...errors, ...schemas.exchange.response },
         },
       },
       async (req) => {
@@ -133,7 +133,7 @@ export const keyRoutes =
             required: requireCodeVerifier,
           }),
         );
-        return { token: s.token, user: userOut(s.user, s.session.provider) };
+        return answerSignIn(s);
       },
     );
 
@@ -146,7 +146,7 @@ export const keyRoutes =
           security: serviceKey,
           headers: clientIpHeader,
           body: schemas.verifyToken.body,
-          response: { ...schemas.verifyToken.response, ...errors },
+          response: { ...errors, ...schemas.verifyToken.response },
         },
       },
       async (req) => {
@@ -160,7 +160,7 @@ export const keyRoutes =
           await useOnce(once);
           return signIn(req, provider, profile);
         });
-        return { token: s.token, user: userOut(s.user) };
+        return answerSignIn(s);
       },
     );
 
@@ -173,7 +173,7 @@ export const keyRoutes =
           security: serviceKey,
           headers: clientIpHeader,
           body: schemas.telegramWidget.body,
-          response: { ...schemas.telegramWidget.response, ...errors },
+          response: { ...errors, ...schemas.telegramWidget.response },
         },
       },
       async (req) => {
@@ -184,7 +184,7 @@ export const keyRoutes =
           await useOnce(once);
           return signIn(req, 'telegram', profile);
         });
-        return { token: s.token, user: userOut(s.user) };
+        return answerSignIn(s);
       },
     );
 
@@ -220,7 +220,7 @@ export const keyRoutes =
           security: serviceKey,
           headers: clientIpHeader,
           body: schemas.emailVerify.body,
-          response: { ...schemas.emailVerify.response, ...errors },
+          response: { ...errors, ...schemas.emailVerify.response },
         },
       },
       async (req) => {
@@ -238,7 +238,7 @@ export const keyRoutes =
           phone: null,
           username: null,
         });
-        return { token: s.token, user: userOut(s.user) };
+        return answerSignIn(s);
       },
     );
 
@@ -271,7 +271,7 @@ export const keyRoutes =
           security: serviceKey,
           headers: clientIpHeader,
           body: schemas.smsVerify.body,
-          response: { ...schemas.smsVerify.response, ...errors },
+          response: { ...errors, ...schemas.smsVerify.response },
         },
       },
       async (req) => {
@@ -281,7 +281,7 @@ export const keyRoutes =
           await codes.verify(req.caller!, 'sms', number, req.body.code, clientIp(req, req.caller!));
         });
         const s = await signIn(req, 'sms', { subject: number, email: null, emailVerified: false, name: null, avatarUrl: null, phone: number, username: null });
-        return { token: s.token, user: userOut(s.user) };
+        return answerSignIn(s);
       },
     );
 

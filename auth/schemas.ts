@@ -2,6 +2,8 @@
 // the OpenAPI document (tags ['auth']).
 import { errorSchema } from '../control/http/schemas.js';
 import type { SessionRow, UserRow } from '../control/store/index.js';
+import { ApiError } from '../core/errors.js';
+import { isPending, type OpenedSession, type PendingSignIn } from './sessions.js';
 
 const s = { type: 'string' } as const;
 const sn = { type: ['string', 'null'] } as const;
@@ -57,6 +59,39 @@ export const sessionUserOut = (u: UserRow, provider: string) => ({
   provider,
   createdAt: iso(u.createdAt),
 });
+
+/**
+ * A sign-in held for its second factor (auth/two-factor): no session yet, an error answer (401
+ * TWO_FACTOR_REQUIRED, so a client that knows nothing of second factors stops with a clear code) that carries
+ * the ticket the factor turns into a session at POST /api/v1/auth/two-factor/verify. Only for users with a
+ * second factor, or projects that require one.
+ */
+export const pendingErrorSchema = {
+  type: 'object',
+  required: ['error', 'code'],
+  properties: {
+    ...errorSchema.properties,
+    pendingToken: { ...s, description: 'TWO_FACTOR_REQUIRED: single use; send it to /two-factor/verify (or /two-factor/enrol when enrol is true)' },
+    methods: { type: 'array', items: { ...s, enum: ['totp', 'backup_code'] }, description: 'TWO_FACTOR_REQUIRED: the factors that can finish it' },
+    enrol: { type: 'boolean', description: 'TWO_FACTOR_REQUIRED: the project requires a second factor and this user has none yet: enrol first' },
+    expiresAt: { ...s, format: 'date-time' },
+  },
+} as const;
+
+/** The refusal that holds a sign-in for its second factor, with its ticket. */
+export const pendingError = (p: PendingSignIn): ApiError =>
+  new ApiError('TWO_FACTOR_REQUIRED', 'This sign-in needs a second factor', {
+    pendingToken: p.ticket,
+    methods: p.methods,
+    enrol: p.enrol,
+    expiresAt: iso(p.expiresAt),
+  });
+
+/** A sign-in's answer: its session token and user, or (thrown) the pending state of a second factor. */
+export function answerSignIn(s: OpenedSession | PendingSignIn, provider?: string): Record<string, unknown> {
+  if (isPending(s)) throw pendingError(s);
+  return { token: s.token, user: userOut(s.user, provider ?? s.user.provider) };
+}
 
 const signedIn = (user: object) => ({
   type: 'object',
@@ -132,7 +167,7 @@ export const schemas = {
       required: ['code'],
       properties: { code: { ...s, minLength: 1, maxLength: 200, description: 'The svc_code' }, codeVerifier },
     },
-    response: { 200: signedIn(userSchema) },
+    response: { 200: signedIn(userSchema), 401: pendingErrorSchema },
   },
   verifyToken: {
     body: {
@@ -151,7 +186,7 @@ export const schemas = {
         nonce: { ...s, maxLength: 512, description: 'The nonce the app put in the id_token request, checked when given' },
       },
     },
-    response: { 200: signedIn(pick('id', 'email', 'name', 'avatarUrl')) },
+    response: { 200: signedIn(pick('id', 'email', 'name', 'avatarUrl')), 401: pendingErrorSchema },
   },
   telegramWidget: {
     body: {
@@ -170,7 +205,7 @@ export const schemas = {
         hash: { ...s, maxLength: 128 },
       },
     },
-    response: { 200: signedIn(pick('id', 'name', 'phone')) },
+    response: { 200: signedIn(pick('id', 'name', 'phone')), 401: pendingErrorSchema },
   },
   emailSend: {
     body: { type: 'object', additionalProperties: false, required: ['email'], properties: { email: { ...s, minLength: 3, maxLength: 254 } } },
@@ -183,7 +218,7 @@ export const schemas = {
       required: ['email', 'code'],
       properties: { email: { ...s, minLength: 3, maxLength: 254 }, code: { ...s, maxLength: 16, description: '6 digits' } },
     },
-    response: { 200: signedIn(pick('id', 'email')) },
+    response: { 200: signedIn(pick('id', 'email')), 401: pendingErrorSchema },
   },
   smsSend: {
     body: {
@@ -201,7 +236,7 @@ export const schemas = {
       required: ['phone', 'code'],
       properties: { phone: { ...s, maxLength: 16 }, code: { ...s, maxLength: 16 } },
     },
-    response: { 200: signedIn(pick('id', 'phone')) },
+    response: { 200: signedIn(pick('id', 'phone')), 401: pendingErrorSchema },
   },
   session: {
     response: {

@@ -13,6 +13,16 @@ import type { Limiter } from './limiter.js';
 import { OAuthFlows } from './oauth.js';
 import { AuthEvents } from './events.js';
 import { KeylessLimits } from './keyless.js';
+// <passkeys: import>
+// </passkeys>
+// <two-factor: import>
+// </two-factor>
+// <magic-links: import>
+// </magic-links>
+// <users: import>
+// </users>
+// <signing-keys: import>
+// </signing-keys>
 
 /** What the composition root gives the auth capability. */
 export interface AuthDeps {
@@ -46,12 +56,26 @@ export interface AuthServices {
   events: AuthEvents;
   /** Per-address and per-project limits of the routes that take no key (auth/keyless.ts). */
   keyless: KeylessLimits;
+  crypto: AuthCrypto;
+  /** Sends sign-in emails (magic links too) through control's mail pipeline. */
+  sendSystemMail: SendSystemMail;
+  limiter: Limiter;
+  // <passkeys: service>
+  // </passkeys>
+  // <two-factor: service>
+  // </two-factor>
+  // <magic-links: service>
+  // </magic-links>
+  // <users: service>
+  // </users>
+  // <signing-keys: service>
+  // </signing-keys>
 }
 
 export function createAuthServices(o: AuthDeps): AuthServices {
   const store = o.store.signIn;
   const crypto = new AuthCrypto(o.secret);
-  const projects = new ProjectAuthConfig(store, crypto);
+  const projects = new ProjectAuthConfig(store, crypto, async (id) => (await o.store.projects.byId(id))?.slug);
   const events = new AuthEvents({ audit: o.store.audit, limiter: o.limiter, log: o.log });
   const sessions = new Sessions(store, o.invalidator, events);
   const codes = new Codes({
@@ -66,5 +90,41 @@ export function createAuthServices(o: AuthDeps): AuthServices {
   });
   const oauth = new OAuthFlows({ config: o.config, log: o.log, store, crypto, sessions, projects, events });
   const keyless = new KeylessLimits(o.limiter, o.config.auth);
-  return { config: o.config, log: o.log, store, projectsStore: o.store, access: o.access, projects, sessions, codes, oauth, events, keyless };
+  // Each feature's service, and its gate on new sessions in this order: a ban refuses before a second factor is asked.
+  // <passkeys: construct and gate>
+  // </passkeys>
+  // <two-factor: construct and gate>
+  // </two-factor>
+  // <magic-links: construct and gate>
+  // </magic-links>
+  // <users: construct and gate>
+  // </users>
+  // <signing-keys: construct and gate>
+  // </signing-keys>
+  return {
+    config: o.config,
+    log: o.log,
+    store,
+    projectsStore: o.store,
+    access: o.access,
+    projects,
+    sessions,
+    codes,
+    oauth,
+    events,
+    keyless,
+    crypto,
+    sendSystemMail: o.sendSystemMail,
+    limiter: o.limiter,
+    // <passkeys: service field>
+    // </passkeys>
+    // <two-factor: service field>
+    // </two-factor>
+    // <magic-links: service field>
+    // </magic-links>
+    // <users: service field>
+    // </users>
+    // <signing-keys: service field>
+    // </signing-keys>
+  };
 }

@@ -29,6 +29,44 @@ export interface OpenedSession extends SessionInfo {
   token: string;
 }
 
+/**
+ * A sign-in held back before it got a session: the user proved the first factor and must give a second
+ * (auth/two-factor). The client gets `ticket` instead of a session token; only the right factor turns it
+ * into a session.
+ */
+export interface PendingSignIn {
+  pending: 'two_factor';
+  user: UserRow;
+  /** Single use, short-lived (pgp_…); stored hashed. */
+  ticket: string;
+  /** The factors that can finish the sign-in ('totp', 'backup_code'); empty when `enrol` is asked first. */
+  methods: string[];
+  /** The project requires a second factor and this user has none yet: enrolment with the ticket comes first. */
+  enrol: boolean;
+  expiresAt: number;
+}
+
+export const isPending = (s: OpenedSession | PendingSignIn): s is PendingSignIn => 'pending' in s;
+
+/** How the session about to be handed out was earned. */
+export interface Admission {
+  scope: EventScope;
+  user: UserRow;
+  session: SessionRow;
+  origin: Origin;
+  /** The sign-in already gave a second factor (a two-factor check, a passkey with user verification). */
+  secondFactor: boolean;
+}
+
+/**
+ * Runs before a new session's token is handed out (sessions.ts admit): throws an ApiError to refuse the
+ * sign-in (a banned user), answers a PendingSignIn to hold it for a second step, or undefined to let it
+ * through. A refused or held session is revoked before anyone had its token.
+ */
+export interface SignInGate {
+  admit(a: Admission): Promise<PendingSignIn | undefined>;
+}
+
 const CHANNEL = 'session';
 const TOKEN_PREFIX = 'pgs_';
 const invalidSession = () => new ApiError('SESSION_INVALID', 'Session is invalid or expired');
@@ -38,6 +76,7 @@ export const scopeOf = (caller: Caller): EventScope => ({ projectId: caller.proj
 const clip = (o: Origin): Origin => ({ ip: o.ip, userAgent: o.userAgent?.slice(0, 512) ?? null });
 
 export class Sessions {
+  private readonly gates: SignInGate[] = [];
   private readonly byHash = new Map<string, SessionRow>();
   private readonly users = new Map<string, UserRow>();
   /** Bumped by every invalidation: a lookup that raced one is not cached. */
@@ -62,6 +101,29 @@ export class Sessions {
     });
   }
 
+  /** Gates run in the order added, each on every new session (bans first, then the second factor). */
+  addGate(gate: SignInGate): void {
+    this.gates.push(gate);
+  }
+
+  /** Runs the gates on a session no one has the token of yet; a refused or held one is revoked. */
+  private async admit(a: Admission, token: string): Promise<OpenedSession | PendingSignIn> {
+    try {
+      for (const gate of this.gates) {
+        const held = await gate.admit(a);
+        if (held) {
+          await this.store.revokeSessionById(a.session.id, clock.now());
+          return held;
+        }
+      }
+    } catch (err) {
+      await this.store.revokeSessionById(a.session.id, clock.now());
+      throw err;
+    }
+    await this.events?.sessionCreated(a.scope, a.user, a.session);
+    return { token, user: a.user, session: a.session };
+  }
+
   private newSession(ttlMs: number): { token: string; row: NewSession } {
     const now = clock.now();
     const token = randomToken(TOKEN_PREFIX);
@@ -69,13 +131,45 @@ export class Sessions {
   }
 
   /** Signs the person in: a session now (token sign-ins), or a one-time code that opens one later (OAuth). */
-  async open(caller: Caller, profile: SignInProfile, origin: Origin, ttlMs: number): Promise<OpenedSession> {
+  async open(caller: Caller, profile: SignInProfile, origin: Origin, ttlMs: number): Promise<OpenedSession | PendingSignIn> {
     const { token, row } = this.newSession(ttlMs);
     const { user, session, created } = await this.store.signIn(caller.project.id, envOf(caller), profile, clip(origin), row.createdAt, { session: row });
     this.userChanged(user.id);
     if (created) await this.events?.userCreated(scopeOf(caller), user, clip(origin));
-    await this.events?.sessionCreated(scopeOf(caller), user, session!);
-    return { token, user, session: session! };
+    return this.admit({ scope: scopeOf(caller), user, session: session!, origin: clip(origin), secondFactor: false }, token);
+  }
+
+  /**
+   * Opens a session for a known user (a passkey sign-in, a second factor that finished a pending one); the
+   * gates run as for any sign-in. SESSION_INVALID when the user is not the project's and environment's.
+   */
+  async openFor(
+    scope: EventScope,
+    userId: string,
+    provider: string,
+    origin: Origin,
+    ttlMs: number,
+    secondFactor: boolean,
+  ): Promise<OpenedSession | PendingSignIn> {
+    const { token, row } = this.newSession(ttlMs);
+    const opened = await this.store.openSession(scope.projectId, scope.env, userId, provider, clip(origin), row);
+    if (!opened) throw invalidSession();
+    this.userChanged(userId);
+    return this.admit({ scope, user: opened.user, session: opened.session, origin: clip(origin), secondFactor }, token);
+  }
+
+  /** Ends one session by id (user management, a ban): its token stops working at once on every node. */
+  async revokeById(scope: EventScope, s: { sessionId: string; userId: string; user?: UserRow }, reason: string): Promise<boolean> {
+    const hash = await this.store.revokeSessionById(s.sessionId, clock.now());
+    if (!hash) return false;
+    this.invalidator.publish(CHANNEL, hash);
+    await this.events?.sessionRevoked(scope, s, reason);
+    return true;
+  }
+
+  /** Drops cached copies of a user (its profile, ban or factors changed) on every node. */
+  forgetUser(userId: string): void {
+    this.userChanged(userId);
   }
 
   /** OAuth: resolves the user now and returns the `svc_code` whose exchange opens the session. */
@@ -92,13 +186,15 @@ export class Sessions {
   }
 
   /** Exchanges a one-time code for a session; a second use revokes that session. */
-  async exchange(caller: Caller, code: string, ttlMs: number, binding: { verifier?: string; required: boolean }): Promise<OpenedSession> {
+  async exchange(caller: Caller, code: string, ttlMs: number, binding: { verifier?: string; required: boolean }): Promise<OpenedSession | PendingSignIn> {
     const { token, row } = this.newSession(ttlMs);
     const r = await this.store.useExchangeCode(sha256(code), caller.project.id, envOf(caller), row, bindingCheck(binding.verifier, binding.required));
     switch (r.status) {
       case 'ok':
-        await this.events?.sessionCreated(scopeOf(caller), r.user, r.session);
-        return { token, user: r.user, session: r.session };
+        return this.admit(
+          { scope: scopeOf(caller), user: r.user, session: r.session, origin: { ip: r.session.ip, userAgent: r.session.userAgent }, secondFactor: false },
+          token,
+        );
       case 'reused':
         if (r.revokedTokenHash) this.invalidator.publish(CHANNEL, r.revokedTokenHash);
         if (r.revokedSessionId) await this.events?.sessionRevoked(scopeOf(caller), { sessionId: r.revokedSessionId, userId: r.userId }, 'code_reused');

@@ -36,6 +36,11 @@ export const settings = {
   sessionCacheMax: 100_000,
   /** Expired states, codes and replay records are deleted this often. */
   pruneEveryMs: 10 * MINUTE,
+  /** Default lifetime of a project's JWTs (auth/jwt); per project in `auth set --jwt-ttl`, at most jwtMaxTtlSeconds. */
+  jwtTtlSeconds: 300,
+  jwtMaxTtlSeconds: 600,
+  /** A sign-in held for its second factor (auth/two-factor) waits this long. */
+  pendingSignInTtlMs: 5 * MINUTE,
 } as const;
 
 export const durations = { SECOND, MINUTE, HOUR, DAY };

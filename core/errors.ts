@@ -20,6 +20,8 @@ export type ErrorCode =
   | 'PROVIDER_NOT_ENABLED'
   | 'INVALID_CREDENTIAL'
   | 'REGION_NOT_ALLOWED'
+  | 'USER_BANNED'
+  | 'TWO_FACTOR_REQUIRED'
   | 'CONFLICT'
   | 'IDEMPOTENCY_CONFLICT'
   | 'IDEMPOTENCY_IN_PROGRESS'
@@ -53,6 +55,10 @@ export const statusOf: Record<ErrorCode, number> = {
   PROVIDER_NOT_ENABLED: 400,
   INVALID_CREDENTIAL: 401,
   REGION_NOT_ALLOWED: 403,
+  // A banned user's sign-in (auth/users): the answer says so, with the end of the ban when it has one.
+  USER_BANNED: 403,
+  // A sign-in held for its second factor (auth/two-factor): the answer carries the pending ticket.
+  TWO_FACTOR_REQUIRED: 401,
   CONFLICT: 409,
   IDEMPOTENCY_CONFLICT: 409,
   IDEMPOTENCY_IN_PROGRESS: 409,

@@ -35,6 +35,10 @@ const en = {
   errNotFound: 'This sign-in page does not exist.',
   errNetwork: 'Could not reach the server. Check your connection and try again.',
   errGeneric: 'Something went wrong. Please try again.',
+  // <passkeys: words (en)>
+  // </passkeys>
+  // <magic-links: words (en)>
+  // </magic-links>
 };
 
 export type Key = keyof typeof en;
@@ -70,6 +74,10 @@ const ru: Record<Key, string> = {
   errNotFound: 'Такой страницы входа нет.',
   errNetwork: 'Нет связи с сервером. Проверьте подключение и попробуйте ещё раз.',
   errGeneric: 'Что-то пошло не так. Попробуйте ещё раз.',
+  // <passkeys: words (ru)>
+  // </passkeys>
+  // <magic-links: words (ru)>
+  // </magic-links>
 };
 
 export const dictionaries: Record<Lang, Record<Key, string>> = { en, ru };

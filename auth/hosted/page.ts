@@ -26,6 +26,10 @@ export interface WidgetConfig {
   email: boolean;
   codeLength: number;
   resendAfterSeconds: number;
+  // <passkeys: widget config>
+  // </passkeys>
+  // <magic-links: widget config>
+  // </magic-links>
 }
 
 export interface PageInput {

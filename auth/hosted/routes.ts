@@ -204,6 +204,10 @@ export const hostedRoutes =
           email: false,
           codeLength: CODE_LENGTH,
           resendAfterSeconds,
+          // <passkeys: widget config>
+          // </passkeys>
+          // <magic-links: widget config>
+          // </magic-links>
         };
         config.email = config.providers.some((p) => p.methods.includes('otp'));
         // Only the project's allowed origins may frame the form; nothing at all when there are none (or no project).
@@ -228,6 +232,11 @@ export const hostedRoutes =
           .send(renderPage({ config, logoUrl: null, ...(error ? { error } : {}), assets: { css: a.css.hash, js: a.widget.hash } }));
       },
     );
+
+    // <passkeys: hosted routes>
+    // </passkeys>
+    // <magic-links: hosted routes>
+    // </magic-links>
 
     // The files name no project: counted per address only.
     app.get(

@@ -326,6 +326,12 @@ export interface AuthSettingsRow {
    * default applies (auth/project-config.ts).
    */
   requireCodeVerifier: boolean | null;
+  /** Two-factor (auth/two-factor): null is 'off'; 'optional' lets users enrol; 'required' asks it of every user. */
+  twoFactor: 'optional' | 'required' | null;
+  /** The `aud` of the project's JWTs (auth/jwt); null: the default. */
+  jwtAudience: string | null;
+  /** The lifetime of the project's JWTs (at most 600); null: the default. */
+  jwtTtlSeconds: number | null;
 }
 
 export interface ProviderRow {
@@ -393,6 +399,12 @@ export interface SignInProfile {
   avatarUrl: string | null;
   phone: string | null;
   username: string | null;
+}
+
+/** A session with its user, as the store reads them together. */
+export interface SessionInfoRow {
+  user: UserRow;
+  session: SessionRow;
 }
 
 export interface NewSession {
@@ -679,6 +691,13 @@ export interface SignInStore {
   /** False when there was no live session with that token. */
   revokeSession(tokenHash: string, at: number): Promise<boolean>;
   /**
+   * Opens a session for a known user of the project and environment (a passkey, a second factor) and
+   * records the sign-in time; undefined when there is no such user.
+   */
+  openSession(projectId: string, env: Env, userId: string, provider: string, origin: Origin, session: NewSession): Promise<SessionInfoRow | undefined>;
+  /** Ends a session by id; its token hash (for cache invalidation) when it was live, else undefined. */
+  revokeSessionById(sessionId: string, at: number): Promise<string | undefined>;
+  /**
    * Uses a one-time exchange code: the first use by the same project and environment
    * opens its session; any later use revokes that session (the code leaked) and returns
    * the revoked token's hash for cache invalidation. Atomic.
@@ -720,7 +739,26 @@ export interface SignInStore {
 // The auth audit log (auth/events.ts writes it, the admin API reads it)
 
 /** Sign-in events: each is appended to the audit log and sent to the webhooks that subscribed to its type. */
-export const AUTH_EVENT_TYPES = ['user.created', 'session.created', 'session.revoked', 'sign_in.failed'] as const;
+export const AUTH_EVENT_TYPES = [
+  'user.created',
+  'session.created',
+  'session.revoked',
+  'sign_in.failed',
+  // User management (auth/users)
+  'user.updated',
+  'user.banned',
+  'user.unbanned',
+  'user.deleted',
+  // Passkeys (auth/passkeys)
+  'passkey.added',
+  'passkey.removed',
+  // Two-factor (auth/two-factor)
+  'two_factor.enabled',
+  'two_factor.disabled',
+  'two_factor.used',
+  // Magic links (auth/magic-links)
+  'magic_link.sent',
+] as const;
 export type AuthEventType = (typeof AUTH_EVENT_TYPES)[number];
 
 /** One audit entry. Never a secret, code or token; addresses masked (auth/events.ts). */
@@ -884,6 +922,24 @@ export interface Operations {
   cancelProject(projectId: string, acceptedBefore: number, now: number): Promise<number>;
 }
 
+// Sign-in's account features (issue 41). Each feature's data interface lives in its own section
+// below; its implementations in control/store/{postgres,sqlite}/<feature>.ts.
+
+// <passkeys: store interface>
+// </passkeys>
+
+// <two-factor: store interface>
+// </two-factor>
+
+// <magic-links: store interface>
+// </magic-links>
+
+// <users: store interface>
+// </users>
+
+// <signing-keys: store interface>
+// </signing-keys>
+
 export interface Store {
   readonly projects: Projects;
   readonly apiKeys: ApiKeys;
@@ -903,6 +959,16 @@ export interface Store {
   readonly templates: Templates;
   /** Mail received for receiving domains (control/inbound). */
   readonly inbound: InboundEmails;
+  // <passkeys: store field>
+  // </passkeys>
+  // <two-factor: store field>
+  // </two-factor>
+  // <magic-links: store field>
+  // </magic-links>
+  // <users: store field>
+  // </users>
+  // <signing-keys: store field>
+  // </signing-keys>
   /** Commits and writes since start (metrics). */
   stats(): { commits: number; writes: number };
   close(): Promise<void>;

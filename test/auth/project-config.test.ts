@@ -164,11 +164,14 @@ describe('providers', () => {
 
 describe('settings', () => {
   it('defaults until set; null restores a default; the rest is kept', async () => {
-    expect(await config.settings(u.project.id)).toEqual({
+    expect(await config.settings(u.project.id, u.project.slug)).toEqual({
       sessionTtlMs: settings.sessionTtlMs,
       codeFrom: null,
       telegramWindowMs: settings.telegramWindowMs,
       requireCodeVerifier: expect.any(Boolean),
+      twoFactor: 'off',
+      jwtAudience: `postgate:${u.project.slug}`,
+      jwtTtlMs: 300_000,
     });
     const set = await config.putSettings(u.project.id, { sessionTtlSeconds: 3600, codeFrom: 'Acme <login@acme.test>', requireCodeVerifier: true });
     expect(set).toMatchObject({ sessionTtlMs: 3_600_000, codeFrom: 'Acme <login@acme.test>', requireCodeVerifier: true });
@@ -179,6 +182,18 @@ describe('settings', () => {
       telegramWindowMs: 60_000,
       requireCodeVerifier: true,
     });
+  });
+
+  it('two-factor and the JWTs: set, checked, and null or off restores the default', async () => {
+    const set = await config.putSettings(u.project.id, { twoFactor: 'required', jwtAudience: 'https://api.acme.test', jwtTtlSeconds: 120 });
+    expect(set).toMatchObject({ twoFactor: 'required', jwtAudience: 'https://api.acme.test', jwtTtlMs: 120_000 });
+    expect(await config.putSettings(u.project.id, { twoFactor: 'off', jwtAudience: null, jwtTtlSeconds: null })).toMatchObject({
+      twoFactor: 'off',
+      jwtAudience: `postgate:${u.project.id}`,
+      jwtTtlMs: 300_000,
+    });
+    expect(await refused(config.putSettings(u.project.id, { jwtTtlSeconds: 601 }))).toMatch(/jwtTtlSeconds is between 30 and 600/);
+    expect(await refused(config.putSettings(u.project.id, { twoFactor: 'sometimes' as 'off' }))).toMatch(/twoFactor is off, optional or required/);
   });
 
   it('codeFrom must be an address', async () => {

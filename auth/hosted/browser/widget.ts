@@ -260,6 +260,11 @@ change?.addEventListener('click', () => {
   emailInput!.select();
 });
 
+// <passkeys: widget behaviour>
+// </passkeys>
+// <magic-links: widget behaviour>
+// </magic-links>
+
 // ------------------------------------------------------------------ language, size, hello
 
 for (const b of document.querySelectorAll<HTMLButtonElement>('.lang-btn')) {

@@ -133,6 +133,15 @@ export class PostgateClient {
     const codeChallenge = opts.codeChallenge ?? (inBrowser() ? await pendingChallenge() : undefined);
     return this.request('POST', '/hosted-start', { ...opts, method: 'oauth', ...(codeChallenge ? { codeChallenge } : {}) }, undefined, true);
   }
+
+  // <passkeys: client methods>
+  // </passkeys>
+  // <two-factor: client methods>
+  // </two-factor>
+  // <magic-links: client methods>
+  // </magic-links>
+  // <signing-keys: client methods>
+  // </signing-keys>
 }
 
 export function createClient(opts: ClientOptions): PostgateClient {

@@ -14,3 +14,11 @@ export { PostgateError } from './errors.js';
 export { createCodeVerifier, codeChallengeOf, VERIFIER_KEY } from './binding.js';
 export { marks, markOf, type Mark, type MarkShape } from './marks.js';
 export type { User, Session, Provider, ProviderId, Method, SignedIn, TelegramWidgetData, HostedConfig } from './types.js';
+// <passkeys: exports>
+// </passkeys>
+// <two-factor: exports>
+// </two-factor>
+// <magic-links: exports>
+// </magic-links>
+// <signing-keys: exports>
+// </signing-keys>

@@ -54,6 +54,14 @@ export interface PostgateContextValue extends PostgateState {
   /** The session token, for your own calls to your backend. */
   token: string | null;
   client: PostgateClient;
+  // <passkeys: context value>
+  // </passkeys>
+  // <two-factor: context value>
+  // </two-factor>
+  // <magic-links: context value>
+  // </magic-links>
+  // <signing-keys: context value>
+  // </signing-keys>
 }
 
 const Ctx = createContext<PostgateContextValue | null>(null);

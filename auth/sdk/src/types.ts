@@ -65,3 +65,12 @@ export interface HostedConfig {
   codeTtlSeconds: number;
   resendAfterSeconds: number;
 }
+
+// <passkeys: types>
+// </passkeys>
+// <two-factor: types>
+// </two-factor>
+// <magic-links: types>
+// </magic-links>
+// <signing-keys: types>
+// </signing-keys>

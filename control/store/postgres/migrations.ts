@@ -542,6 +542,25 @@ export const migrations: readonly PgMigration[] = [
       );
     `,
   },
+  {
+    // Sign-in settings of issue 41; see the SQLite step of the same id.
+    id: '0023_auth_settings_more',
+    sql: `
+      ALTER TABLE auth_settings ADD COLUMN two_factor TEXT;
+      ALTER TABLE auth_settings ADD COLUMN jwt_audience TEXT;
+      ALTER TABLE auth_settings ADD COLUMN jwt_ttl_seconds INTEGER;
+    `,
+  },
+  // <passkeys: migration 0024>
+  // </passkeys>
+  // <two-factor: migration 0025>
+  // </two-factor>
+  // <magic-links: migration 0026>
+  // </magic-links>
+  // <users: migration 0027>
+  // </users>
+  // <signing-keys: migration 0028>
+  // </signing-keys>
 ];
 
 /** Any constant both nodes agree on: the key of the advisory lock that serialises migrations. */

@@ -14,6 +14,7 @@ import type {
   Origin,
   OtpCheck,
   ProviderRow,
+  SessionInfoRow,
   SessionRow,
   SignInProfile,
   SignInStore,
@@ -39,16 +40,21 @@ export class PgSignIn implements SignInStore {
       codeFrom: r?.code_from ?? null,
       telegramWindowSeconds: r?.telegram_window_seconds ?? null,
       requireCodeVerifier: r?.require_code_verifier ?? null,
+      twoFactor: r?.two_factor ?? null,
+      jwtAudience: r?.jwt_audience ?? null,
+      jwtTtlSeconds: r?.jwt_ttl_seconds ?? null,
     };
   }
 
   async putSettings(projectId: string, s: AuthSettingsRow, at: number): Promise<void> {
     await this.db.query(
-      `INSERT INTO auth_settings (project_id, session_ttl_seconds, code_from, telegram_window_seconds, require_code_verifier, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6)
+      `INSERT INTO auth_settings (project_id, session_ttl_seconds, code_from, telegram_window_seconds, require_code_verifier,
+         two_factor, jwt_audience, jwt_ttl_seconds, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
        ON CONFLICT (project_id) DO UPDATE SET session_ttl_seconds = excluded.session_ttl_seconds, code_from = excluded.code_from,
-         telegram_window_seconds = excluded.telegram_window_seconds, require_code_verifier = excluded.require_code_verifier, updated_at = excluded.updated_at`,
-      [projectId, s.sessionTtlSeconds, s.codeFrom, s.telegramWindowSeconds, s.requireCodeVerifier, at],
+         telegram_window_seconds = excluded.telegram_window_seconds, require_code_verifier = excluded.require_code_verifier,
+         two_factor = excluded.two_factor, jwt_audience = excluded.jwt_audience, jwt_ttl_seconds = excluded.jwt_ttl_seconds, updated_at = excluded.updated_at`,
+      [projectId, s.sessionTtlSeconds, s.codeFrom, s.telegramWindowSeconds, s.requireCodeVerifier, s.twoFactor, s.jwtAudience, s.jwtTtlSeconds, at],
     );
   }
 
@@ -282,6 +288,29 @@ export class PgSignIn implements SignInStore {
 
   async revokeSession(tokenHash: string, at: number): Promise<boolean> {
     return (await this.db.query('UPDATE auth_sessions SET revoked_at = $1 WHERE token_hash = $2 AND revoked_at IS NULL', [at, tokenHash])).rowCount > 0;
+  }
+
+  openSession(projectId: string, env: Env, userId: string, provider: string, origin: Origin, session: NewSession): Promise<SessionInfoRow | undefined> {
+    return this.db.tx(async (tx) => {
+      const u = (
+        await tx.query('UPDATE auth_users SET last_sign_in = $4 WHERE id = $1 AND project_id = $2 AND env = $3 RETURNING *', [
+          userId,
+          projectId,
+          env,
+          session.createdAt,
+        ])
+      ).rows[0];
+      if (!u) return undefined;
+      return { user: toUser(u), session: await this.insertSession(tx, projectId, env, userId, provider, origin, session) };
+    });
+  }
+
+  async revokeSessionById(sessionId: string, at: number): Promise<string | undefined> {
+    const r = await this.db.query<{ token_hash: string }>(
+      'UPDATE auth_sessions SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL RETURNING token_hash',
+      [at, sessionId],
+    );
+    return r.rows[0]?.token_hash;
   }
 
   useExchangeCode(

@@ -29,6 +29,16 @@ import { PgOperations } from './operations.js';
 import { PgTracking } from './tracking.js';
 import { PgTemplates } from './templates.js';
 import { PgInbound } from './inbound.js';
+// <passkeys: import>
+// </passkeys>
+// <two-factor: import>
+// </two-factor>
+// <magic-links: import>
+// </magic-links>
+// <users: import>
+// </users>
+// <signing-keys: import>
+// </signing-keys>
 
 export async function openPostgresStore(config: StoreConfig & { databaseUrl: string }, invalidator: Invalidator): Promise<Store> {
   const db = new PgDb(config.databaseUrl);
@@ -73,6 +83,16 @@ class PgStore implements Store {
   readonly tracking;
   readonly templates;
   readonly inbound;
+  // <passkeys: field>
+  // </passkeys>
+  // <two-factor: field>
+  // </two-factor>
+  // <magic-links: field>
+  // </magic-links>
+  // <users: field>
+  // </users>
+  // <signing-keys: field>
+  // </signing-keys>
   private readonly acceptor;
 
   constructor(
@@ -100,6 +120,16 @@ class PgStore implements Store {
     this.tracking = new PgTracking(db, hooks);
     this.templates = new PgTemplates(db, new ProjectCache<Map<string, Promise<TemplateRow | undefined>>>(invalidator, STORE_CHANNELS.templates), invalidator);
     this.inbound = new PgInbound(db);
+    // <passkeys: construct>
+    // </passkeys>
+    // <two-factor: construct>
+    // </two-factor>
+    // <magic-links: construct>
+    // </magic-links>
+    // <users: construct>
+    // </users>
+    // <signing-keys: construct>
+    // </signing-keys>
   }
 
   stats(): { commits: number; writes: number } {

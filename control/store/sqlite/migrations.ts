@@ -627,6 +627,34 @@ const inbound: Migration = {
   `,
 };
 
+/**
+ * Sign-in settings of issue 41: two-factor ('optional' or 'required'; NULL is off) and the JWTs' audience
+ * and lifetime (NULL: the defaults, auth/project-config.ts).
+ */
+const authSettingsMore: Migration = {
+  id: '0023_auth_settings_more',
+  sql: `
+    ALTER TABLE auth_settings ADD COLUMN two_factor TEXT;
+    ALTER TABLE auth_settings ADD COLUMN jwt_audience TEXT;
+    ALTER TABLE auth_settings ADD COLUMN jwt_ttl_seconds INTEGER;
+  `,
+};
+
+// <passkeys: migration 0024>
+// </passkeys>
+
+// <two-factor: migration 0025>
+// </two-factor>
+
+// <magic-links: migration 0026>
+// </magic-links>
+
+// <users: migration 0027>
+// </users>
+
+// <signing-keys: migration 0028>
+// </signing-keys>
+
 export const migrations: readonly Migration[] = [
   ...controlMigrations,
   ...authMigrations,
@@ -646,4 +674,15 @@ export const migrations: readonly Migration[] = [
   templates,
   tracking,
   inbound,
+  authSettingsMore,
+  // <passkeys: migration list>
+  // </passkeys>
+  // <two-factor: migration list>
+  // </two-factor>
+  // <magic-links: migration list>
+  // </magic-links>
+  // <users: migration list>
+  // </users>
+  // <signing-keys: migration list>
+  // </signing-keys>
 ];

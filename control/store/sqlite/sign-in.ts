@@ -16,6 +16,7 @@ import type {
   Origin,
   OtpCheck,
   ProviderRow,
+  SessionInfoRow,
   SessionRow,
   SignInProfile,
   SignInStore,
@@ -33,10 +34,12 @@ export class SqliteSignIn implements SignInStore {
     const p = (sql: string) => db.prepare(sql);
     this.q = {
       settings: p('SELECT * FROM auth_settings WHERE project_id = ?'),
-      putSettings: p(`INSERT INTO auth_settings (project_id, session_ttl_seconds, code_from, telegram_window_seconds, require_code_verifier, updated_at)
-        VALUES (@projectId, @sessionTtlSeconds, @codeFrom, @telegramWindowSeconds, @requireCodeVerifier, @at)
+      putSettings: p(`INSERT INTO auth_settings (project_id, session_ttl_seconds, code_from, telegram_window_seconds, require_code_verifier,
+          two_factor, jwt_audience, jwt_ttl_seconds, updated_at)
+        VALUES (@projectId, @sessionTtlSeconds, @codeFrom, @telegramWindowSeconds, @requireCodeVerifier, @twoFactor, @jwtAudience, @jwtTtlSeconds, @at)
         ON CONFLICT(project_id) DO UPDATE SET session_ttl_seconds = excluded.session_ttl_seconds, code_from = excluded.code_from,
-          telegram_window_seconds = excluded.telegram_window_seconds, require_code_verifier = excluded.require_code_verifier, updated_at = excluded.updated_at`),
+          telegram_window_seconds = excluded.telegram_window_seconds, require_code_verifier = excluded.require_code_verifier,
+          two_factor = excluded.two_factor, jwt_audience = excluded.jwt_audience, jwt_ttl_seconds = excluded.jwt_ttl_seconds, updated_at = excluded.updated_at`),
       providers: p('SELECT * FROM auth_providers WHERE project_id = ? ORDER BY provider'),
       provider: p('SELECT * FROM auth_providers WHERE project_id = ? AND provider = ?'),
       putProvider: p(`INSERT INTO auth_providers (project_id, provider, enabled, methods, client_id, client_secret, bot_token, endpoints, region, updated_at)
@@ -67,6 +70,7 @@ export class SqliteSignIn implements SignInStore {
       // Fills what the user record lacks; never overwrites what it has (the app may rely on it).
       touchUser: p(`UPDATE auth_users SET last_sign_in = @at, name = COALESCE(name, @name), avatar_url = COALESCE(avatar_url, @avatarUrl),
         phone = COALESCE(phone, @phone), username = COALESCE(username, @username) WHERE id = @id`),
+      touchSignIn: p('UPDATE auth_users SET last_sign_in = ? WHERE id = ?'),
       verifyUserEmail: p('UPDATE auth_users SET email = ?, email_verified = 1 WHERE id = ? AND (email IS NULL OR email = ?)'),
 
       insertSession: p(`INSERT INTO auth_sessions (id, token_hash, project_id, env, user_id, provider, ip, user_agent, created_at, expires_at)
@@ -107,6 +111,9 @@ export class SqliteSignIn implements SignInStore {
       codeFrom: r?.code_from ?? null,
       telegramWindowSeconds: r?.telegram_window_seconds ?? null,
       requireCodeVerifier: r?.require_code_verifier == null ? null : r.require_code_verifier === 1,
+      twoFactor: r?.two_factor ?? null,
+      jwtAudience: r?.jwt_audience ?? null,
+      jwtTtlSeconds: r?.jwt_ttl_seconds ?? null,
     };
   }
 
@@ -292,6 +299,20 @@ export class SqliteSignIn implements SignInStore {
   /** False when there was no live session with that token. */
   revokeSession(tokenHash: string, at: number): Promise<boolean> {
     return this.writer.run(() => this.q.revokeByHash.run(at, tokenHash).changes > 0);
+  }
+
+  openSession(projectId: string, env: Env, userId: string, provider: string, origin: Origin, session: NewSession): Promise<SessionInfoRow | undefined> {
+    return this.writer.run(() => {
+      const u = this.q.userById.get(userId) as any;
+      if (!u || u.project_id !== projectId || u.env !== env) return undefined;
+      this.q.touchSignIn.run(session.createdAt, userId);
+      const row = this.insertSession(projectId, env, userId, provider, origin, session);
+      return { user: toUser(this.q.userById.get(userId)), session: row };
+    });
+  }
+
+  revokeSessionById(sessionId: string, at: number): Promise<string | undefined> {
+    return this.writer.run(() => (this.q.revokeById.get(at, sessionId) as string | undefined) ?? undefined);
   }
 
   /**

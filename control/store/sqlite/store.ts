@@ -27,6 +27,16 @@ import { SqliteOperations } from './operations.js';
 import { SqliteTracking } from './tracking.js';
 import { SqliteTemplates } from './templates.js';
 import { SqliteInbound } from './inbound.js';
+// <passkeys: import>
+// </passkeys>
+// <two-factor: import>
+// </two-factor>
+// <magic-links: import>
+// </magic-links>
+// <users: import>
+// </users>
+// <signing-keys: import>
+// </signing-keys>
 
 export async function openSqliteStore(config: StoreConfig, invalidator: Invalidator): Promise<Store> {
   const db = openDatabase(controlDbFile(config.dataDir), migrations, {
@@ -54,6 +64,16 @@ class SqliteStore implements Store {
   readonly tracking;
   readonly templates;
   readonly inbound;
+  // <passkeys: field>
+  // </passkeys>
+  // <two-factor: field>
+  // </two-factor>
+  // <magic-links: field>
+  // </magic-links>
+  // <users: field>
+  // </users>
+  // <signing-keys: field>
+  // </signing-keys>
 
   constructor(
     private readonly db: Db,
@@ -92,6 +112,16 @@ class SqliteStore implements Store {
     this.tracking = new SqliteTracking(db, writer, changes);
     this.templates = new SqliteTemplates(db, writer, templates, invalidator);
     this.inbound = new SqliteInbound(db, writer);
+    // <passkeys: construct>
+    // </passkeys>
+    // <two-factor: construct>
+    // </two-factor>
+    // <magic-links: construct>
+    // </magic-links>
+    // <users: construct>
+    // </users>
+    // <signing-keys: construct>
+    // </signing-keys>
   }
 
   stats(): { commits: number; writes: number } {

@@ -814,9 +814,20 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
           codeFrom: null,
           telegramWindowSeconds: null,
           requireCodeVerifier: null,
+          twoFactor: null,
+          jwtAudience: null,
+          jwtTtlSeconds: null,
         });
         for (const requireCodeVerifier of [false, true, null]) {
-          const put = { sessionTtlSeconds: 3600, codeFrom: 'a@acme.test', telegramWindowSeconds: null, requireCodeVerifier };
+          const put = {
+            sessionTtlSeconds: 3600,
+            codeFrom: 'a@acme.test',
+            telegramWindowSeconds: null,
+            requireCodeVerifier,
+            twoFactor: requireCodeVerifier ? ('required' as const) : null,
+            jwtAudience: requireCodeVerifier === false ? 'https://api.acme.test' : null,
+            jwtTtlSeconds: requireCodeVerifier === null ? 120 : null,
+          };
           await store.signIn.putSettings(projectId, put, now);
           expect(await store.signIn.settings(projectId)).toEqual(put);
         }

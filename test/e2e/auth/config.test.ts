@@ -137,13 +137,23 @@ describe('CLI', () => {
   });
 
   it('auth set / show: session lifetime, code sender, Telegram window, the browser binding (on for a new project)', async () => {
-    expect(await cli('auth', 'show')).toEqual({ sessionTtlSeconds: 2592000, codeFrom: null, telegramWindowSeconds: 600, requireCodeVerifier: true });
+    const more = { twoFactor: 'off', jwtAudience: `postgate:${p.slug}`, jwtTtlSeconds: 300 };
+    expect(await cli('auth', 'show')).toEqual({ sessionTtlSeconds: 2592000, codeFrom: null, telegramWindowSeconds: 600, requireCodeVerifier: true, ...more });
     expect(await cli('auth', 'set', '--session-ttl', '86400', '--code-from', 'Acme <login@acme.test>')).toEqual({
       sessionTtlSeconds: 86400,
       codeFrom: 'Acme <login@acme.test>',
       telegramWindowSeconds: 600,
       requireCodeVerifier: true,
+      ...more,
     });
+    expect(await cli('auth', 'set', '--two-factor', 'optional', '--jwt-audience', 'https://api.acme.test', '--jwt-ttl', '120')).toMatchObject({
+      twoFactor: 'optional',
+      jwtAudience: 'https://api.acme.test',
+      jwtTtlSeconds: 120,
+    });
+    expect(await cli('auth', 'set', '--two-factor', 'default', '--jwt-audience', 'default', '--jwt-ttl', 'default')).toMatchObject(more);
+    await expect(stack.cli('auth', 'set', '--project', p.slug, '--two-factor', 'maybe')).rejects.toThrow(/takes off, optional or required/);
+    await expect(admin('PATCH', 'settings', { jwtTtlSeconds: 3600 })).rejects.toThrow(/<= 600/);
     expect(await cli('auth', 'set', '--require-code-verifier', 'off')).toMatchObject({ requireCodeVerifier: false });
     expect(await cli('auth', 'set', '--require-code-verifier', 'default')).toMatchObject({ requireCodeVerifier: true });
     expect(await admin('PATCH', 'settings', { sessionTtlSeconds: null, codeFrom: null })).toMatchObject({ sessionTtlSeconds: 2592000, codeFrom: null });

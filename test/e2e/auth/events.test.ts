@@ -258,7 +258,7 @@ describe('the audit log', () => {
       ['at', 'email', 'env', 'id', 'ip', 'phone', 'provider', 'reason', 'session_id', 'suppressed', 'type', 'user_agent', 'user_id'].sort(),
     );
     const token = fs.readFileSync(`${stack.dataDir}/admin-token`, 'utf8').trim();
-    for (const q of ['?after=a&before=b', '?type=user.deleted', '?limit=0', '?limit=101', '?after=evt_nope', '?cursor=1']) {
+    for (const q of ['?after=a&before=b', '?type=user.exploded', '?limit=0', '?limit=101', '?after=evt_nope', '?cursor=1']) {
       const r = await stack.adminApi('GET', `/admin/v1/projects/events/audit${q}`, token);
       expect([q, r.status, r.body.code]).toEqual([q, 400, 'INVALID_REQUEST']);
     }
