@@ -38,12 +38,20 @@ try {
     testResults: Array<{
       name: string;
       status: string;
+      startTime?: number;
+      endTime?: number;
       message?: string;
       assertionResults: Array<{ fullName: string; status: string; failureMessages?: string[] }>;
     }>;
   };
   passed = r.numPassedTests;
   failed = r.numFailedTests;
+  // The slowest files, so the suite's time (CI's budget) is seen where it goes.
+  const slow = r.testResults
+    .map((f) => ({ file: path.relative(process.cwd(), f.name), s: ((f.endTime ?? 0) - (f.startTime ?? 0)) / 1000 }))
+    .sort((a, b) => b.s - a.s)
+    .slice(0, 12);
+  console.log(`slowest files: ${slow.map((f) => `${f.file} ${f.s.toFixed(1)} s`).join(', ')}`);
   // A file that fails to load has no tests to count; count it as a failure.
   failed += r.testResults.filter((f) => f.status === 'failed' && f.message).length;
   // The failures again, a line each, just above the count: a CI log that keeps only its tail still
