@@ -16,6 +16,7 @@ import { authCommands } from './cli.js';
 // <two-factor: import>
 // </two-factor>
 // <magic-links: import>
+import { magicLinkRoutes } from './magic-links/routes.js';
 // </magic-links>
 // <users: import>
 // </users>
@@ -57,6 +58,7 @@ export function createAuth(deps?: AuthDeps): Auth | Pick<Auth, 'commands'> {
     // <two-factor: public routes>
     // </two-factor>
     // <magic-links: public routes>
+    await app.register(magicLinkRoutes(ctx, ctx.magicLinks));
     // </magic-links>
     // <users: public routes>
     // </users>

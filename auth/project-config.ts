@@ -9,7 +9,16 @@ import type { AuthCrypto } from './crypto.js';
 import { settings } from './settings.js';
 import { parseCidr, type RegionRule } from './region.js';
 import { onByDefault, providers } from './providers/index.js';
-import { endpointNames, settingsOf, type Endpoints, type Field, type Method, type ProviderConfig, type ProviderDef } from './providers/types.js';
+import {
+  defaultMethodsOf,
+  endpointNames,
+  settingsOf,
+  type Endpoints,
+  type Field,
+  type Method,
+  type ProviderConfig,
+  type ProviderDef,
+} from './providers/types.js';
 
 export interface ProviderInput extends Endpoints {
   clientId?: string;
@@ -129,7 +138,7 @@ export class ProjectAuthConfig {
     return {
       id: def.id,
       enabled: row ? row.enabled : onByDefault.has(def.id),
-      methods: (row?.methods ?? (onByDefault.has(def.id) ? def.methods : [])) as Method[],
+      methods: (row?.methods ?? (onByDefault.has(def.id) ? defaultMethodsOf(def) : [])) as Method[],
       clientId: row?.clientId ?? null,
       clientSecret: row?.clientSecret ? this.crypto.decrypt(row.clientSecret) : null,
       botToken: row?.botToken ? this.crypto.decrypt(row.botToken) : null,
@@ -232,7 +241,7 @@ export class ProjectAuthConfig {
       }
       row.methods = [...new Set(input.methods)];
     } else {
-      const keep = old?.methods.length ? old.methods : def.methods;
+      const keep = old?.methods.length ? old.methods : defaultMethodsOf(def);
       row.methods = keep.filter((m) => !missing(def, m as Method, row).length);
       if (!row.methods.length) {
         throw invalid(`Nothing to enable for ${id}: ${def.methods.map((m) => `${m} needs ${(def.requires[m as Method] ?? []).join(', ')}`).join('; ')}`);
@@ -251,7 +260,7 @@ export class ProjectAuthConfig {
       : {
           provider: id,
           enabled: false,
-          methods: [...def.methods],
+          methods: [...defaultMethodsOf(def)],
           clientId: null,
           clientSecret: null,
           botToken: null,

@@ -18,6 +18,7 @@ import { KeylessLimits } from './keyless.js';
 // <two-factor: import>
 // </two-factor>
 // <magic-links: import>
+import { MagicLinkService } from './magic-links/service.js';
 // </magic-links>
 // <users: import>
 // </users>
@@ -65,6 +66,8 @@ export interface AuthServices {
   // <two-factor: service>
   // </two-factor>
   // <magic-links: service>
+  /** Emailed single-use sign-in links (auth/magic-links). */
+  magicLinks: MagicLinkService;
   // </magic-links>
   // <users: service>
   // </users>
@@ -96,6 +99,18 @@ export function createAuthServices(o: AuthDeps): AuthServices {
   // <two-factor: construct and gate>
   // </two-factor>
   // <magic-links: construct and gate>
+  const magicLinks = new MagicLinkService({
+    store: o.store.magicLinks,
+    domains: o.store.domains,
+    crypto,
+    limiter: o.limiter,
+    sendSystemMail: o.sendSystemMail,
+    sessions,
+    events,
+    config: o.config,
+    log: o.log,
+    onCapped: o.onCodeSendsCapped,
+  });
   // </magic-links>
   // <users: construct and gate>
   // </users>
@@ -121,6 +136,7 @@ export function createAuthServices(o: AuthDeps): AuthServices {
     // <two-factor: service field>
     // </two-factor>
     // <magic-links: service field>
+    magicLinks,
     // </magic-links>
     // <users: service field>
     // </users>

@@ -38,6 +38,13 @@ const en = {
   // <passkeys: words (en)>
   // </passkeys>
   // <magic-links: words (en)>
+  linkHint: 'We will email you a sign-in link.',
+  sendLink: 'Email me a sign-in link',
+  checkEmail: 'Check your email',
+  linkSent: 'We sent a sign-in link to {email}. Open it in this browser within 10 minutes.',
+  resendLink: 'Send a new link',
+  resendLinkIn: 'New link in {s} s',
+  newLinkSent: 'A new link is on its way.',
   // </magic-links>
 };
 
@@ -77,6 +84,13 @@ const ru: Record<Key, string> = {
   // <passkeys: words (ru)>
   // </passkeys>
   // <magic-links: words (ru)>
+  linkHint: 'Мы пришлём ссылку для входа.',
+  sendLink: 'Прислать ссылку для входа',
+  checkEmail: 'Проверьте почту',
+  linkSent: 'Мы отправили ссылку для входа на {email}. Откройте её в этом браузере в течение 10 минут.',
+  resendLink: 'Отправить новую ссылку',
+  resendLinkIn: 'Новая ссылка через {s} с',
+  newLinkSent: 'Новая ссылка уже в пути.',
   // </magic-links>
 };
 

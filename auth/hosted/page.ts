@@ -9,7 +9,7 @@ export interface WidgetProvider {
   id: string;
   name: string;
   nameRu?: string;
-  methods: Array<'oauth' | 'otp'>;
+  methods: Array<'oauth' | 'otp' | 'magic_link'>;
 }
 
 /** What the page's script reads from the page (a JSON data block: not executed, so CSP-safe). */
@@ -29,6 +29,8 @@ export interface WidgetConfig {
   // <passkeys: widget config>
   // </passkeys>
   // <magic-links: widget config>
+  /** The project enabled email sign-in links: the email step offers "Email me a sign-in link". */
+  magicLink?: boolean;
   // </magic-links>
 }
 
@@ -88,10 +90,12 @@ function emailForms(c: WidgetConfig): string {
 <form id="pg-email-form" class="step" novalidate>
   <label for="pg-email" data-i18n="emailLabel">${L('emailLabel')}</label>
   <input id="pg-email" name="email" type="email" autocomplete="email" inputmode="email" spellcheck="false" autocapitalize="off" required aria-describedby="pg-email-hint pg-email-error">
-  <p id="pg-email-hint" class="hint" data-i18n="emailHint">${L('emailHint')}</p>
+  <p id="pg-email-hint" class="hint" data-i18n="${c.email ? 'emailHint' : 'linkHint'}">${L(c.email ? 'emailHint' : 'linkHint')}</p>
   <p id="pg-email-error" class="field-error" aria-live="assertive"></p>
-  <button type="submit" class="primary" data-i18n="sendCode">${L('sendCode')}</button>
+  ${c.email ? `<button type="submit" class="primary" data-i18n="sendCode">${L('sendCode')}</button>` : ''}
+  ${magicLinkButton(c) /* magic-links */}
 </form>
+${linkSentStep(c) /* magic-links */}
 <form id="pg-code-form" class="step" novalidate hidden>
   <p id="pg-code-sent" class="hint"></p>
   <label for="pg-code" data-i18n="codeLabel">${L('codeLabel')}</label>
@@ -105,6 +109,33 @@ function emailForms(c: WidgetConfig): string {
 </form>`;
 }
 
+// <magic-links: page parts>
+/** "Email me a sign-in link": the email step's only action when codes are off, otherwise a second one. */
+function magicLinkButton(c: WidgetConfig): string {
+  if (!c.magicLink) return '';
+  const label = escapeHtml(t(c.lang, 'sendLink'));
+  return c.email
+    ? `<button type="button" id="pg-magic-link" class="link" data-i18n="sendLink">${label}</button>`
+    : `<button type="submit" id="pg-magic-link" class="primary" data-i18n="sendLink">${label}</button>`;
+}
+
+/** After sending: "Check your email" with the address (filled in by the script), and a way back. */
+function linkSentStep(c: WidgetConfig): string {
+  if (!c.magicLink) return '';
+  const L = (k: Key) => escapeHtml(t(c.lang, k));
+  return `
+<section id="pg-link-step" class="step" hidden aria-labelledby="pg-link-title">
+  <h2 id="pg-link-title" data-i18n="checkEmail">${L('checkEmail')}</h2>
+  <p id="pg-link-sent" class="hint"></p>
+  <p id="pg-link-error" class="field-error" aria-live="assertive"></p>
+  <div class="row">
+    <button type="button" id="pg-link-resend" class="link" disabled></button>
+    <button type="button" id="pg-link-change" class="link" data-i18n="changeEmail">${L('changeEmail')}</button>
+  </div>
+</section>`;
+}
+// </magic-links>
+
 export function renderPage(p: PageInput): string {
   const c = p.config;
   const title = t(c.lang, 'title', { name: c.name });
@@ -115,8 +146,9 @@ export function renderPage(p: PageInput): string {
     body = `<p class="page-error" role="alert" data-i18n="noMethods">${escapeHtml(t(c.lang, 'noMethods'))}</p>`;
   } else {
     const buttons = providerButtons(c);
-    const divider = buttons && c.email ? `<div class="divider" role="separator"><span data-i18n="or">${escapeHtml(t(c.lang, 'or'))}</span></div>` : '';
-    body = buttons + divider + (c.email ? emailForms(c) : '');
+    const divider =
+      buttons && (c.email || c.magicLink) ? `<div class="divider" role="separator"><span data-i18n="or">${escapeHtml(t(c.lang, 'or'))}</span></div>` : '';
+    body = buttons + divider + (c.email || c.magicLink ? emailForms(c) : '');
   }
   return `<!doctype html>
 <html lang="${c.lang}">

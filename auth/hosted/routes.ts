@@ -37,6 +37,7 @@ async function widgetProviders(ctx: AuthServices, req: FastifyRequest, projectId
     const methods: WidgetProvider['methods'] = [];
     if (def.oauth && cfg.methods.includes('oauth')) methods.push('oauth');
     if (cfg.id === 'email' && cfg.methods.includes('otp')) methods.push('otp');
+    if (cfg.id === 'email' && cfg.methods.includes('magic_link')) methods.push('magic_link'); // magic-links
     if (!methods.length) continue;
     const mark = marks[cfg.id];
     out.push({ id: cfg.id, name: mark?.name ?? def.name, ...(mark?.nameRu ? { nameRu: mark.nameRu } : {}), methods });
@@ -207,9 +208,13 @@ export const hostedRoutes =
           // <passkeys: widget config>
           // </passkeys>
           // <magic-links: widget config>
+          magicLink: false,
           // </magic-links>
         };
         config.email = config.providers.some((p) => p.methods.includes('otp'));
+        // <magic-links: widget config (after providers)>
+        config.magicLink = config.providers.some((p) => p.methods.includes('magic_link'));
+        // </magic-links>
         // Only the project's allowed origins may frame the form; nothing at all when there are none (or no project).
         const ancestors = origins.length ? origins.join(' ') : "'none'";
         const csp = [

@@ -22,8 +22,8 @@ export const hostedProvider = {
     nameRu: { ...s, description: 'The Russian display name, where it differs' },
     methods: {
       type: 'array',
-      items: { type: 'string', enum: ['oauth', 'otp'] },
-      description: 'What the widget may offer: oauth (a redirect button) or otp (the email code form)',
+      items: { type: 'string', enum: ['oauth', 'otp', 'magic_link'] },
+      description: 'What the widget may offer: oauth (a redirect button), otp (the email code form) or magic_link (an emailed sign-in link)',
     },
   },
 } as const;

@@ -8,7 +8,8 @@ import { vk } from './vk.js';
 import { yandex } from './yandex.js';
 import type { ProviderDef } from './types.js';
 
-const email: ProviderDef = { id: 'email', name: 'Email', methods: ['otp'], defaults: {}, requires: {} };
+// magic_link is opt-in (provider set --methods otp,magic_link): it changes what users see.
+const email: ProviderDef = { id: 'email', name: 'Email', methods: ['otp', 'magic_link'], defaultMethods: ['otp'], defaults: {}, requires: {} };
 // SMS: api-url set = the HTTP sender (client secret = its bearer token); unset = the log sender.
 const sms: ProviderDef = { id: 'sms', name: 'SMS', methods: ['otp'], defaults: {}, requires: {}, settings: ['apiUrl', 'clientSecret'] };
 

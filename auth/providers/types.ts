@@ -3,8 +3,8 @@
 import type { SignInProfile } from '../../control/store/index.js';
 import type { RegionRule } from '../region.js';
 
-export type Method = 'oauth' | 'id_token' | 'silent_token' | 'instant_token' | 'oidc' | 'widget' | 'miniapp' | 'otp';
-export const allMethods: readonly Method[] = ['oauth', 'id_token', 'silent_token', 'instant_token', 'oidc', 'widget', 'miniapp', 'otp'];
+export type Method = 'oauth' | 'id_token' | 'silent_token' | 'instant_token' | 'oidc' | 'widget' | 'miniapp' | 'otp' | 'magic_link';
+export const allMethods: readonly Method[] = ['oauth', 'id_token', 'silent_token', 'instant_token', 'oidc', 'widget', 'miniapp', 'otp', 'magic_link'];
 
 export interface Endpoints {
   authorizationUrl?: string;
@@ -70,6 +70,8 @@ export interface ProviderDef {
   id: string;
   name: string;
   methods: readonly Method[];
+  /** The methods a project has before it chooses (default: all of `methods`); an opt-in method (magic_link) is left out. */
+  defaultMethods?: readonly Method[];
   defaults: Endpoints;
   requires: Partial<Record<Method, Field[]>>;
   /**
@@ -81,6 +83,9 @@ export interface ProviderDef {
   oauth?: OAuthAdapter;
   verify?: Partial<Record<Method, Verifier>>;
 }
+
+/** The methods a provider has for a project that never chose any. */
+export const defaultMethodsOf = (def: ProviderDef): readonly Method[] => def.defaultMethods ?? def.methods;
 
 /** A provider answered something we cannot accept (bad token, wrong audience, error reply). */
 export class CredentialError extends Error {}

@@ -932,6 +932,51 @@ export interface Operations {
 // </two-factor>
 
 // <magic-links: store interface>
+/** A magic link as sent: the token itself is never stored, only its SHA-256. */
+export interface NewMagicLink {
+  tokenHash: string;
+  projectId: string;
+  env: Env;
+  /** Lower-cased address the link was sent to. */
+  email: string;
+  /** The checked callback URL the link returns to (with svc_code). */
+  callbackUrl: string;
+  /** The asking browser's S256 challenge (auth/browser-binding.ts), or null. */
+  clientChallenge: string | null;
+  createdAt: number;
+  expiresAt: number;
+  /** Test environment only: the token, encrypted, for the test-only read route (test links are never sent). */
+  testToken: string | null;
+}
+
+export interface MagicLinkRow {
+  projectId: string;
+  env: Env;
+  email: string;
+  callbackUrl: string;
+  clientChallenge: string | null;
+  createdAt: number;
+  expiresAt: number;
+  usedAt: number | null;
+}
+
+/** A take: 'ok' for exactly one caller on any node; otherwise why the link cannot be used. */
+export type MagicLinkTake = { status: 'ok'; link: MagicLinkRow } | { status: 'used' | 'expired' | 'unknown' };
+
+/** Magic links (auth/magic-links): single use, enforced by the store's conditional update. */
+export interface MagicLinks {
+  put(link: NewMagicLink): Promise<void>;
+  /** The link without spending it (the confirm page a mail scanner may fetch). */
+  peek(tokenHash: string): Promise<MagicLinkRow | undefined>;
+  /** Spends the link once: UPDATE … WHERE used_at IS NULL AND expires_at > now RETURNING. */
+  take(tokenHash: string, now: number): Promise<MagicLinkTake>;
+  /** When the newest link to this address was sent (the resend cooldown). */
+  lastSentAt(projectId: string, env: Env, email: string): Promise<number | undefined>;
+  /** Test environment only: the newest unexpired, unused link's encrypted token for an address. */
+  testToken(projectId: string, email: string, now: number): Promise<{ testToken: string; expiresAt: number } | undefined>;
+  /** Deletes links that expired before `now`; answers how many. */
+  prune(now: number): Promise<number>;
+}
 // </magic-links>
 
 // <users: store interface>
@@ -964,6 +1009,7 @@ export interface Store {
   // <two-factor: store field>
   // </two-factor>
   // <magic-links: store field>
+  readonly magicLinks: MagicLinks;
   // </magic-links>
   // <users: store field>
   // </users>

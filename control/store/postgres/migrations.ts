@@ -556,6 +556,26 @@ export const migrations: readonly PgMigration[] = [
   // <two-factor: migration 0025>
   // </two-factor>
   // <magic-links: migration 0026>
+  {
+    // Magic links; see the SQLite step of the same id.
+    id: '0026_magic_links',
+    sql: `
+      CREATE TABLE auth_magic_links (
+        token_hash TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        env TEXT NOT NULL,
+        email TEXT NOT NULL,
+        callback_url TEXT NOT NULL,
+        client_challenge TEXT,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        used_at BIGINT,
+        test_token TEXT
+      );
+      CREATE INDEX auth_magic_links_address ON auth_magic_links (project_id, env, email, created_at);
+      CREATE INDEX auth_magic_links_expiry ON auth_magic_links (expires_at);
+    `,
+  },
   // </magic-links>
   // <users: migration 0027>
   // </users>

@@ -34,6 +34,7 @@ import { PgInbound } from './inbound.js';
 // <two-factor: import>
 // </two-factor>
 // <magic-links: import>
+import { PgMagicLinks } from './magic-links.js';
 // </magic-links>
 // <users: import>
 // </users>
@@ -88,6 +89,7 @@ class PgStore implements Store {
   // <two-factor: field>
   // </two-factor>
   // <magic-links: field>
+  readonly magicLinks;
   // </magic-links>
   // <users: field>
   // </users>
@@ -125,6 +127,7 @@ class PgStore implements Store {
     // <two-factor: construct>
     // </two-factor>
     // <magic-links: construct>
+    this.magicLinks = new PgMagicLinks(db);
     // </magic-links>
     // <users: construct>
     // </users>

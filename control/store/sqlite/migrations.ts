@@ -647,6 +647,30 @@ const authSettingsMore: Migration = {
 // </two-factor>
 
 // <magic-links: migration 0026>
+/**
+ * Magic links (auth/magic-links): the token's SHA-256 only, the address, the checked callback URL and
+ * the asking browser's challenge; used_at set once by a conditional UPDATE (single use). test_token:
+ * the test environment's encrypted token (never sent), for the test-only read route.
+ */
+const magicLinks: Migration = {
+  id: '0026_magic_links',
+  sql: `
+    CREATE TABLE auth_magic_links (
+      token_hash TEXT PRIMARY KEY,
+      project_id TEXT NOT NULL,
+      env TEXT NOT NULL,
+      email TEXT NOT NULL,
+      callback_url TEXT NOT NULL,
+      client_challenge TEXT,
+      created_at INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL,
+      used_at INTEGER,
+      test_token TEXT
+    ) WITHOUT ROWID;
+    CREATE INDEX auth_magic_links_address ON auth_magic_links (project_id, env, email, created_at);
+    CREATE INDEX auth_magic_links_expiry ON auth_magic_links (expires_at);
+  `,
+};
 // </magic-links>
 
 // <users: migration 0027>
@@ -680,6 +704,7 @@ export const migrations: readonly Migration[] = [
   // <two-factor: migration list>
   // </two-factor>
   // <magic-links: migration list>
+  magicLinks,
   // </magic-links>
   // <users: migration list>
   // </users>

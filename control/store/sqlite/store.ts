@@ -32,6 +32,7 @@ import { SqliteInbound } from './inbound.js';
 // <two-factor: import>
 // </two-factor>
 // <magic-links: import>
+import { SqliteMagicLinks } from './magic-links.js';
 // </magic-links>
 // <users: import>
 // </users>
@@ -69,6 +70,7 @@ class SqliteStore implements Store {
   // <two-factor: field>
   // </two-factor>
   // <magic-links: field>
+  readonly magicLinks;
   // </magic-links>
   // <users: field>
   // </users>
@@ -117,6 +119,7 @@ class SqliteStore implements Store {
     // <two-factor: construct>
     // </two-factor>
     // <magic-links: construct>
+    this.magicLinks = new SqliteMagicLinks(db, writer);
     // </magic-links>
     // <users: construct>
     // </users>
