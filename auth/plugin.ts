@@ -14,6 +14,7 @@ import { authCommands } from './cli.js';
 // <passkeys: import>
 // </passkeys>
 // <two-factor: import>
+import { twoFactorRoutes } from './two-factor/routes.js';
 // </two-factor>
 // <magic-links: import>
 import { magicLinkRoutes } from './magic-links/routes.js';
@@ -56,6 +57,7 @@ export function createAuth(deps?: AuthDeps): Auth | Pick<Auth, 'commands'> {
     // <passkeys: public routes>
     // </passkeys>
     // <two-factor: public routes>
+    await app.register(twoFactorRoutes(ctx, ctx.twoFactor));
     // </two-factor>
     // <magic-links: public routes>
     await app.register(magicLinkRoutes(ctx, ctx.magicLinks));

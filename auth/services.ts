@@ -16,6 +16,8 @@ import { KeylessLimits } from './keyless.js';
 // <passkeys: import>
 // </passkeys>
 // <two-factor: import>
+import { TwoFactorService } from './two-factor/service.js';
+import { twoFactorGate } from './two-factor/gate.js';
 // </two-factor>
 // <magic-links: import>
 import { MagicLinkService } from './magic-links/service.js';
@@ -64,6 +66,8 @@ export interface AuthServices {
   // <passkeys: service>
   // </passkeys>
   // <two-factor: service>
+  /** Second factors: TOTP and backup codes, the gate that holds sign-ins for them (auth/two-factor). */
+  twoFactor: TwoFactorService;
   // </two-factor>
   // <magic-links: service>
   /** Emailed single-use sign-in links (auth/magic-links). */
@@ -97,6 +101,8 @@ export function createAuthServices(o: AuthDeps): AuthServices {
   // <passkeys: construct and gate>
   // </passkeys>
   // <two-factor: construct and gate>
+  const twoFactor = new TwoFactorService({ store: o.store.twoFactor, users: store, crypto, projects, sessions, events, limiter: o.limiter });
+  sessions.addGate(twoFactorGate(twoFactor));
   // </two-factor>
   // <magic-links: construct and gate>
   const magicLinks = new MagicLinkService({
@@ -134,6 +140,7 @@ export function createAuthServices(o: AuthDeps): AuthServices {
     // <passkeys: service field>
     // </passkeys>
     // <two-factor: service field>
+    twoFactor,
     // </two-factor>
     // <magic-links: service field>
     magicLinks,

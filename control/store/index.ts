@@ -929,6 +929,67 @@ export interface Operations {
 // </passkeys>
 
 // <two-factor: store interface>
+
+/** A user's authenticator-app secret (auth/two-factor). */
+export interface TotpRow {
+  userId: string;
+  /** base32, encrypted (AuthCrypto.encrypt). */
+  secret: string;
+  createdAt: number;
+  /** Null until a first code proved the app has it. */
+  confirmedAt: number | null;
+  /** The last time step whose code was accepted: that step and every earlier one are refused (no replay). */
+  lastStep: number | null;
+}
+
+/** A sign-in held for its second factor: the ticket (hashed) and what the session will be once it is given. */
+export interface PendingSignInRow {
+  ticketHash: string;
+  projectId: string;
+  env: Env;
+  userId: string;
+  provider: string;
+  ip: string | null;
+  userAgent: string | null;
+  sessionTtlMs: number;
+  /** The project requires a second factor the user has not enrolled yet: enrolment with the ticket comes first. */
+  enrol: boolean;
+  /** Codes tried with this ticket. */
+  attempts: number;
+  expiresAt: number;
+}
+
+export type PendingAttempt = { status: 'ok'; pending: PendingSignInRow } | { status: 'missing' | 'expired' | 'locked' };
+
+export interface TwoFactorStore {
+  totp(userId: string): Promise<TotpRow | undefined>;
+  /** Replaces any unconfirmed secret with this one; false (nothing changed) when the user has a confirmed one. */
+  startTotp(userId: string, secret: string, at: number): Promise<boolean>;
+  /**
+   * Confirms the user's unconfirmed secret `secret` with the step of its first code and replaces the backup codes,
+   * atomically; false when that secret is not waiting any more (confirmed by a racer, replaced, removed).
+   */
+  confirmTotp(userId: string, secret: string, step: number, at: number, backupCodeHashes: string[]): Promise<boolean>;
+  /** Records `step` as used when the user's secret is confirmed and its last used step is earlier; false otherwise (a replay). Atomic. */
+  useTotpStep(userId: string, step: number): Promise<boolean>;
+  /** Removes the secret and the backup codes; false when there was no secret. */
+  removeTotp(userId: string): Promise<boolean>;
+  backupCodesLeft(userId: string): Promise<number>;
+  /** The user's backup codes become these (the old ones are void). */
+  replaceBackupCodes(userId: string, codeHashes: string[], at: number): Promise<void>;
+  /** Spends an unused backup code; false when it is not one or was used. Atomic: of two racers one wins. */
+  useBackupCode(userId: string, codeHash: string, at: number): Promise<boolean>;
+
+  putPending(row: Omit<PendingSignInRow, 'attempts'>): Promise<void>;
+  /** The ticket of this project and environment, as it stands (not counted as a try). */
+  pending(ticketHash: string, projectId: string, env: Env, now: number): Promise<PendingAttempt>;
+  /** Counts one try of a code against the ticket of this project and environment, atomically; 'locked' past `maxAttempts`. */
+  attemptPending(ticketHash: string, projectId: string, env: Env, now: number, maxAttempts: number): Promise<PendingAttempt>;
+  /** Removes the ticket; false when it was gone already (a racer finished the sign-in). */
+  takePending(ticketHash: string): Promise<boolean>;
+  /** Drops expired tickets. */
+  prune(now: number): Promise<void>;
+}
 // </two-factor>
 
 // <magic-links: store interface>
@@ -1007,6 +1068,8 @@ export interface Store {
   // <passkeys: store field>
   // </passkeys>
   // <two-factor: store field>
+  /** Second factors: TOTP secrets, backup codes, pending sign-ins (auth/two-factor). */
+  readonly twoFactor: TwoFactorStore;
   // </two-factor>
   // <magic-links: store field>
   readonly magicLinks: MagicLinks;

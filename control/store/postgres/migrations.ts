@@ -554,6 +554,41 @@ export const migrations: readonly PgMigration[] = [
   // <passkeys: migration 0024>
   // </passkeys>
   // <two-factor: migration 0025>
+  {
+    // Second factors (auth/two-factor); see the SQLite step of the same id.
+    id: '0025_two_factor',
+    sql: `
+      CREATE TABLE auth_totp (
+        user_id TEXT PRIMARY KEY REFERENCES auth_users(id) ON DELETE CASCADE,
+        secret TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        confirmed_at BIGINT,
+        last_step BIGINT
+      );
+      CREATE TABLE auth_backup_codes (
+        user_id TEXT NOT NULL REFERENCES auth_users(id) ON DELETE CASCADE,
+        code_hash TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        used_at BIGINT,
+        PRIMARY KEY (user_id, code_hash)
+      );
+      CREATE TABLE auth_pending_sign_ins (
+        ticket_hash TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        env TEXT NOT NULL,
+        user_id TEXT NOT NULL REFERENCES auth_users(id) ON DELETE CASCADE,
+        provider TEXT NOT NULL,
+        ip TEXT,
+        user_agent TEXT,
+        session_ttl_ms BIGINT NOT NULL,
+        enrol BOOLEAN NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        expires_at BIGINT NOT NULL
+      );
+      CREATE INDEX auth_pending_sign_ins_user ON auth_pending_sign_ins(user_id);
+      CREATE INDEX auth_pending_sign_ins_expiry ON auth_pending_sign_ins(expires_at);
+    `,
+  },
   // </two-factor>
   // <magic-links: migration 0026>
   {

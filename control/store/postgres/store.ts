@@ -32,6 +32,7 @@ import { PgInbound } from './inbound.js';
 // <passkeys: import>
 // </passkeys>
 // <two-factor: import>
+import { PgTwoFactor } from './two-factor.js';
 // </two-factor>
 // <magic-links: import>
 import { PgMagicLinks } from './magic-links.js';
@@ -87,6 +88,7 @@ class PgStore implements Store {
   // <passkeys: field>
   // </passkeys>
   // <two-factor: field>
+  readonly twoFactor;
   // </two-factor>
   // <magic-links: field>
   readonly magicLinks;
@@ -125,6 +127,7 @@ class PgStore implements Store {
     // <passkeys: construct>
     // </passkeys>
     // <two-factor: construct>
+    this.twoFactor = new PgTwoFactor(db);
     // </two-factor>
     // <magic-links: construct>
     this.magicLinks = new PgMagicLinks(db);

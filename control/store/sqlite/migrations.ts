@@ -644,6 +644,45 @@ const authSettingsMore: Migration = {
 // </passkeys>
 
 // <two-factor: migration 0025>
+/**
+ * Second factors (auth/two-factor): a user's TOTP secret (encrypted; the last step used, so no code counts
+ * twice), backup codes (keyed hashes, single use) and sign-ins held for their second factor (the ticket's
+ * hash). Each goes with its user (ON DELETE CASCADE).
+ */
+const twoFactor: Migration = {
+  id: '0025_two_factor',
+  sql: `
+    CREATE TABLE auth_totp (
+      user_id TEXT PRIMARY KEY REFERENCES auth_users(id) ON DELETE CASCADE,
+      secret TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      confirmed_at INTEGER,
+      last_step INTEGER
+    ) WITHOUT ROWID;
+    CREATE TABLE auth_backup_codes (
+      user_id TEXT NOT NULL REFERENCES auth_users(id) ON DELETE CASCADE,
+      code_hash TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      used_at INTEGER,
+      PRIMARY KEY (user_id, code_hash)
+    ) WITHOUT ROWID;
+    CREATE TABLE auth_pending_sign_ins (
+      ticket_hash TEXT PRIMARY KEY,
+      project_id TEXT NOT NULL,
+      env TEXT NOT NULL,
+      user_id TEXT NOT NULL REFERENCES auth_users(id) ON DELETE CASCADE,
+      provider TEXT NOT NULL,
+      ip TEXT,
+      user_agent TEXT,
+      session_ttl_ms INTEGER NOT NULL,
+      enrol INTEGER NOT NULL,
+      attempts INTEGER NOT NULL DEFAULT 0,
+      expires_at INTEGER NOT NULL
+    );
+    CREATE INDEX auth_pending_sign_ins_user ON auth_pending_sign_ins(user_id);
+    CREATE INDEX auth_pending_sign_ins_expiry ON auth_pending_sign_ins(expires_at);
+  `,
+};
 // </two-factor>
 
 // <magic-links: migration 0026>
@@ -702,6 +741,7 @@ export const migrations: readonly Migration[] = [
   // <passkeys: migration list>
   // </passkeys>
   // <two-factor: migration list>
+  twoFactor,
   // </two-factor>
   // <magic-links: migration list>
   magicLinks,

@@ -30,6 +30,7 @@ import { SqliteInbound } from './inbound.js';
 // <passkeys: import>
 // </passkeys>
 // <two-factor: import>
+import { SqliteTwoFactor } from './two-factor.js';
 // </two-factor>
 // <magic-links: import>
 import { SqliteMagicLinks } from './magic-links.js';
@@ -68,6 +69,7 @@ class SqliteStore implements Store {
   // <passkeys: field>
   // </passkeys>
   // <two-factor: field>
+  readonly twoFactor;
   // </two-factor>
   // <magic-links: field>
   readonly magicLinks;
@@ -117,6 +119,7 @@ class SqliteStore implements Store {
     // <passkeys: construct>
     // </passkeys>
     // <two-factor: construct>
+    this.twoFactor = new SqliteTwoFactor(db, writer);
     // </two-factor>
     // <magic-links: construct>
     this.magicLinks = new SqliteMagicLinks(db, writer);
