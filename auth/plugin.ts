@@ -20,6 +20,7 @@ import { twoFactorRoutes } from './two-factor/routes.js';
 import { magicLinkRoutes } from './magic-links/routes.js';
 // </magic-links>
 // <users: import>
+import { adminUserRoutes, userRoutes } from './users/routes.js';
 // </users>
 // <signing-keys: import>
 // </signing-keys>
@@ -63,6 +64,7 @@ export function createAuth(deps?: AuthDeps): Auth | Pick<Auth, 'commands'> {
     await app.register(magicLinkRoutes(ctx, ctx.magicLinks));
     // </magic-links>
     // <users: public routes>
+    await app.register(userRoutes(ctx, ctx.users));
     // </users>
     // <signing-keys: public routes>
     // </signing-keys>
@@ -85,6 +87,7 @@ export function createAuth(deps?: AuthDeps): Auth | Pick<Auth, 'commands'> {
     // <magic-links: admin routes>
     // </magic-links>
     // <users: admin routes>
+    await app.register(adminUserRoutes(ctx, ctx.users));
     // </users>
     // <signing-keys: admin routes>
     // </signing-keys>

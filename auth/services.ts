@@ -23,6 +23,7 @@ import { twoFactorGate } from './two-factor/gate.js';
 import { MagicLinkService } from './magic-links/service.js';
 // </magic-links>
 // <users: import>
+import { UserManagement } from './users/service.js';
 // </users>
 // <signing-keys: import>
 // </signing-keys>
@@ -74,6 +75,8 @@ export interface AuthServices {
   magicLinks: MagicLinkService;
   // </magic-links>
   // <users: service>
+  /** User management (auth/users): the project backend's and the operator's; its ban gate refuses sign-ins. */
+  users: UserManagement;
   // </users>
   // <signing-keys: service>
   // </signing-keys>
@@ -119,6 +122,8 @@ export function createAuthServices(o: AuthDeps): AuthServices {
   });
   // </magic-links>
   // <users: construct and gate>
+  const users = new UserManagement({ store: o.store.users, sessions, events });
+  sessions.addGate(users.gate);
   // </users>
   // <signing-keys: construct and gate>
   // </signing-keys>
@@ -146,6 +151,7 @@ export function createAuthServices(o: AuthDeps): AuthServices {
     magicLinks,
     // </magic-links>
     // <users: service field>
+    users,
     // </users>
     // <signing-keys: service field>
     // </signing-keys>

@@ -17,7 +17,7 @@ const object = (properties: Record<string, unknown>) => ({ type: 'object', requi
 export const keySchema = object({
   id: { type: 'string' },
   kind: { type: 'string', enum: ['live', 'test'] },
-  scope: { type: 'string', enum: ['all', 'auth'] },
+  scope: { type: 'string', enum: ['all', 'auth', 'users'] },
   prefix: { type: 'string', description: 'The start and end of the key, as shown at creation (pg_live_AbCd…wXyZ).' },
   created_at: { type: 'string' },
   revoked_at: nullableString,

@@ -24,7 +24,7 @@ export interface AdminOptions {
 }
 
 const nullableString = { type: ['string', 'null'] } as const;
-const keyKinds = { kind: { type: 'string', enum: ['live', 'test'] }, scope: { type: 'string', enum: ['all', 'auth'] } } as const;
+const keyKinds = { kind: { type: 'string', enum: ['live', 'test'] }, scope: { type: 'string', enum: ['all', 'auth', 'users'] } } as const;
 /** Every field of an auth audit entry (Fastify answers only the fields a response schema lists). */
 const auditEntrySchema = {
   type: 'object',
@@ -204,7 +204,7 @@ export const adminRoutes: FastifyPluginAsync<AdminOptions> = async (app, { confi
           type: 'object',
           additionalProperties: false,
           required: ['kind'],
-          properties: { kind: { enum: ['live', 'test'] }, scope: { enum: ['all', 'auth'] } },
+          properties: { kind: { enum: ['live', 'test'] }, scope: { enum: ['all', 'auth', 'users'] } },
         },
         response: {
           201: {

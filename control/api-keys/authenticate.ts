@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify
 import { ApiError } from '../../core/errors.js';
 import type { Invalidator } from '../../core/invalidation.js';
 import { hashKey } from './issue.js';
-import type { ApiKeyRow, Project, Store } from '../store/index.js';
+import type { ApiKeyRow, KeyScope, Project, Store } from '../store/index.js';
 import { fromHeaders } from './credentials.js';
 
 export interface Caller {
@@ -21,7 +21,7 @@ declare module 'fastify' {
 
 export interface KeyRequirement {
   kinds: ReadonlyArray<'live' | 'test'>;
-  scopes: ReadonlyArray<'all' | 'auth'>;
+  scopes: ReadonlyArray<KeyScope>;
 }
 
 export const MAIL_KEYS: KeyRequirement = { kinds: ['live'], scopes: ['all'] };
@@ -87,7 +87,7 @@ export class KeyAuthenticator {
   private check(key: ApiKeyRow | null, need: KeyRequirement): ApiKeyRow {
     if (!key || key.revokedAt !== null) throw new ApiError('INVALID_API_KEY', 'Invalid API key');
     if (!fits(key, need)) {
-      throw new ApiError('INVALID_API_KEY', `This ${key.kind} key${key.scope === 'auth' ? ' (auth scope)' : ''} cannot call this API`);
+      throw new ApiError('INVALID_API_KEY', `This ${key.kind} key${key.scope === 'all' ? '' : ` (${key.scope} scope)`} cannot call this API`);
     }
     return key;
   }

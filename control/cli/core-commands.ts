@@ -31,7 +31,7 @@ export const coreCommands: Commands = {
     },
   },
   'key create': {
-    usage: 'key create --project S --kind live|test [--scope all|auth]',
+    usage: 'key create --project S --kind live|test [--scope all|auth|users]',
     async run(c) {
       const scope = c.opts.scope;
       const d = await c.call('POST', `/admin/v1/projects/${c.slug()}/keys`, { kind: c.need('kind'), ...(typeof scope === 'string' ? { scope } : {}) });

@@ -46,7 +46,8 @@ export type {
 // Projects and keys
 
 export type KeyKind = 'live' | 'test';
-export type KeyScope = 'all' | 'auth';
+/** all: every API; auth: the browser-safe sign-in routes; users: user management (auth/users), server-side only. */
+export type KeyScope = 'all' | 'auth' | 'users';
 export type ProjectStatus = 'active' | 'paused';
 
 export interface Project {
@@ -1041,6 +1042,79 @@ export interface MagicLinks {
 // </magic-links>
 
 // <users: store interface>
+// User management (auth/users): the operator's and the project backend's view of a project's users.
+
+/** A ban: sign-in refused while it lasts (`expiresAt` null: until lifted). */
+export interface BanRow {
+  bannedAt: number;
+  reason: string;
+  expiresAt: number | null;
+}
+
+/** A user with what only user management reads or sets. */
+export interface ManagedUser {
+  user: UserRow;
+  phoneVerified: boolean;
+  /** The app's own data about the user (JSON object, at most 16 kB). */
+  metadata: Record<string, unknown>;
+  /** The last ban set (it may have ended: compare expiresAt with the clock); null: never banned or unbanned. */
+  ban: BanRow | null;
+}
+
+export interface IdentityRow {
+  provider: string;
+  subject: string;
+  createdAt: number;
+}
+
+/** A page of a project's users, newest first; every filter optional. */
+export interface UserQuery {
+  limit: number;
+  /** A user id: the page starts after it (keyset). */
+  after?: string;
+  /** Case-insensitive: the whole address. */
+  email?: string;
+  /** Case-insensitive: addresses starting with it (taken literally: % and _ are no wildcards). */
+  emailPrefix?: string;
+  phone?: string;
+  /** Users with an identity of this provider (and this subject, when given). */
+  provider?: string;
+  subject?: string;
+  /** Epoch ms; after: at or after, before: strictly before. */
+  createdAfter?: number;
+  createdBefore?: number;
+  lastSignInAfter?: number;
+  lastSignInBefore?: number;
+}
+
+export interface UserChanges {
+  emailVerified?: boolean;
+  phoneVerified?: boolean;
+  name?: string | null;
+  metadata?: Record<string, unknown>;
+}
+
+export interface UserAdmin {
+  /** Undefined when `after` names no user of the project and environment. */
+  list(projectId: string, env: Env, q: UserQuery): Promise<{ users: ManagedUser[]; hasMore: boolean } | undefined>;
+  get(projectId: string, env: Env, userId: string): Promise<ManagedUser | undefined>;
+  identities(projectId: string, env: Env, userId: string): Promise<IdentityRow[]>;
+  /** Sessions neither revoked nor expired at `now`, newest first. */
+  liveSessions(projectId: string, env: Env, userId: string, now: number): Promise<SessionRow[]>;
+  /** 'conflict': a verified email another user of the environment has verified too. */
+  update(projectId: string, env: Env, userId: string, changes: UserChanges): Promise<ManagedUser | undefined | 'conflict'>;
+  ban(projectId: string, env: Env, userId: string, ban: BanRow): Promise<ManagedUser | undefined>;
+  unban(projectId: string, env: Env, userId: string): Promise<ManagedUser | undefined>;
+  /** The ban of a user (the sign-in gate reads it), whatever its project. */
+  banOf(userId: string): Promise<BanRow | null>;
+  /**
+   * Removes the user's personal data in one transaction: its sessions (revoked, then deleted), identities,
+   * exchange codes, the sign-in codes of its address and number, the address, number, IP and agent of its
+   * audit entries (ids and types stay), then the user (other features' rows go with it: ON DELETE CASCADE).
+   * Returns the token hashes of sessions still live at that moment (for caches).
+   */
+  delete(projectId: string, env: Env, userId: string, now: number): Promise<{ user: UserRow; revokedTokenHashes: string[] } | undefined>;
+}
 // </users>
 
 // <signing-keys: store interface>
@@ -1075,6 +1149,8 @@ export interface Store {
   readonly magicLinks: MagicLinks;
   // </magic-links>
   // <users: store field>
+  /** User management (auth/users). */
+  readonly users: UserAdmin;
   // </users>
   // <signing-keys: store field>
   // </signing-keys>

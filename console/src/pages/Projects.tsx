@@ -65,7 +65,7 @@ function Meter({ label, used, limit }: { label: string; used: number; limit: num
 function NewKey({ slug, onCreated }: { slug: string; onCreated: () => void }) {
   const { busy, error, run } = useAction();
   const [kind, setKind] = useState<'live' | 'test'>('live');
-  const [scope, setScope] = useState<'all' | 'auth'>('all');
+  const [scope, setScope] = useState<'all' | 'auth' | 'users'>('all');
   const [shown, setShown] = useState<{ key: string; kind: string; scope: string }>();
   const create = async () => {
     const out = await run(() => ok(api.POST('/admin/v1/projects/{slug}/keys', { params: { path: { slug } }, body: { kind, scope } })));
@@ -86,9 +86,10 @@ function NewKey({ slug, onCreated }: { slug: string; onCreated: () => void }) {
         </label>
         <label className="inline">
           <span>Scope</span>
-          <select value={scope} onChange={(e) => setScope(e.target.value as 'all' | 'auth')}>
+          <select value={scope} onChange={(e) => setScope(e.target.value as 'all' | 'auth' | 'users')}>
             <option value="all">all</option>
             <option value="auth">auth</option>
+            <option value="users">users</option>
           </select>
         </label>
         <button type="button" onClick={create} disabled={busy}>

@@ -613,6 +613,23 @@ export const migrations: readonly PgMigration[] = [
   },
   // </magic-links>
   // <users: migration 0027>
+  {
+    // User management; see the SQLite step of the same id. The address index serves exact and prefix searches.
+    id: '0027_users',
+    sql: `
+      ALTER TABLE auth_users ADD COLUMN phone_verified BOOLEAN NOT NULL DEFAULT false;
+      ALTER TABLE auth_users ADD COLUMN metadata JSONB NOT NULL DEFAULT '{}';
+      ALTER TABLE auth_users ADD COLUMN banned_at BIGINT;
+      ALTER TABLE auth_users ADD COLUMN ban_reason TEXT;
+      ALTER TABLE auth_users ADD COLUMN ban_expires_at BIGINT;
+      CREATE INDEX auth_users_listing ON auth_users(project_id, env, created_at, id);
+      CREATE INDEX auth_users_email_lower ON auth_users(project_id, env, lower(email) text_pattern_ops);
+      CREATE INDEX auth_users_phone ON auth_users(project_id, env, phone);
+      CREATE INDEX auth_users_last_sign_in ON auth_users(project_id, env, last_sign_in);
+      CREATE INDEX auth_audit_user ON auth_audit(user_id);
+      CREATE INDEX auth_exchange_codes_user ON auth_exchange_codes(user_id);
+    `,
+  },
   // </users>
   // <signing-keys: migration 0028>
   // </signing-keys>

@@ -38,6 +38,7 @@ import { PgTwoFactor } from './two-factor.js';
 import { PgMagicLinks } from './magic-links.js';
 // </magic-links>
 // <users: import>
+import { PgUsers } from './users.js';
 // </users>
 // <signing-keys: import>
 // </signing-keys>
@@ -94,6 +95,7 @@ class PgStore implements Store {
   readonly magicLinks;
   // </magic-links>
   // <users: field>
+  readonly users;
   // </users>
   // <signing-keys: field>
   // </signing-keys>
@@ -133,6 +135,7 @@ class PgStore implements Store {
     this.magicLinks = new PgMagicLinks(db);
     // </magic-links>
     // <users: construct>
+    this.users = new PgUsers(db);
     // </users>
     // <signing-keys: construct>
     // </signing-keys>

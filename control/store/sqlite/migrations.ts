@@ -713,6 +713,27 @@ const magicLinks: Migration = {
 // </magic-links>
 
 // <users: migration 0027>
+/**
+ * User management (auth/users): a user's phone-verified flag, the app's metadata (a JSON object), its ban
+ * (when, why, until when: NULL is until lifted), and indexes for listing (newest first) and searching users
+ * by address, number and last sign-in; the audit log and exchange codes by user (deletion scrubs them).
+ */
+const users: Migration = {
+  id: '0027_users',
+  sql: `
+    ALTER TABLE auth_users ADD COLUMN phone_verified INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE auth_users ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE auth_users ADD COLUMN banned_at INTEGER;
+    ALTER TABLE auth_users ADD COLUMN ban_reason TEXT;
+    ALTER TABLE auth_users ADD COLUMN ban_expires_at INTEGER;
+    CREATE INDEX auth_users_listing ON auth_users(project_id, env, created_at, id);
+    CREATE INDEX auth_users_email_lower ON auth_users(project_id, env, lower(email));
+    CREATE INDEX auth_users_phone ON auth_users(project_id, env, phone);
+    CREATE INDEX auth_users_last_sign_in ON auth_users(project_id, env, last_sign_in);
+    CREATE INDEX auth_audit_user ON auth_audit(user_id);
+    CREATE INDEX auth_exchange_codes_user ON auth_exchange_codes(user_id);
+  `,
+};
 // </users>
 
 // <signing-keys: migration 0028>
@@ -747,6 +768,7 @@ export const migrations: readonly Migration[] = [
   magicLinks,
   // </magic-links>
   // <users: migration list>
+  users,
   // </users>
   // <signing-keys: migration list>
   // </signing-keys>

@@ -36,6 +36,7 @@ import { SqliteTwoFactor } from './two-factor.js';
 import { SqliteMagicLinks } from './magic-links.js';
 // </magic-links>
 // <users: import>
+import { SqliteUsers } from './users.js';
 // </users>
 // <signing-keys: import>
 // </signing-keys>
@@ -75,6 +76,7 @@ class SqliteStore implements Store {
   readonly magicLinks;
   // </magic-links>
   // <users: field>
+  readonly users;
   // </users>
   // <signing-keys: field>
   // </signing-keys>
@@ -125,6 +127,7 @@ class SqliteStore implements Store {
     this.magicLinks = new SqliteMagicLinks(db, writer);
     // </magic-links>
     // <users: construct>
+    this.users = new SqliteUsers(db, writer);
     // </users>
     // <signing-keys: construct>
     // </signing-keys>
