@@ -2,6 +2,7 @@
 // calls the auth admin API of the running control. The CLI (control/cli) runs them;
 // they know it only through core/cli-commands.ts.
 import type { CliContext, Commands } from '../core/cli-commands.js';
+import { jwtCommands } from './jwt/cli.js';
 import { userCommands } from './users/cli.js';
 
 const flags: Record<string, string> = {
@@ -178,5 +179,5 @@ const commands: Commands = {
 
 /** The auth area's commands: createAuth (plugin.ts) hands them to the CLI's composition root. */
 export function authCommands(): Commands {
-  return { ...commands, ...userCommands() };
+  return { ...commands, ...jwtCommands, ...userCommands() };
 }

@@ -23,6 +23,7 @@ import { magicLinkRoutes } from './magic-links/routes.js';
 import { adminUserRoutes, userRoutes } from './users/routes.js';
 // </users>
 // <signing-keys: import>
+import { jwtAdminRoutes, jwtRoutes } from './jwt/routes.js';
 // </signing-keys>
 
 export type { AuthDeps } from './services.js';
@@ -67,6 +68,7 @@ export function createAuth(deps?: AuthDeps): Auth | Pick<Auth, 'commands'> {
     await app.register(userRoutes(ctx, ctx.users));
     // </users>
     // <signing-keys: public routes>
+    await app.register(jwtRoutes(ctx));
     // </signing-keys>
     // The audit log's retention too: at start (a node that was down past it) and with the rest.
     const pruneAudit = () => ctx.events.prune(deps.config.auth.auditRetentionDays).catch((err: unknown) => deps.log.warn({ err }, 'audit prune failed'));
@@ -90,6 +92,7 @@ export function createAuth(deps?: AuthDeps): Auth | Pick<Auth, 'commands'> {
     await app.register(adminUserRoutes(ctx, ctx.users));
     // </users>
     // <signing-keys: admin routes>
+    await app.register(jwtAdminRoutes(ctx));
     // </signing-keys>
   };
   return { plugin, admin, sessions: ctx.sessions, commands: authCommands() };

@@ -26,6 +26,7 @@ import { MagicLinkService } from './magic-links/service.js';
 import { UserManagement } from './users/service.js';
 // </users>
 // <signing-keys: import>
+import { SigningKeys } from './jwt/keys.js';
 // </signing-keys>
 
 /** What the composition root gives the auth capability. */
@@ -79,6 +80,8 @@ export interface AuthServices {
   users: UserManagement;
   // </users>
   // <signing-keys: service>
+  /** The JWT signing keys (auth/jwt): one set for the deployment, cached per node. */
+  signingKeys: SigningKeys;
   // </signing-keys>
 }
 
@@ -126,6 +129,7 @@ export function createAuthServices(o: AuthDeps): AuthServices {
   sessions.addGate(users.gate);
   // </users>
   // <signing-keys: construct and gate>
+  const signingKeys = new SigningKeys(o.store.signingKeys, o.secret, o.invalidator, o.log, o.config.auth.signingKeyRotationDays * 86_400_000);
   // </signing-keys>
   return {
     config: o.config,
@@ -154,6 +158,7 @@ export function createAuthServices(o: AuthDeps): AuthServices {
     users,
     // </users>
     // <signing-keys: service field>
+    signingKeys,
     // </signing-keys>
   };
 }

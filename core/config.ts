@@ -198,6 +198,8 @@ export interface AuthSettings {
    * past it a start answers 429 TOO_MANY_PENDING_SIGN_INS.
    */
   pendingSignInsPerProject: number;
+  /** Days between automatic rotations of the JWT signing key (auth/jwt); 0: only `postgate auth keys rotate`. */
+  signingKeyRotationDays: number;
 }
 
 /** The overview's alerts (GET /admin/v1/overview; deploy/config-reference.md, "Alerts"). */
@@ -362,7 +364,14 @@ const defaults = {
     scale: { dailyQuota: 1_000_000, monthlyQuota: 20_000_000, rateLimit: 1_000 },
   },
   webhooks: { retryDelays: [5, 300, 1800, 7200, 18000, 36000], maxAgeSeconds: 86400, timeoutMs: 10_000, allowCidrs: [] as string[] },
-  auth: { codeSendsPerProjectHour: 1000, auditRetentionDays: 90, keylessPerIpMinute: 60, keylessPerProjectMinute: 1200, pendingSignInsPerProject: 10_000 },
+  auth: {
+    codeSendsPerProjectHour: 1000,
+    auditRetentionDays: 90,
+    keylessPerIpMinute: 60,
+    keylessPerProjectMinute: 1200,
+    pendingSignInsPerProject: 10_000,
+    signingKeyRotationDays: 0,
+  },
   http: {
     requestTimeoutMs: 30_000,
     headersTimeoutMs: 10_000,
@@ -406,6 +415,10 @@ function authSettings(over: unknown): AuthSettings {
     throw new Error(`POSTGATE_CONFIG: auth.auditRetentionDays must be a whole number of days from 1 to 3650, got ${JSON.stringify(a.auditRetentionDays)}`);
   for (const k of ['keylessPerIpMinute', 'keylessPerProjectMinute', 'pendingSignInsPerProject'] as const)
     if (!Number.isInteger(a[k]) || a[k] < 1) throw new Error(`POSTGATE_CONFIG: auth.${k} must be a whole number of at least 1, got ${JSON.stringify(a[k])}`);
+  if (!Number.isInteger(a.signingKeyRotationDays) || a.signingKeyRotationDays < 0 || a.signingKeyRotationDays > 3650)
+    throw new Error(
+      `POSTGATE_CONFIG: auth.signingKeyRotationDays must be a whole number of days from 0 (off) to 3650, got ${JSON.stringify(a.signingKeyRotationDays)}`,
+    );
   return a;
 }
 

@@ -5,7 +5,7 @@ import { loadConfig } from '../../core/config.js';
 import { adminToken } from '../../core/secrets.js';
 import { CliError, type CliContext, type Commands } from '../../core/cli-commands.js';
 
-const FLAGS = new Set(['json', 'help', 'force']);
+const FLAGS = new Set(['json', 'help', 'force', 'now']);
 
 /** `--name value`, `--name=value` and the boolean flags above; everything else is positional. */
 function parse(argv: string[]): { opts: Record<string, string | boolean>; positionals: string[] } {

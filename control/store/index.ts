@@ -1118,6 +1118,41 @@ export interface UserAdmin {
 // </users>
 
 // <signing-keys: store interface>
+
+/**
+ * A key that signs the JWTs of every project (auth/jwt): one key set for the deployment, so every node signs
+ * with the same keys. Published in the JWKS from creation until `dropAfter`; signs from `activeFrom` until
+ * `retiredAt` (the newest active key signs).
+ */
+export interface SigningKeyRow {
+  kid: string;
+  alg: 'ES256';
+  /** The public JWK, as JSON. */
+  publicJwk: string;
+  /** The private JWK, sealed with a key derived from the master secret (core/crypto.ts). */
+  privateJwk: string;
+  createdAt: number;
+  activeFrom: number;
+  /** Stops signing at this time; null while it is the current (or next) key. */
+  retiredAt: number | null;
+  /** No longer published after this time (every token it signed has expired); null while it signs. */
+  dropAfter: number | null;
+}
+
+export interface SigningKeys {
+  /** Every key not yet deleted, oldest first. */
+  list(): Promise<SigningKeyRow[]>;
+  /** Inserts `key` only when there is no key at all (nodes starting together: one wins); true when it did. */
+  createFirst(key: SigningKeyRow): Promise<boolean>;
+  /**
+   * Adds `next` and retires every key still signing at `next.activeFrom` (retiredAt = that time, dropAfter = it +
+   * `overlapMs`), in one step serialised against other rotations and createFirst. With `ifNewestBefore`, does
+   * nothing (false) unless the newest key was created before it (automatic rotation on several nodes: one rotates).
+   */
+  rotate(next: SigningKeyRow, overlapMs: number, ifNewestBefore?: number): Promise<boolean>;
+  /** Deletes the keys no longer published at `now`; how many. */
+  prune(now: number): Promise<number>;
+}
 // </signing-keys>
 
 export interface Store {
@@ -1153,6 +1188,8 @@ export interface Store {
   readonly users: UserAdmin;
   // </users>
   // <signing-keys: store field>
+  /** The JWT signing keys (auth/jwt). */
+  readonly signingKeys: SigningKeys;
   // </signing-keys>
   /** Commits and writes since start (metrics). */
   stats(): { commits: number; writes: number };

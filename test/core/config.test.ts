@@ -20,6 +20,7 @@ describe('auth.auditRetentionDays', () => {
       keylessPerIpMinute: 60,
       keylessPerProjectMinute: 1200,
       pendingSignInsPerProject: 10_000,
+      signingKeyRotationDays: 0,
     };
     expect(loadConfig({}).auth).toEqual(auth);
     expect(withConfig({ auth: { auditRetentionDays: 7 } })().auth).toEqual({ ...auth, auditRetentionDays: 7 });

@@ -141,6 +141,10 @@ export class PostgateClient {
   // <magic-links: client methods>
   // </magic-links>
   // <signing-keys: client methods>
+  /** A short-lived JWT of the session for your backend (verify it with the JWKS at /.well-known/jwks.json). */
+  getToken(sessionToken: string): Promise<import('./types.js').SessionJwt> {
+    return this.request('POST', '/token', {}, sessionToken);
+  }
   // </signing-keys>
 }
 

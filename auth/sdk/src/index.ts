@@ -21,4 +21,6 @@ export type { User, Session, Provider, ProviderId, Method, SignedIn, TelegramWid
 // <magic-links: exports>
 // </magic-links>
 // <signing-keys: exports>
+export { JwtCache, REFRESH_BEFORE_MS } from './token.js';
+export type { SessionJwt } from './types.js';
 // </signing-keys>

@@ -7,6 +7,7 @@ import { PostgateClient } from './client.js';
 import { PostgateError, toPostgateError } from './errors.js';
 import { readVerifier } from './binding.js';
 import { tokenStore, type StorageKind } from './storage.js';
+import { useSessionJwt } from './token.js';
 import type { Session, SignedIn, TelegramWidgetData, User } from './types.js';
 
 export interface PostgateConfig {
@@ -61,6 +62,8 @@ export interface PostgateContextValue extends PostgateState {
   // <magic-links: context value>
   // </magic-links>
   // <signing-keys: context value>
+  /** A JWT of the session for your backend: kept, renewed shortly before it expires, null when signed out. */
+  getToken(): Promise<string | null>;
   // </signing-keys>
 }
 
@@ -234,9 +237,17 @@ export function PostgateProvider({ config, children }: { config: PostgateConfig;
 
   const clearError = useCallback(() => setState((s) => ({ ...s, error: null, errorCode: null })), []);
 
+  // A JWT refused with SESSION_INVALID: signed out, as a kept session that ended is at start.
+  const getToken = useSessionJwt(client, token, () => {
+    store.clear();
+    setToken(null);
+    setState({ user: null, session: null, loading: false, error: null, errorCode: null });
+    latest.current.onSignOut?.();
+  });
+
   const value = useMemo<PostgateContextValue>(
-    () => ({ ...state, token, client, signIn, signOut, clearError }),
-    [state, token, client, signIn, signOut, clearError],
+    () => ({ ...state, token, client, signIn, signOut, clearError, getToken }),
+    [state, token, client, signIn, signOut, clearError, getToken],
   );
   return <Ctx.Provider value={value}>{children}</Ctx.Provider>;
 }

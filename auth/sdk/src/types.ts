@@ -73,4 +73,11 @@ export interface HostedConfig {
 // <magic-links: types>
 // </magic-links>
 // <signing-keys: types>
+/** A JWT of the session for the app's own backend (POST /api/v1/auth/token), verified there against the JWKS. */
+export interface SessionJwt {
+  /** ES256; claims iss, sub (user id), aud, project, project_id, sid, provider, env, iat, nbf, exp, jti. */
+  token: string;
+  /** ISO 8601: at most 10 minutes away, never past the session's end. */
+  expiresAt: string;
+}
 // </signing-keys>

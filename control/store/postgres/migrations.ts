@@ -632,6 +632,22 @@ export const migrations: readonly PgMigration[] = [
   },
   // </users>
   // <signing-keys: migration 0028>
+  {
+    // The JWT signing keys (auth/jwt); see the SQLite step of the same id.
+    id: '0028_signing_keys',
+    sql: `
+      CREATE TABLE signing_keys (
+        kid TEXT PRIMARY KEY,
+        alg TEXT NOT NULL,
+        public_jwk TEXT NOT NULL,
+        private_jwk TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        active_from BIGINT NOT NULL,
+        retired_at BIGINT,
+        drop_after BIGINT
+      );
+    `,
+  },
   // </signing-keys>
 ];
 

@@ -41,6 +41,7 @@ import { PgMagicLinks } from './magic-links.js';
 import { PgUsers } from './users.js';
 // </users>
 // <signing-keys: import>
+import { PgSigningKeys } from './signing-keys.js';
 // </signing-keys>
 
 export async function openPostgresStore(config: StoreConfig & { databaseUrl: string }, invalidator: Invalidator): Promise<Store> {
@@ -98,6 +99,7 @@ class PgStore implements Store {
   readonly users;
   // </users>
   // <signing-keys: field>
+  readonly signingKeys;
   // </signing-keys>
   private readonly acceptor;
 
@@ -138,6 +140,7 @@ class PgStore implements Store {
     this.users = new PgUsers(db);
     // </users>
     // <signing-keys: construct>
+    this.signingKeys = new PgSigningKeys(db);
     // </signing-keys>
   }
 

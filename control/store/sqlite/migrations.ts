@@ -737,6 +737,22 @@ const users: Migration = {
 // </users>
 
 // <signing-keys: migration 0028>
+/** The JWT signing keys (auth/jwt): one set for the deployment; the private half sealed. */
+const signingKeys: Migration = {
+  id: '0028_signing_keys',
+  sql: `
+    CREATE TABLE signing_keys (
+      kid TEXT PRIMARY KEY,
+      alg TEXT NOT NULL,
+      public_jwk TEXT NOT NULL,
+      private_jwk TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      active_from INTEGER NOT NULL,
+      retired_at INTEGER,
+      drop_after INTEGER
+    );
+  `,
+};
 // </signing-keys>
 
 export const migrations: readonly Migration[] = [
@@ -771,5 +787,6 @@ export const migrations: readonly Migration[] = [
   users,
   // </users>
   // <signing-keys: migration list>
+  signingKeys,
   // </signing-keys>
 ];

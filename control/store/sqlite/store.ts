@@ -39,6 +39,7 @@ import { SqliteMagicLinks } from './magic-links.js';
 import { SqliteUsers } from './users.js';
 // </users>
 // <signing-keys: import>
+import { SqliteSigningKeys } from './signing-keys.js';
 // </signing-keys>
 
 export async function openSqliteStore(config: StoreConfig, invalidator: Invalidator): Promise<Store> {
@@ -79,6 +80,7 @@ class SqliteStore implements Store {
   readonly users;
   // </users>
   // <signing-keys: field>
+  readonly signingKeys;
   // </signing-keys>
 
   constructor(
@@ -130,6 +132,7 @@ class SqliteStore implements Store {
     this.users = new SqliteUsers(db, writer);
     // </users>
     // <signing-keys: construct>
+    this.signingKeys = new SqliteSigningKeys(db, writer);
     // </signing-keys>
   }
 
