@@ -12,6 +12,7 @@ import { hostedPlugin } from './hosted/plugin.js';
 import type { Commands } from '../core/cli-commands.js';
 import { authCommands } from './cli.js';
 // <passkeys: import>
+import { passkeyRoutes } from './passkeys/routes.js';
 // </passkeys>
 // <two-factor: import>
 import { twoFactorRoutes } from './two-factor/routes.js';
@@ -57,6 +58,7 @@ export function createAuth(deps?: AuthDeps): Auth | Pick<Auth, 'commands'> {
     await app.register(keyRoutes(ctx, deps.fastLane));
     await app.register(callbackRoutes(ctx));
     // <passkeys: public routes>
+    await app.register(passkeyRoutes(ctx));
     // </passkeys>
     // <two-factor: public routes>
     await app.register(twoFactorRoutes(ctx, ctx.twoFactor));

@@ -14,6 +14,7 @@ import { OAuthFlows } from './oauth.js';
 import { AuthEvents } from './events.js';
 import { KeylessLimits } from './keyless.js';
 // <passkeys: import>
+import { PasskeyService } from './passkeys/service.js';
 // </passkeys>
 // <two-factor: import>
 import { TwoFactorService } from './two-factor/service.js';
@@ -66,6 +67,8 @@ export interface AuthServices {
   sendSystemMail: SendSystemMail;
   limiter: Limiter;
   // <passkeys: service>
+  /** Passkeys (WebAuthn): ceremonies and credentials (auth/passkeys). */
+  passkeys: PasskeyService;
   // </passkeys>
   // <two-factor: service>
   /** Second factors: TOTP and backup codes, the gate that holds sign-ins for them (auth/two-factor). */
@@ -105,6 +108,7 @@ export function createAuthServices(o: AuthDeps): AuthServices {
   const keyless = new KeylessLimits(o.limiter, o.config.auth);
   // Each feature's service, and its gate on new sessions in this order: a ban refuses before a second factor is asked.
   // <passkeys: construct and gate>
+  const passkeys = new PasskeyService(o.store.passkeys);
   // </passkeys>
   // <two-factor: construct and gate>
   const twoFactor = new TwoFactorService({ store: o.store.twoFactor, users: store, crypto, projects, sessions, events, limiter: o.limiter });
@@ -147,6 +151,7 @@ export function createAuthServices(o: AuthDeps): AuthServices {
     sendSystemMail: o.sendSystemMail,
     limiter: o.limiter,
     // <passkeys: service field>
+    passkeys,
     // </passkeys>
     // <two-factor: service field>
     twoFactor,

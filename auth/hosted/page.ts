@@ -27,6 +27,8 @@ export interface WidgetConfig {
   codeLength: number;
   resendAfterSeconds: number;
   // <passkeys: widget config>
+  /** The project turned passkeys on: the script adds the passkey button and the email field's passkey autofill. */
+  passkeys?: boolean;
   // </passkeys>
   // <magic-links: widget config>
   /** The project enabled email sign-in links: the email step offers "Email me a sign-in link". */

@@ -16,6 +16,9 @@ import { pickLang, type Key } from './i18n.js';
 import { renderPage, type WidgetConfig, type WidgetProvider } from './page.js';
 import { type Hosted, withCode } from './project.js';
 import { errors, schemas, tags } from './schemas.js';
+// <passkeys: import>
+import { hostedPasskeyRoutes, passkeysEnabled } from '../passkeys/hosted.js';
+// </passkeys>
 
 const P = '/api/v1/auth';
 const CODE_LENGTH = 6;
@@ -206,6 +209,7 @@ export const hostedRoutes =
           codeLength: CODE_LENGTH,
           resendAfterSeconds,
           // <passkeys: widget config>
+          passkeys: Boolean(project && !error && (await passkeysEnabled(ctx, project.id, connectionIp(req)))),
           // </passkeys>
           // <magic-links: widget config>
           magicLink: false,
@@ -239,6 +243,7 @@ export const hostedRoutes =
     );
 
     // <passkeys: hosted routes>
+    await app.register(hostedPasskeyRoutes(ctx, hosted));
     // </passkeys>
     // <magic-links: hosted routes>
     // </magic-links>

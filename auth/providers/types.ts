@@ -3,8 +3,19 @@
 import type { SignInProfile } from '../../control/store/index.js';
 import type { RegionRule } from '../region.js';
 
-export type Method = 'oauth' | 'id_token' | 'silent_token' | 'instant_token' | 'oidc' | 'widget' | 'miniapp' | 'otp' | 'magic_link';
-export const allMethods: readonly Method[] = ['oauth', 'id_token', 'silent_token', 'instant_token', 'oidc', 'widget', 'miniapp', 'otp', 'magic_link'];
+export type Method = 'oauth' | 'id_token' | 'silent_token' | 'instant_token' | 'oidc' | 'widget' | 'miniapp' | 'otp' | 'magic_link' | 'webauthn';
+export const allMethods: readonly Method[] = [
+  'oauth',
+  'id_token',
+  'silent_token',
+  'instant_token',
+  'oidc',
+  'widget',
+  'miniapp',
+  'otp',
+  'magic_link',
+  'webauthn',
+];
 
 export interface Endpoints {
   authorizationUrl?: string;

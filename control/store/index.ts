@@ -927,6 +927,73 @@ export interface Operations {
 // below; its implementations in control/store/{postgres,sqlite}/<feature>.ts.
 
 // <passkeys: store interface>
+/** A WebAuthn credential (auth/passkeys) of a user, for one project and environment. */
+export interface PasskeyRow {
+  id: string;
+  projectId: string;
+  env: Env;
+  userId: string;
+  /** base64url, as the browser names it; unique per project and environment. */
+  credentialId: string;
+  /** The COSE public key. */
+  publicKey: Uint8Array;
+  counter: number;
+  transports: string[];
+  deviceType: 'singleDevice' | 'multiDevice';
+  backedUp: boolean;
+  backupEligible: boolean;
+  aaguid: string;
+  name: string;
+  rpId: string;
+  createdAt: number;
+  lastUsedAt: number | null;
+}
+
+/** A ceremony's challenge: stored hashed, taken once. */
+export interface PasskeyChallengeRow {
+  challengeHash: string;
+  projectId: string;
+  env: Env;
+  /** The signed-in user who registers; null for a sign-in. */
+  userId: string | null;
+  purpose: 'register' | 'authenticate';
+  rpId: string;
+  /** The origin the ceremony runs on (checked against the client data). */
+  origin: string;
+  expiresAt: number;
+}
+
+export interface Passkeys {
+  /** False when the credential id is already registered in the project and environment. */
+  add(p: PasskeyRow): Promise<boolean>;
+  byCredentialId(projectId: string, env: Env, credentialId: string): Promise<PasskeyRow | undefined>;
+  /** The user's passkeys, oldest first. */
+  listForUser(projectId: string, env: Env, userId: string): Promise<PasskeyRow[]>;
+  /** Removes one of the user's passkeys; the removed row, or undefined when it is not theirs (or not there). */
+  remove(projectId: string, env: Env, userId: string, id: string): Promise<PasskeyRow | undefined>;
+  /**
+   * Records a use: the counter must grow (unless both are 0), atomically against racers on any node; false
+   * when it did not (a cloned authenticator, or a replay) and nothing is changed.
+   */
+  use(id: string, counter: number, backedUp: boolean, at: number): Promise<boolean>;
+  putChallenge(c: PasskeyChallengeRow): Promise<void>;
+  /** Takes (deletes) a challenge: one taker on any node; expired ones are returned too (the caller refuses them). */
+  takeChallenge(challengeHash: string): Promise<PasskeyChallengeRow | undefined>;
+  /**
+   * The single-use svc_code of a hosted passkey sign-in (auth_exchange_codes, as OAuth's): exchanged at
+   * /exchange-code like any other. False when the user is not the project's and environment's.
+   */
+  insertExchange(
+    x: { codeHash: string; expiresAt: number; clientChallenge: string | null },
+    projectId: string,
+    env: Env,
+    userId: string,
+    provider: string,
+    origin: Origin,
+  ): Promise<boolean>;
+  /** Drops expired challenges. */
+  prune(now: number): Promise<void>;
+}
 // </passkeys>
 
 // <two-factor: store interface>
@@ -1175,6 +1242,8 @@ export interface Store {
   /** Mail received for receiving domains (control/inbound). */
   readonly inbound: InboundEmails;
   // <passkeys: store field>
+  /** WebAuthn credentials and their ceremonies' challenges (auth/passkeys). */
+  readonly passkeys: Passkeys;
   // </passkeys>
   // <two-factor: store field>
   /** Second factors: TOTP secrets, backup codes, pending sign-ins (auth/two-factor). */

@@ -552,6 +552,43 @@ export const migrations: readonly PgMigration[] = [
     `,
   },
   // <passkeys: migration 0024>
+  {
+    // Passkeys; see the SQLite step of the same id.
+    id: '0024_passkeys',
+    sql: `
+      CREATE TABLE auth_passkeys (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        env TEXT NOT NULL,
+        user_id TEXT NOT NULL REFERENCES auth_users(id) ON DELETE CASCADE,
+        credential_id TEXT NOT NULL,
+        public_key BYTEA NOT NULL,
+        counter BIGINT NOT NULL,
+        transports JSONB NOT NULL,
+        device_type TEXT NOT NULL,
+        backed_up BOOLEAN NOT NULL,
+        backup_eligible BOOLEAN NOT NULL,
+        aaguid TEXT NOT NULL,
+        name TEXT NOT NULL,
+        rp_id TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        last_used_at BIGINT
+      );
+      CREATE UNIQUE INDEX auth_passkeys_credential ON auth_passkeys(project_id, env, credential_id);
+      CREATE INDEX auth_passkeys_user ON auth_passkeys(user_id);
+      CREATE TABLE auth_passkey_challenges (
+        challenge_hash TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        env TEXT NOT NULL,
+        user_id TEXT,
+        purpose TEXT NOT NULL,
+        rp_id TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        expires_at BIGINT NOT NULL
+      );
+      CREATE INDEX auth_passkey_challenges_expiry ON auth_passkey_challenges(expires_at);
+    `,
+  },
   // </passkeys>
   // <two-factor: migration 0025>
   {

@@ -30,6 +30,7 @@ import { PgTracking } from './tracking.js';
 import { PgTemplates } from './templates.js';
 import { PgInbound } from './inbound.js';
 // <passkeys: import>
+import { PgPasskeys } from './passkeys.js';
 // </passkeys>
 // <two-factor: import>
 import { PgTwoFactor } from './two-factor.js';
@@ -88,6 +89,7 @@ class PgStore implements Store {
   readonly templates;
   readonly inbound;
   // <passkeys: field>
+  readonly passkeys;
   // </passkeys>
   // <two-factor: field>
   readonly twoFactor;
@@ -129,6 +131,7 @@ class PgStore implements Store {
     this.templates = new PgTemplates(db, new ProjectCache<Map<string, Promise<TemplateRow | undefined>>>(invalidator, STORE_CHANNELS.templates), invalidator);
     this.inbound = new PgInbound(db);
     // <passkeys: construct>
+    this.passkeys = new PgPasskeys(db);
     // </passkeys>
     // <two-factor: construct>
     this.twoFactor = new PgTwoFactor(db);

@@ -641,6 +641,46 @@ const authSettingsMore: Migration = {
 };
 
 // <passkeys: migration 0024>
+/**
+ * Passkeys (auth/passkeys): WebAuthn credentials of users (gone with their user) and the single-use
+ * challenges of registrations and sign-ins (hashed; taken with DELETE … RETURNING).
+ */
+const passkeys: Migration = {
+  id: '0024_passkeys',
+  sql: `
+    CREATE TABLE auth_passkeys (
+      id TEXT PRIMARY KEY,
+      project_id TEXT NOT NULL,
+      env TEXT NOT NULL,
+      user_id TEXT NOT NULL REFERENCES auth_users(id) ON DELETE CASCADE,
+      credential_id TEXT NOT NULL,
+      public_key BLOB NOT NULL,
+      counter INTEGER NOT NULL,
+      transports TEXT NOT NULL,
+      device_type TEXT NOT NULL,
+      backed_up INTEGER NOT NULL,
+      backup_eligible INTEGER NOT NULL,
+      aaguid TEXT NOT NULL,
+      name TEXT NOT NULL,
+      rp_id TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      last_used_at INTEGER
+    );
+    CREATE UNIQUE INDEX auth_passkeys_credential ON auth_passkeys(project_id, env, credential_id);
+    CREATE INDEX auth_passkeys_user ON auth_passkeys(user_id);
+    CREATE TABLE auth_passkey_challenges (
+      challenge_hash TEXT PRIMARY KEY,
+      project_id TEXT NOT NULL,
+      env TEXT NOT NULL,
+      user_id TEXT,
+      purpose TEXT NOT NULL,
+      rp_id TEXT NOT NULL,
+      origin TEXT NOT NULL,
+      expires_at INTEGER NOT NULL
+    );
+    CREATE INDEX auth_passkey_challenges_expiry ON auth_passkey_challenges(expires_at);
+  `,
+};
 // </passkeys>
 
 // <two-factor: migration 0025>
@@ -776,6 +816,7 @@ export const migrations: readonly Migration[] = [
   inbound,
   authSettingsMore,
   // <passkeys: migration list>
+  passkeys,
   // </passkeys>
   // <two-factor: migration list>
   twoFactor,

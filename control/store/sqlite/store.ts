@@ -28,6 +28,7 @@ import { SqliteTracking } from './tracking.js';
 import { SqliteTemplates } from './templates.js';
 import { SqliteInbound } from './inbound.js';
 // <passkeys: import>
+import { SqlitePasskeys } from './passkeys.js';
 // </passkeys>
 // <two-factor: import>
 import { SqliteTwoFactor } from './two-factor.js';
@@ -69,6 +70,7 @@ class SqliteStore implements Store {
   readonly templates;
   readonly inbound;
   // <passkeys: field>
+  readonly passkeys;
   // </passkeys>
   // <two-factor: field>
   readonly twoFactor;
@@ -121,6 +123,7 @@ class SqliteStore implements Store {
     this.templates = new SqliteTemplates(db, writer, templates, invalidator);
     this.inbound = new SqliteInbound(db, writer);
     // <passkeys: construct>
+    this.passkeys = new SqlitePasskeys(db, writer);
     // </passkeys>
     // <two-factor: construct>
     this.twoFactor = new SqliteTwoFactor(db, writer);
