@@ -83,7 +83,7 @@ export class SigningKeys {
   async start(): Promise<void> {
     await this.store.createFirst(this.newKey(clock.now(), clock.now()));
     await this.reload();
-    this.timer = setInterval(() => void this.tick().catch(this.failed), REFRESH_MS);
+    this.timer = setInterval(() => void this.maintain().catch(this.failed), REFRESH_MS);
     this.timer.unref();
   }
 
@@ -91,9 +91,16 @@ export class SigningKeys {
     clearInterval(this.timer);
   }
 
-  private async tick(): Promise<void> {
+  /**
+   * Every REFRESH_MS: the automatic rotation when it is due (the store lets one node do it), dropped keys deleted,
+   * the set read again.
+   */
+  async maintain(): Promise<void> {
     const now = clock.now();
-    if (this.rotateEveryMs > 0 && (await this.store.rotate(this.newKey(now, now + PUBLISH_LEAD_MS), OVERLAP_MS, now - this.rotateEveryMs))) {
+    const cutoff = now - this.rotateEveryMs;
+    // Due by what this node holds (a key pair is made only then); the store decides among the nodes.
+    const due = this.rotateEveryMs > 0 && (this.keys ?? []).every((k) => k.row.createdAt < cutoff);
+    if (due && (await this.store.rotate(this.newKey(now, now + PUBLISH_LEAD_MS), OVERLAP_MS, cutoff))) {
       this.log.info('JWT signing key rotated (automatic)');
       this.invalidator.publish(CHANNEL, 'rotated');
     }

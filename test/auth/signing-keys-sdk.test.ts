@@ -17,9 +17,9 @@ function fakeServer(ttlMs = 300_000) {
   const fetch = async (url: string | URL | Request, init?: RequestInit) => {
     calls.push({ url: String(url), headers: init?.headers as Record<string, string> });
     if (hold) await new Promise<void>((r) => (release = r));
-    const session = (init?.headers as Record<string, string>).authorization!.slice(7);
-    if (revoked.has(session))
-      return new Response(JSON.stringify({ error: 'Session is invalid or expired', code: 'SESSION_INVALID' }), { status: 401 });
+    const headers = (init?.headers ?? {}) as Record<string, string>;
+    const session = (headers.authorization ?? '').slice(7);
+    if (revoked.has(session)) return new Response(JSON.stringify({ error: 'Session is invalid or expired', code: 'SESSION_INVALID' }), { status: 401 });
     return new Response(JSON.stringify({ token: `jwt-${calls.length}-${session}`, expiresAt: new Date(now + ttlMs).toISOString() }), { status: 200 });
   };
   return {

@@ -112,6 +112,27 @@ describe('SigningKeys', () => {
     b.stop();
   });
 
+  it('rotates automatically when the newest key is older than the period: once for several nodes', async () => {
+    const day = 86_400_000;
+    const a = new SigningKeys(u.store.signingKeys, SECRET, u.invalidator, log, 30 * day);
+    const b = new SigningKeys(u.store.signingKeys, SECRET, u.invalidator, log, 30 * day);
+    await Promise.all([a.start(), b.start()]);
+    const before = await a.list();
+    await Promise.all([a.maintain(), b.maintain()]);
+    expect(await a.list()).toEqual(before);
+    clock.setOffset(31 * day);
+    await Promise.all([a.maintain(), b.maintain()]);
+    const after = await b.list();
+    const added = after.filter((k) => !before.some((o) => o.kid === k.kid));
+    expect(added).toHaveLength(1);
+    expect(added[0]!.state).toBe('next');
+    expect(Date.parse(added[0]!.activeFrom) - Date.parse(added[0]!.createdAt)).toBe(PUBLISH_LEAD_MS);
+    // Keys dropped long ago were deleted by the same pass.
+    expect(after.some((k) => k.state === 'dropped')).toBe(false);
+    a.stop();
+    b.stop();
+  });
+
   it('the overlap outlasts the longest token', () => {
     expect(OVERLAP_MS).toBeGreaterThan(600_000);
     expect(PUBLISH_LEAD_MS).toBeGreaterThan(300_000);

@@ -72,6 +72,7 @@ export function useSessionJwt(client: PostgateClient, sessionToken: string | nul
   const latest = useRef({ sessionToken, signedOut });
   latest.current = { sessionToken, signedOut };
   // A sign-out, or another session: the token of the last one must not be handed out.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the cache is cleared whenever the session token changes
   useEffect(() => () => cache.clear(), [cache, sessionToken]);
   return useCallback(async () => {
     const t = latest.current.sessionToken;
