@@ -57,6 +57,10 @@ interface Surface {
   /** Query parameters of every route (the admin's env). */
   query: Record<string, unknown>;
   errors: Record<number, unknown>;
+  /** The OpenAPI operationId of a route (none on hidden routes). */
+  op(id: string): Record<string, string>;
+  /** What other features keep about the user (second factors, passkeys), for GET /users/:id. */
+  extras(scope: EventScope, userId: string): Promise<Record<string, unknown>>;
 }
 
 type Req = FastifyRequest<{ Params: { id: string; sessionId?: string }; Querystring: Record<string, string | undefined> }>;
@@ -77,6 +81,7 @@ function register(app: FastifyInstance, users: UserManagement, s: Surface): void
     {
       schema: {
         ...s.doc,
+        ...s.op('listUsers'),
         summary: "List and search the environment's users, newest first (keyset pages of at most 100)",
         querystring: query(listQuery),
         response: { 200: listAnswer, ...s.errors },
@@ -110,6 +115,7 @@ function register(app: FastifyInstance, users: UserManagement, s: Surface): void
     {
       schema: {
         ...s.doc,
+        ...s.op('getUser'),
         summary: 'A user with its identities and live sessions',
         params: params('id'),
         querystring: query(),
@@ -117,8 +123,14 @@ function register(app: FastifyInstance, users: UserManagement, s: Surface): void
       },
     },
     async (req) => {
-      const d = await users.detail(await scope(req), id(req));
-      return { ...managedOut(d.managed), identities: d.identities.map(identityOut), sessions: d.sessions.map(userSessionOut) };
+      const where = await scope(req);
+      const d = await users.detail(where, id(req));
+      return {
+        ...managedOut(d.managed),
+        identities: d.identities.map(identityOut),
+        sessions: d.sessions.map(userSessionOut),
+        ...(await s.extras(where, d.managed.user.id)),
+      };
     },
   );
 
@@ -127,6 +139,7 @@ function register(app: FastifyInstance, users: UserManagement, s: Surface): void
     {
       schema: {
         ...s.doc,
+        ...s.op('updateUser'),
         summary: "Update a user's verified flags, name or metadata",
         params: params('id'),
         querystring: query(),
@@ -142,6 +155,7 @@ function register(app: FastifyInstance, users: UserManagement, s: Surface): void
     {
       schema: {
         ...s.doc,
+        ...s.op('banUser'),
         summary: 'Ban a user (until a time, or until lifted): its live sessions end at once and every sign-in answers USER_BANNED',
         params: params('id'),
         querystring: query(),
@@ -157,7 +171,7 @@ function register(app: FastifyInstance, users: UserManagement, s: Surface): void
 
   app.post(
     `${s.base}/:id/unban`,
-    { schema: { ...s.doc, summary: "Lift a user's ban", params: params('id'), querystring: query(), response: one } },
+    { schema: { ...s.doc, ...s.op('unbanUser'), summary: "Lift a user's ban", params: params('id'), querystring: query(), response: one } },
     async (req) => managedOut(await users.unban(await scope(req), id(req))),
   );
 
@@ -166,6 +180,7 @@ function register(app: FastifyInstance, users: UserManagement, s: Surface): void
     {
       schema: {
         ...s.doc,
+        ...s.op('deleteUser'),
         summary: 'Delete a user: its sessions end, its personal data is removed; the audit log keeps a user.deleted entry without it',
         params: params('id'),
         querystring: query(),
@@ -186,6 +201,7 @@ function register(app: FastifyInstance, users: UserManagement, s: Surface): void
     {
       schema: {
         ...s.doc,
+        ...s.op('listUserSessions'),
         summary: "A user's live sessions, newest first",
         params: params('id'),
         querystring: query(),
@@ -200,6 +216,7 @@ function register(app: FastifyInstance, users: UserManagement, s: Surface): void
     {
       schema: {
         ...s.doc,
+        ...s.op('revokeUserSession'),
         summary: "End one of a user's sessions: its token is invalid at once",
         params: params('id', 'sessionId'),
         querystring: query(),
@@ -221,6 +238,7 @@ function register(app: FastifyInstance, users: UserManagement, s: Surface): void
     {
       schema: {
         ...s.doc,
+        ...s.op('revokeUserSessions'),
         summary: 'End every session of a user: their tokens are invalid at once',
         params: params('id'),
         querystring: query(),
@@ -244,7 +262,20 @@ export const userRoutes =
       params: {},
       query: {},
       errors: { ...errors, 409: errorSchema },
+      op: (operationId) => ({ operationId }),
+      extras: extrasOf(ctx),
     });
+  };
+
+/** A user's passkeys (auth/passkeys) and second factors (auth/two-factor), as GET /users/:id shows them. */
+const extrasOf =
+  (ctx: AuthServices) =>
+  async (scope: EventScope, userId: string): Promise<Record<string, unknown>> => {
+    const [passkeys, f] = await Promise.all([ctx.passkeys.listForUser(scope, userId), ctx.twoFactor.statusForUser(scope, userId)]);
+    return {
+      passkeys,
+      twoFactor: { totp: f.totp, confirmedAt: f.confirmedAt === null ? null : new Date(f.confirmedAt).toISOString(), backupCodesLeft: f.backupCodesLeft },
+    };
   };
 
 const slug = { type: 'string', pattern: '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$' } as const;
@@ -265,5 +296,7 @@ export const adminUserRoutes =
       params: { slug },
       query: { env: { type: 'string', enum: ['live', 'test'], description: 'The environment (live when omitted)' } },
       errors: { 400: errorSchema, 401: errorSchema, 404: errorSchema, 409: errorSchema },
+      op: () => ({}),
+      extras: extrasOf(ctx),
     });
   };

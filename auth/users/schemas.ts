@@ -1,6 +1,7 @@
 // JSON schemas and answers of user management (auth/users): they validate requests and describe the API in
 // the OpenAPI document. Fields are camelCase, as the auth API's User resource.
 import type { IdentityRow, ManagedUser, SessionRow } from '../../control/store/index.js';
+import { passkeyView } from '../passkeys/schemas.js';
 import { banned } from './gate.js';
 import { METADATA_MAX_BYTES } from './service.js';
 
@@ -121,13 +122,26 @@ export const listAnswer = {
   },
 } as const;
 
+export const twoFactorSchema = {
+  type: 'object',
+  required: ['totp', 'confirmedAt', 'backupCodesLeft'],
+  description: 'Second factors (two-factor)',
+  properties: {
+    totp: { type: 'boolean', description: 'A confirmed authenticator app' },
+    confirmedAt: { ...sn, format: 'date-time' },
+    backupCodesLeft: { type: 'integer' },
+  },
+} as const;
+
 export const detailAnswer = {
   type: 'object',
-  required: [...managedUserSchema.required, 'identities', 'sessions'],
+  required: [...managedUserSchema.required, 'identities', 'sessions', 'passkeys', 'twoFactor'],
   properties: {
     ...managedUserSchema.properties,
     identities: { type: 'array', items: identitySchema },
     sessions: { type: 'array', items: userSessionSchema, description: 'Live sessions, newest first' },
+    passkeys: { type: 'array', items: passkeyView },
+    twoFactor: twoFactorSchema,
   },
 } as const;
 

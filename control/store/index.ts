@@ -1176,7 +1176,7 @@ export interface UserAdmin {
   banOf(userId: string): Promise<BanRow | null>;
   /**
    * Removes the user's personal data in one transaction: its sessions (revoked, then deleted), identities,
-   * exchange codes, the sign-in codes of its address and number, the address, number, IP and agent of its
+   * exchange codes, the sign-in codes and magic links of its address and number, the address, number, IP and agent of its
    * audit entries (ids and types stay), then the user (other features' rows go with it: ON DELETE CASCADE).
    * Returns the token hashes of sessions still live at that moment (for caches).
    */

@@ -136,13 +136,12 @@ export class PgUsers implements UserAdmin {
       await tx.query('DELETE FROM auth_sessions WHERE user_id = $1', [userId]);
       await tx.query('DELETE FROM auth_identities WHERE user_id = $1', [userId]);
       await tx.query('DELETE FROM auth_exchange_codes WHERE user_id = $1', [userId]);
-      // Codes are kept by the address as the routes normalise it (lowercase) and by the E.164 number.
-      if (user.email)
-        await tx.query("DELETE FROM auth_otp_codes WHERE project_id = $1 AND env = $2 AND channel = 'email' AND target = $3", [
-          projectId,
-          env,
-          user.email.toLowerCase(),
-        ]);
+      // Codes and magic links are kept by the address as the routes normalise it (lowercase), codes also by the E.164 number.
+      if (user.email) {
+        const address = user.email.toLowerCase();
+        await tx.query("DELETE FROM auth_otp_codes WHERE project_id = $1 AND env = $2 AND channel = 'email' AND target = $3", [projectId, env, address]);
+        await tx.query('DELETE FROM auth_magic_links WHERE project_id = $1 AND env = $2 AND email = $3', [projectId, env, address]);
+      }
       if (user.phone)
         await tx.query("DELETE FROM auth_otp_codes WHERE project_id = $1 AND env = $2 AND channel = 'sms' AND target = $3", [projectId, env, user.phone]);
       await tx.query('UPDATE auth_audit SET email = NULL, phone = NULL, ip = NULL, user_agent = NULL WHERE user_id = $1 AND project_id = $2', [

@@ -45,6 +45,7 @@ export class SqliteUsers implements UserAdmin {
       deleteIdentities: p('DELETE FROM auth_identities WHERE user_id = ?'),
       deleteExchange: p('DELETE FROM auth_exchange_codes WHERE user_id = ?'),
       deleteOtp: p('DELETE FROM auth_otp_codes WHERE project_id = ? AND env = ? AND channel = ? AND target = ?'),
+      deleteMagicLinks: p('DELETE FROM auth_magic_links WHERE project_id = ? AND env = ? AND email = ?'),
       scrubAudit: p('UPDATE auth_audit SET email = NULL, phone = NULL, ip = NULL, user_agent = NULL WHERE user_id = ? AND project_id = ?'),
       deleteUser: p('DELETE FROM auth_users WHERE id = ?'),
     };
@@ -170,8 +171,11 @@ export class SqliteUsers implements UserAdmin {
       this.q.deleteSessions.run(userId);
       this.q.deleteIdentities.run(userId);
       this.q.deleteExchange.run(userId);
-      // Codes are kept by the address as the routes normalise it (lowercase) and by the E.164 number.
-      if (user.email) this.q.deleteOtp.run(projectId, env, 'email', user.email.toLowerCase());
+      // Codes and magic links are kept by the address as the routes normalise it (lowercase), codes also by the E.164 number.
+      if (user.email) {
+        this.q.deleteOtp.run(projectId, env, 'email', user.email.toLowerCase());
+        this.q.deleteMagicLinks.run(projectId, env, user.email.toLowerCase());
+      }
       if (user.phone) this.q.deleteOtp.run(projectId, env, 'sms', user.phone);
       this.q.scrubAudit.run(userId, projectId);
       this.q.deleteUser.run(userId);

@@ -207,6 +207,41 @@ function suite(name: string, backend: () => Promise<Backend>) {
         suppressed: 0,
         at: T0,
       });
+      // Other features' rows of the user (passkeys, second factors) and the magic links of its address.
+      expect(
+        await store.passkeys.add({
+          id: crypto.randomUUID(),
+          projectId: a.id,
+          env: 'live',
+          userId: user.id,
+          credentialId: `cred${n}`,
+          publicKey: new Uint8Array([1, 2, 3]),
+          counter: 0,
+          transports: ['internal'],
+          deviceType: 'multiDevice',
+          backedUp: true,
+          backupEligible: true,
+          aaguid: '00000000-0000-0000-0000-000000000000',
+          name: 'Laptop',
+          rpId: 'app.test',
+          createdAt: T0,
+          lastUsedAt: null,
+        }),
+      ).toBe(true);
+      expect(await store.twoFactor.startTotp(user.id, 'sealed-secret', T0)).toBe(true);
+      await store.twoFactor.replaceBackupCodes(user.id, ['h1', 'h2'], T0);
+      for (const email of ['di@x.test', 'ed@x.test'])
+        await store.magicLinks.put({
+          tokenHash: `${email}${n}`,
+          projectId: a.id,
+          env: 'live',
+          email,
+          callbackUrl: 'https://app.test/cb',
+          clientChallenge: null,
+          createdAt: T0,
+          expiresAt: T0 + 600_000,
+          testToken: null,
+        });
       await store.audit.record(entry(`evt_${n}di`, user.id), {});
       await store.audit.record(entry(`evt_${n}ed`, keep.user.id), {});
 
@@ -222,6 +257,10 @@ function suite(name: string, backend: () => Promise<Backend>) {
       expect(await b.rows('SELECT * FROM auth_identities WHERE user_id = $1', [user.id])).toEqual([]);
       expect(await b.rows('SELECT * FROM auth_exchange_codes WHERE user_id = $1', [user.id])).toEqual([]);
       expect((await b.rows('SELECT target FROM auth_otp_codes WHERE project_id = $1 ORDER BY target', [a.id])).map((r) => r.target)).toEqual(['ed@x.test']);
+      expect(await store.passkeys.listForUser(a.id, 'live', user.id)).toEqual([]);
+      expect(await store.twoFactor.totp(user.id)).toBeUndefined();
+      expect(await store.twoFactor.backupCodesLeft(user.id)).toBe(0);
+      expect((await b.rows('SELECT email FROM auth_magic_links WHERE project_id = $1', [a.id])).map((r) => r.email)).toEqual(['ed@x.test']);
       const [scrubbed] = await b.rows('SELECT * FROM auth_audit WHERE id = $1', [`evt_${n}di`]);
       expect(scrubbed).toMatchObject({ user_id: user.id, type: 'session.created', email: null, phone: null, ip: null, user_agent: null });
       const [kept] = await b.rows('SELECT * FROM auth_audit WHERE id = $1', [`evt_${n}ed`]);

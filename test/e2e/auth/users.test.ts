@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stepAt, totpAt } from '../../../auth/two-factor/totp.js';
 import { Stack, sleep, type Project } from '../../helpers/stack.js';
 import { TEST_BOT, client, provider, signedWidget } from './setup.js';
 
@@ -131,6 +132,28 @@ describe('keys', () => {
   });
 });
 
+describe('the OpenAPI document', () => {
+  it('documents the routes (tag users, the service key) and leaves the admin ones out', async () => {
+    const doc = (await stack.api('GET', '/openapi.json', undefined)).body;
+    const ops = Object.entries(doc.paths as Record<string, Record<string, any>>)
+      .filter(([p]) => p.startsWith('/api/v1/auth/users'))
+      .flatMap(([p, item]) => Object.entries(item).map(([m, op]) => [`${m.toUpperCase()} ${p}`, op] as const));
+    expect(Object.fromEntries(ops.map(([k, op]) => [k, op.operationId]))).toEqual({
+      'GET /api/v1/auth/users': 'listUsers',
+      'GET /api/v1/auth/users/{id}': 'getUser',
+      'PATCH /api/v1/auth/users/{id}': 'updateUser',
+      'DELETE /api/v1/auth/users/{id}': 'deleteUser',
+      'POST /api/v1/auth/users/{id}/ban': 'banUser',
+      'POST /api/v1/auth/users/{id}/unban': 'unbanUser',
+      'GET /api/v1/auth/users/{id}/sessions': 'listUserSessions',
+      'DELETE /api/v1/auth/users/{id}/sessions': 'revokeUserSessions',
+      'DELETE /api/v1/auth/users/{id}/sessions/{sessionId}': 'revokeUserSession',
+    });
+    for (const [, op] of ops) expect(op).toMatchObject({ tags: ['users'], security: [{ serviceKey: [] }] });
+    expect(Object.keys(doc.paths).filter((p) => p.includes('/users') && p.startsWith('/admin'))).toEqual([]);
+  });
+});
+
 describe('listing and searching', () => {
   it('pages newest first, searches by address, prefix (wildcards literal), identity and time, and refuses bad input', async () => {
     const made = [];
@@ -172,7 +195,13 @@ describe('one user', () => {
     const api = users(keys.aTest);
     const d = await api.get(`/${s.user.id}`);
     expect(d.status).toBe(200);
-    expect(d.body).toMatchObject({ id: s.user.id, email: 'uma@one.test', identities: [{ provider: 'email', subject: 'uma@one.test' }] });
+    expect(d.body).toMatchObject({
+      id: s.user.id,
+      email: 'uma@one.test',
+      identities: [{ provider: 'email', subject: 'uma@one.test' }],
+      passkeys: [],
+      twoFactor: { totp: false, confirmedAt: null, backupCodesLeft: 0 },
+    });
     expect(d.body.sessions).toHaveLength(1);
     expect(d.body.sessions[0]).toMatchObject({ provider: 'email', userAgent: 'users-e2e/1', ip: expect.any(String) });
 
@@ -338,5 +367,30 @@ describe('the operator', () => {
     expect(await stack.cli('users', 'list', '--project', A.slug, '--env', 'test', '--email', 'op@admin.test')).toContain(s.user.id);
     expect(await stack.cli('users', 'delete', s.user.id, '--project', A.slug, '--env', 'test')).toContain(`deleted ${s.user.id}`);
     expect((await adminRaw('GET', `${base}/${s.user.id}?env=test`)).status).toBe(404);
+  });
+});
+
+describe('a user with a second factor', () => {
+  it('shows it in the detail; banned, the sign-in is refused even once the second factor is given', async () => {
+    await stack.admin('PATCH', `/admin/v1/projects/${A.slug}/auth/settings`, { twoFactor: 'optional' });
+    const s = await signedIn('tf@two.test');
+    const c = client(stack, A.keys.test);
+    const bearer = { authorization: `Bearer ${s.token}` };
+    const setup = await c.post('/two-factor/totp/setup', {}, bearer);
+    expect(setup.status).toBe(200);
+    const code = () => totpAt(setup.body.secret, stepAt(Date.now() + clockOffset));
+    expect((await c.post('/two-factor/totp/confirm', { code: code() }, bearer)).status).toBe(200);
+    const d = (await users(keys.aTest).get(`/${s.user.id}`)).body;
+    expect(d.twoFactor).toMatchObject({ totp: true, confirmedAt: expect.any(String), backupCodesLeft: 10 });
+
+    expect((await users(keys.aTest).post(`/${s.user.id}/ban`, { reason: 'abuse' })).status).toBe(200);
+    await advance(61_000); // the code resend cooldown, and a new TOTP step
+    const first = await codeSignIn('tf@two.test');
+    // The ban refuses at the first factor, or (should the second factor's gate run first) at the second.
+    const answer =
+      first.body.code === 'TWO_FACTOR_REQUIRED' ? await c.post('/two-factor/verify', { pendingToken: first.body.pendingToken, code: code() }) : first;
+    expect(answer.status).toBe(403);
+    expect(answer.body.code).toBe('USER_BANNED');
+    expect((await users(keys.aTest).get(`/${s.user.id}/sessions`)).body.data).toEqual([]);
   });
 });
