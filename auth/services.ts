@@ -107,6 +107,10 @@ export function createAuthServices(o: AuthDeps): AuthServices {
   const oauth = new OAuthFlows({ config: o.config, log: o.log, store, crypto, sessions, projects, events });
   const keyless = new KeylessLimits(o.limiter, o.config.auth);
   // Each feature's service, and its gate on new sessions in this order: a ban refuses before a second factor is asked.
+  // <users: construct and gate>
+  const users = new UserManagement({ store: o.store.users, sessions, events });
+  sessions.addGate(users.gate);
+  // </users>
   // <passkeys: construct and gate>
   const passkeys = new PasskeyService(o.store.passkeys);
   // </passkeys>
@@ -128,10 +132,6 @@ export function createAuthServices(o: AuthDeps): AuthServices {
     onCapped: o.onCodeSendsCapped,
   });
   // </magic-links>
-  // <users: construct and gate>
-  const users = new UserManagement({ store: o.store.users, sessions, events });
-  sessions.addGate(users.gate);
-  // </users>
   // <signing-keys: construct and gate>
   const signingKeys = new SigningKeys(o.store.signingKeys, o.secret, o.invalidator, o.log, o.config.auth.signingKeyRotationDays * 86_400_000);
   // </signing-keys>

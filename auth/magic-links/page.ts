@@ -37,18 +37,23 @@ const words = {
 } as const;
 
 type Word = keyof (typeof words)['en'];
-export type Refusal = 'used' | 'expired' | 'unknown' | 'disabled';
+export type Refusal = 'used' | 'expired' | 'unknown' | 'malformed' | 'disabled';
 
 const say = (lang: Lang, w: Word, vars: Record<string, string> = {}) => words[lang][w].replace(/\{(\w+)\}/g, (m, v: string) => vars[v] ?? m);
 
-/** The page's security headers: no script, forms to this origin only, never framed, cached nowhere, no referrer (the token is in the URL). */
-const CSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+/**
+ * The page's security headers: no script, never framed, cached nowhere, no referrer (the token is in the URL).
+ * Its form posts here only; browsers apply form-action to the redirect that follows too, so the confirm page
+ * also names the one origin it returns to (the link's checked callback).
+ */
+const csp = (returnsTo?: string) =>
+  `default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'${returnsTo ? ` ${returnsTo}` : ''}; base-uri 'none'; frame-ancestors 'none'`;
 
-function send(reply: FastifyReply, status: number, lang: Lang, title: string, body: string, css: string): FastifyReply {
+function send(reply: FastifyReply, status: number, lang: Lang, title: string, body: string, css: string, returnsTo?: string): FastifyReply {
   return reply
     .code(status)
     .type('text/html; charset=utf-8')
-    .header('content-security-policy', CSP)
+    .header('content-security-policy', csp(returnsTo))
     .header('x-frame-options', 'DENY')
     .header('cache-control', 'no-store')
     .header('referrer-policy', 'no-referrer')
@@ -72,18 +77,27 @@ ${body}
 </html>`);
 }
 
-/** The confirm step: its button POSTs to this same address (the form has no action: the page's own URL). */
-export function confirmPage(reply: FastifyReply, lang: Lang, projectName: string, email: string, css: string): FastifyReply {
+/** The confirm step: its button POSTs to this same address (the form has no action: the page's own URL), which redirects to `callbackUrl`. */
+export function confirmPage(reply: FastifyReply, lang: Lang, projectName: string, email: string, callbackUrl: string, css: string): FastifyReply {
   const body =
     `<p id="pg-confirm">${escapeHtml(say(lang, 'confirm', { name: projectName, email }))}</p>` +
     `<form method="post"><button type="submit" class="primary" id="pg-magic-confirm">${escapeHtml(say(lang, 'button'))}</button></form>` +
     `<p class="hint">${escapeHtml(say(lang, 'note'))}</p>`;
-  return send(reply, 200, lang, say(lang, 'title', { name: projectName }), body, css);
+  return send(reply, 200, lang, say(lang, 'title', { name: projectName }), body, css, new URL(callbackUrl).origin);
 }
 
-/** A link that cannot sign anyone in: 410 when it was used or expired, 400 when unknown, 403 when the project turned links off. */
+const STATUS: Record<Refusal, number> = { used: 410, expired: 410, unknown: 404, malformed: 400, disabled: 403 };
+
+/** A link that cannot sign anyone in: 410 used or expired, 404 unknown, 400 not a token at all, 403 links turned off. */
 export function refusalPage(reply: FastifyReply, lang: Lang, why: Refusal, css: string): FastifyReply {
-  const status = why === 'unknown' ? 400 : why === 'disabled' ? 403 : 410;
-  const title = say(lang, `${why}Title`);
-  return send(reply, status, lang, title, `<p class="page-error" role="alert" id="pg-refusal" data-reason="${why}">${escapeHtml(say(lang, why))}</p>`, css);
+  const words = why === 'malformed' ? 'unknown' : why;
+  const title = say(lang, `${words}Title`);
+  return send(
+    reply,
+    STATUS[why],
+    lang,
+    title,
+    `<p class="page-error" role="alert" id="pg-refusal" data-reason="${why}">${escapeHtml(say(lang, words))}</p>`,
+    css,
+  );
 }

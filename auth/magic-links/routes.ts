@@ -165,7 +165,7 @@ const links =
         ctx.keyless.project('magic-link', r.link.projectId);
         const project = await ctx.projectsStore.projects.byId(r.link.projectId);
         if (!project) return refusalPage(reply, lang(req), 'unknown', await css());
-        return confirmPage(reply, lang(req), project.name, r.link.email, await css());
+        return confirmPage(reply, lang(req), project.name, r.link.email, r.link.callbackUrl, await css());
       },
     );
 
@@ -176,7 +176,7 @@ const links =
           summary: "A magic link's confirm: spends the link (once) and redirects (303) to the app's callback with a single-use svc_code",
           tags,
           params: schemas.link.params,
-          consumes: ['application/x-www-form-urlencoded', 'multipart/form-data', 'application/json'],
+          consumes: ['application/x-www-form-urlencoded', 'multipart/form-data'],
           produces: ['text/html'],
           response: schemas.link.confirm,
         },

@@ -63,13 +63,15 @@ export const schemas = {
     params: { type: 'object', required: ['token'], properties: { token: { ...s, maxLength: 128 } } },
     page: {
       200: { ...html, description: 'The confirm page: a button that POSTs to this address' },
-      400: { ...html, description: 'Unknown link (a page)' },
+      400: { ...html, description: 'Not a link token (a page)' },
+      404: { ...html, description: 'Unknown link (a page)' },
       410: { ...html, description: 'Used or expired link (a page)' },
     },
     confirm: {
       303: { description: "Redirect to the app's callback with svc_code (exchange it with the verifier of the browser that asked)", type: 'null' },
-      400: { ...html, description: 'Unknown link (a page)' },
+      400: { ...html, description: 'Not a link token (a page)' },
       403: { ...html, description: 'The project turned magic links off (a page)' },
+      404: { ...html, description: 'Unknown link (a page)' },
       410: { ...html, description: 'Used or expired link (a page)' },
     },
   },

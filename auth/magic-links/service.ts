@@ -41,7 +41,7 @@ export interface MagicLinkDeps {
 }
 
 /** What opening a link found: a usable link, or why not. */
-export type Opened = { status: 'ok'; link: MagicLinkRow } | { status: 'used' | 'expired' | 'unknown' };
+export type Opened = { status: 'ok'; link: MagicLinkRow } | { status: 'used' | 'expired' | 'unknown' | 'malformed' };
 
 /** The token's shape (randomToken of 32 bytes): anything else is unknown without a store lookup. */
 const TOKEN = /^[A-Za-z0-9_-]{43}$/;
@@ -143,7 +143,7 @@ export class MagicLinkService {
 
   /** The link of a token without spending it (the confirm page). */
   async peek(token: string): Promise<Opened> {
-    if (!TOKEN.test(token)) return { status: 'unknown' };
+    if (!TOKEN.test(token)) return { status: 'malformed' };
     const link = await this.d.store.peek(sha256(token));
     if (!link) return { status: 'unknown' };
     if (link.usedAt !== null) return { status: 'used' };
@@ -153,7 +153,7 @@ export class MagicLinkService {
 
   /** Spends the link (once, on any node). */
   async take(token: string): Promise<Opened> {
-    if (!TOKEN.test(token)) return { status: 'unknown' };
+    if (!TOKEN.test(token)) return { status: 'malformed' };
     return this.d.store.take(sha256(token), clock.now());
   }
 

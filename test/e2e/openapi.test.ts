@@ -16,7 +16,7 @@ import { Stack, type Project } from '../helpers/stack.js';
 
 const exec = promisify(execFile);
 /** The operations that answer a browser with a page, refusals included. */
-const HTML_PAGES = ['/api/v1/auth/hosted/widget'];
+const HTML_PAGES = ['/api/v1/auth/hosted/widget', '/api/v1/auth/magic-link/{token}'];
 type Json = Record<string, any>;
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 

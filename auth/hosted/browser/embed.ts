@@ -6,7 +6,8 @@
 // binds the sign-in to this tab (auth/sdk/src/binding.ts). Optional:
 // data-lang (en|ru), data-target (a CSS selector of the container), data-code-binding="off".
 import { isOurs, SOURCE, type ToWidget } from './messages.js';
-import { pendingChallenge } from '../../sdk/src/binding.js';
+import { pendingChallenge, readVerifier } from '../../sdk/src/binding.js';
+import { keepLinkVerifier } from '../../sdk/src/magic-links.js';
 
 interface Instance {
   frame: HTMLIFrameElement;
@@ -67,6 +68,9 @@ async function mount(el: HTMLScriptElement): Promise<void> {
       box.querySelector('.postgate-notice')?.remove();
     } else if (m.type === 'resize' && typeof m.height === 'number' && m.height > 0 && m.height < 5000) {
       frame.style.height = `${Math.ceil(m.height)}px`;
+    } else if (m.type === 'magic-link-sent') {
+      // magic-links: the email opens the link in a new tab of this browser; it finds the verifier in localStorage.
+      keepLinkVerifier(readVerifier());
     } else if (m.type === 'navigate' && typeof m.url === 'string') {
       const url = new URL(m.url, idHost);
       if (url.protocol === 'https:' || url.protocol === 'http:') {

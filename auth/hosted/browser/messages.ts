@@ -8,7 +8,9 @@ export type FromWidget =
   | { source: typeof SOURCE; type: 'resize'; height: number }
   /** Send the top window here: the provider (OAuth) or the app's callback with svc_code. */
   | { source: typeof SOURCE; type: 'navigate'; url: string }
-  | { source: typeof SOURCE; type: 'lang'; lang: string };
+  | { source: typeof SOURCE; type: 'lang'; lang: string }
+  /** A magic link was sent (auth/magic-links): keep this tab's verifier for the tab the email opens. */
+  | { source: typeof SOURCE; type: 'magic-link-sent' };
 
 export type ToWidget = { source: typeof SOURCE; type: 'lang'; lang: string };
 

@@ -263,6 +263,103 @@ change?.addEventListener('click', () => {
 // <passkeys: widget behaviour>
 // </passkeys>
 // <magic-links: widget behaviour>
+// "Email me a sign-in link": the same address field, then "Check your email". The link is bound to the
+// embedding browser (cfg.codeChallenge), so it signs in only where it was asked for.
+const linkButton = $<HTMLButtonElement>('pg-magic-link');
+const linkStep = $<HTMLElement>('pg-link-step');
+const linkSent = $<HTMLParagraphElement>('pg-link-sent');
+const linkError = $<HTMLParagraphElement>('pg-link-error');
+const linkResend = $<HTMLButtonElement>('pg-link-resend');
+const linkChange = $<HTMLButtonElement>('pg-link-change');
+let linkEmail = '';
+let linkResendAt = 0;
+let linkTimer: ReturnType<typeof setInterval> | undefined;
+
+function renderLinkCountdown(): void {
+  if (!linkResend) return;
+  const left = Math.ceil((linkResendAt - Date.now()) / 1000);
+  linkResend.disabled = left > 0;
+  say(linkResend, left > 0 ? 'resendLinkIn' : 'resendLink', left > 0 ? { s: left } : undefined);
+  if (left <= 0 && linkTimer) {
+    clearInterval(linkTimer);
+    linkTimer = undefined;
+  }
+}
+
+async function sendLink(): Promise<void> {
+  const r = await call<{ resendAfterSeconds: number }>('/api/v1/auth/hosted/magic-link/send', { email: linkEmail, ...binding });
+  // The embedding page keeps its verifier where a new tab of this browser (the one the email opens) finds it.
+  post({ source: SOURCE, type: 'magic-link-sent' });
+  linkResendAt = Date.now() + r.resendAfterSeconds * 1000;
+  renderLinkCountdown();
+  linkTimer ??= setInterval(renderLinkCountdown, 250);
+}
+
+async function requestLink(): Promise<void> {
+  say(formError, null);
+  const value = emailInput!.value.trim();
+  if (!EMAIL.test(value)) return fieldError(emailInput, emailError, 'errEmail');
+  fieldError(emailInput, emailError, null);
+  linkEmail = value.toLowerCase();
+  linkButton!.disabled = true;
+  say(linkButton, 'sending');
+  try {
+    await sendLink();
+    emailForm!.hidden = true;
+    linkStep!.hidden = false;
+    say(linkSent, 'linkSent', { email: linkEmail });
+    say(linkError, null);
+    linkChange?.focus();
+  } catch (err) {
+    const x = explain(err);
+    fieldError(emailInput, emailError, x.key, x.vars);
+  } finally {
+    linkButton!.disabled = false;
+    say(linkButton, 'sendLink');
+  }
+}
+
+if (linkButton) {
+  if (cfg.email) {
+    linkButton.addEventListener('click', () => void requestLink());
+  } else {
+    // Links only: the form's submit (its button, Enter) asks for a link, ahead of the code form's handler.
+    document.addEventListener(
+      'submit',
+      (e) => {
+        if (e.target !== emailForm) return;
+        e.preventDefault();
+        e.stopImmediatePropagation();
+        void requestLink();
+      },
+      true,
+    );
+  }
+}
+
+linkResend?.addEventListener('click', async () => {
+  linkResend.disabled = true;
+  say(status, null);
+  try {
+    await sendLink();
+    say(linkError, null);
+    say(status, 'newLinkSent');
+  } catch (err) {
+    const x = explain(err);
+    if (err instanceof ApiFailure && err.retryAfter) linkResendAt = Date.now() + err.retryAfter * 1000;
+    renderLinkCountdown();
+    linkTimer ??= setInterval(renderLinkCountdown, 250);
+    say(linkError, x.key, x.vars);
+  }
+});
+
+linkChange?.addEventListener('click', () => {
+  linkStep!.hidden = true;
+  emailForm!.hidden = false;
+  say(status, null);
+  emailInput!.focus();
+  emailInput!.select();
+});
 // </magic-links>
 
 // ------------------------------------------------------------------ language, size, hello

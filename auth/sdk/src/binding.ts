@@ -4,6 +4,7 @@
 // key, so a callback page with the SDK finishes what the embedded widget started.
 // Server-side integrations call createCodeVerifier/codeChallengeOf and keep the verifier
 // in their own session.
+import { clearLinkVerifier, readLinkVerifier } from './magic-links.js';
 
 /** sessionStorage key of the pending verifier (per tab, per origin). */
 export const VERIFIER_KEY = 'postgate.code-verifier';
@@ -49,7 +50,8 @@ export async function pendingChallenge(): Promise<string> {
 /** The pending verifier, if this tab started a sign-in. */
 export function readVerifier(): string | null {
   try {
-    return area()?.getItem(VERIFIER_KEY) ?? memory;
+    // A magic link opens in a new tab: its verifier is kept in localStorage (magic-links.ts).
+    return area()?.getItem(VERIFIER_KEY) ?? readLinkVerifier() ?? memory;
   } catch {
     return memory;
   }
@@ -58,6 +60,7 @@ export function readVerifier(): string | null {
 /** Forgets the pending verifier once its sign-in is exchanged. */
 export function clearVerifier(): void {
   memory = null;
+  clearLinkVerifier();
   try {
     area()?.removeItem(VERIFIER_KEY);
   } catch {

@@ -3,6 +3,7 @@
 // key) and in Node 18+ (fetch).
 import { PostgateError } from './errors.js';
 import { clearVerifier, pendingChallenge, readVerifier } from './binding.js';
+import { keepLinkVerifier } from './magic-links.js';
 import type { HostedConfig, Method, Provider, Session, SignedIn, TelegramWidgetData, User } from './types.js';
 
 export interface ClientOptions {
@@ -139,6 +140,17 @@ export class PostgateClient {
   // <two-factor: client methods>
   // </two-factor>
   // <magic-links: client methods>
+  /**
+   * Emails a single-use sign-in link (valid 10 minutes) that returns to `callbackURL` with svc_code. In a
+   * browser it is bound to this browser (the email opens a new tab: the verifier is kept for it); on a
+   * server, pass the challenge of a verifier you keep, and that verifier to exchangeCode.
+   */
+  async sendMagicLink(email: string, opts: { callbackURL: string; codeChallenge?: string }): Promise<{ success: boolean; message: string }> {
+    const own = opts.codeChallenge === undefined && inBrowser();
+    const codeChallenge = opts.codeChallenge ?? (own ? await pendingChallenge() : undefined);
+    if (own) keepLinkVerifier(readVerifier());
+    return this.request('POST', '/sign-in/magic-link/send', { email, callbackURL: opts.callbackURL, ...(codeChallenge ? { codeChallenge } : {}) });
+  }
   // </magic-links>
   // <signing-keys: client methods>
   /** A short-lived JWT of the session for your backend (verify it with the JWKS at /.well-known/jwks.json). */

@@ -19,6 +19,7 @@ export type { User, Session, Provider, ProviderId, Method, SignedIn, TelegramWid
 // <two-factor: exports>
 // </two-factor>
 // <magic-links: exports>
+export { LINK_VERIFIER_KEY, type MagicLinkResult } from './magic-links.js';
 // </magic-links>
 // <signing-keys: exports>
 export { JwtCache, REFRESH_BEFORE_MS } from './token.js';

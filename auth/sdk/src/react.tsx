@@ -6,6 +6,8 @@ import { createContext, useCallback, useContext, useEffect, useMemo, useRef, use
 import { PostgateClient } from './client.js';
 import { PostgateError, toPostgateError } from './errors.js';
 import { readVerifier } from './binding.js';
+import { useSendMagicLink } from './magic-links-react.js';
+import type { MagicLinkResult } from './magic-links.js';
 import { tokenStore, type StorageKind } from './storage.js';
 import { useSessionJwt } from './token.js';
 import type { Session, SignedIn, TelegramWidgetData, User } from './types.js';
@@ -60,6 +62,8 @@ export interface PostgateContextValue extends PostgateState {
   // <two-factor: context value>
   // </two-factor>
   // <magic-links: context value>
+  /** Emails a single-use sign-in link back to `callbackURL` (default: config.callbackURL or this page); the return signs in like OAuth's. */
+  sendMagicLink(email: string, options?: { callbackURL?: string }): Promise<MagicLinkResult>;
   // </magic-links>
   // <signing-keys: context value>
   /** A JWT of the session for your backend: kept, renewed shortly before it expires, null when signed out. */
@@ -245,9 +249,11 @@ export function PostgateProvider({ config, children }: { config: PostgateConfig;
     latest.current.onSignOut?.();
   });
 
+  const sendMagicLink = useSendMagicLink(client, latest, fail); // magic-links
+
   const value = useMemo<PostgateContextValue>(
-    () => ({ ...state, token, client, signIn, signOut, clearError, getToken }),
-    [state, token, client, signIn, signOut, clearError, getToken],
+    () => ({ ...state, token, client, signIn, signOut, clearError, getToken, sendMagicLink }),
+    [state, token, client, signIn, signOut, clearError, getToken, sendMagicLink],
   );
   return <Ctx.Provider value={value}>{children}</Ctx.Provider>;
 }

@@ -31,7 +31,7 @@ export interface Session {
 }
 
 export type ProviderId = 'google' | 'vk' | 'yandex' | 'telegram' | 'github' | 'oidc' | 'email' | 'sms';
-export type Method = 'oauth' | 'id_token' | 'silent_token' | 'instant_token' | 'oidc' | 'widget' | 'miniapp' | 'otp';
+export type Method = 'oauth' | 'id_token' | 'silent_token' | 'instant_token' | 'oidc' | 'widget' | 'miniapp' | 'otp' | 'magic_link';
 
 export interface Provider {
   id: string;
@@ -60,7 +60,7 @@ export interface HostedConfig {
   slug: string;
   name: string;
   logoUrl: string | null;
-  providers: Array<{ id: string; name: string; nameRu?: string; methods: Array<'oauth' | 'otp'> }>;
+  providers: Array<{ id: string; name: string; nameRu?: string; methods: Array<'oauth' | 'otp' | 'magic_link'> }>;
   codeLength: number;
   codeTtlSeconds: number;
   resendAfterSeconds: number;

@@ -33,7 +33,13 @@ describe('settingsOf', () => {
     for (const def of providers.values())
       for (const m of def.methods) {
         const runs =
-          m === 'oauth' ? !!def.oauth : m === 'otp' ? ['email', 'sms'].includes(def.id) : !!def.verify?.[m] || (def.id === 'telegram' && m === 'widget');
+          m === 'oauth'
+            ? !!def.oauth
+            : m === 'otp'
+              ? ['email', 'sms'].includes(def.id)
+              : m === 'magic_link'
+                ? def.id === 'email'
+                : !!def.verify?.[m] || (def.id === 'telegram' && m === 'widget');
         expect(runs, `${def.id}.${m}`).toBe(true);
       }
   });
