@@ -56,6 +56,7 @@ export class PostgateClient {
         typeof e.error === 'string' ? e.error : `postgate answered ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}`,
         res.status,
         Number.isFinite(retry) && retry > 0 ? retry : null,
+        e as Record<string, unknown>,
       );
     }
     return data as T;
@@ -138,6 +139,45 @@ export class PostgateClient {
   // <passkeys: client methods>
   // </passkeys>
   // <two-factor: client methods>
+  /** Finishes a sign-in held for its second factor (PostgateError TWO_FACTOR_REQUIRED: `pendingOf(err).pendingToken`). */
+  verifyTwoFactor(pendingToken: string, code: string, method?: import('./types.js').TwoFactorMethod): Promise<SignedIn> {
+    return this.request('POST', '/two-factor/verify', { pendingToken, code, ...(method ? { method } : {}) });
+  }
+
+  /** A held sign-in that must enrol first (`enrol: true`, the project requires a factor): a new authenticator-app secret. */
+  enrolTwoFactor(pendingToken: string): Promise<import('./types.js').TotpSetup> {
+    return this.request('POST', '/two-factor/enrol', { pendingToken });
+  }
+
+  /** The enrolled app's first code under the held sign-in: the session, and the backup codes (shown once). */
+  confirmTwoFactorEnrolment(pendingToken: string, code: string): Promise<SignedIn & { backupCodes: string[] }> {
+    return this.request('POST', '/two-factor/enrol/confirm', { pendingToken, code });
+  }
+
+  /** The signed-in user's second factors. */
+  getTwoFactor(token: string): Promise<import('./types.js').TwoFactorStatus> {
+    return this.request('GET', '/two-factor', undefined, token);
+  }
+
+  /** Starts enrolling an authenticator app for the signed-in user (off until confirmTotp). */
+  setupTotp(token: string): Promise<import('./types.js').TotpSetup> {
+    return this.request('POST', '/two-factor/totp/setup', {}, token);
+  }
+
+  /** The new app's first code: two-factor is on; the backup codes (shown once). */
+  confirmTotp(token: string, code: string): Promise<{ backupCodes: string[] }> {
+    return this.request('POST', '/two-factor/totp/confirm', { code }, token);
+  }
+
+  /** New backup codes against a current code (the old ones stop working). */
+  regenerateBackupCodes(token: string, code: string): Promise<{ backupCodes: string[] }> {
+    return this.request('POST', '/two-factor/backup-codes', { code }, token);
+  }
+
+  /** Turns two-factor off against a current code (refused when the project requires it). */
+  disableTwoFactor(token: string, code: string): Promise<{ success: boolean }> {
+    return this.request('POST', '/two-factor/disable', { code }, token);
+  }
   // </two-factor>
   // <magic-links: client methods>
   /**

@@ -11,6 +11,8 @@ export class PostgateError extends Error {
     readonly status: number,
     /** Seconds to wait, from Retry-After (rate limits). */
     readonly retryAfter: number | null = null,
+    /** The error answer's other fields (TWO_FACTOR_REQUIRED: pendingToken, methods, enrol, expiresAt; read with pendingOf). */
+    readonly details: Record<string, unknown> | null = null,
   ) {
     super(message);
   }

@@ -17,6 +17,8 @@ export type { User, Session, Provider, ProviderId, Method, SignedIn, TelegramWid
 // <passkeys: exports>
 // </passkeys>
 // <two-factor: exports>
+export { pendingOf, type TwoFactorContext, type TwoFactorResult } from './two-factor.js';
+export type { TwoFactorMethod, TwoFactorPending, TwoFactorPrompt, TotpSetup, TwoFactorStatus } from './types.js';
 // </two-factor>
 // <magic-links: exports>
 export { LINK_VERIFIER_KEY, type MagicLinkResult } from './magic-links.js';

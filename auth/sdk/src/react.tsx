@@ -9,6 +9,7 @@ import { readVerifier } from './binding.js';
 import { useSendMagicLink } from './magic-links-react.js';
 import type { MagicLinkResult } from './magic-links.js';
 import { tokenStore, type StorageKind } from './storage.js';
+import { useTwoFactor } from './two-factor.js';
 import { useSessionJwt } from './token.js';
 import type { Session, SignedIn, TelegramWidgetData, User } from './types.js';
 
@@ -60,6 +61,21 @@ export interface PostgateContextValue extends PostgateState {
   // <passkeys: context value>
   // </passkeys>
   // <two-factor: context value>
+  /**
+   * A sign-in (or the OAuth return's exchange) held for its second factor: show a code prompt (or, with
+   * `enrol`, enrolment first); null otherwise. The held signIn() answered `status: 'error'` with code
+   * TWO_FACTOR_REQUIRED.
+   */
+  twoFactor: import('./types.js').TwoFactorPrompt | null;
+  /** Finishes the held sign-in with a code of the authenticator app or a backup code; signs in like the other sign-ins. */
+  verifyTwoFactor(code: string, method?: import('./types.js').TwoFactorMethod): Promise<SignInResult>;
+  /**
+   * A new authenticator-app secret (its otpauth URI and QR code): under the held sign-in when it must enrol
+   * (`twoFactor.enrol`), else for the signed-in user. Off until confirmTwoFactor.
+   */
+  enrolTwoFactor(): Promise<import('./types.js').TotpSetup>;
+  /** The app's first code: two-factor is on (and a held sign-in is signed in); the backup codes, shown once. */
+  confirmTwoFactor(code: string): Promise<{ backupCodes: string[] }>;
   // </two-factor>
   // <magic-links: context value>
   /** Emails a single-use sign-in link back to `callbackURL` (default: config.callbackURL or this page); the return signs in like OAuth's. */
@@ -146,6 +162,8 @@ export function PostgateProvider({ config, children }: { config: PostgateConfig;
     [client, store],
   );
 
+  const { hold: holdTwoFactor, value: twoFactorValue } = useTwoFactor({ client, token, adopt, fail, setState }); // two-factor
+
   const started = useRef<PostgateClient | null>(null);
   useEffect(() => {
     if (started.current === client) return;
@@ -176,12 +194,12 @@ export function PostgateProvider({ config, children }: { config: PostgateConfig;
         if (err instanceof PostgateError && err.code === 'SESSION_INVALID' && !back.code) {
           store.clear();
           setState((s) => ({ ...s, loading: false }));
-        } else {
+        } else if (!holdTwoFactor(err)) {
           fail(err);
         }
       }
     })();
-  }, [client, store, adopt, fail]);
+  }, [client, store, adopt, fail, holdTwoFactor]);
 
   const signIn = useCallback(
     async (provider: string, options: SignInOptions = {}): Promise<SignInResult> => {
@@ -215,10 +233,10 @@ export function PostgateProvider({ config, children }: { config: PostgateConfig;
         }
         return { status: 'signed_in', user: await adopt(signed) };
       } catch (err) {
-        return { status: 'error', error: fail(err) };
+        return { status: 'error', error: holdTwoFactor(err) ?? fail(err) };
       }
     },
-    [client, adopt, fail],
+    [client, adopt, fail, holdTwoFactor],
   );
 
   const signOut = useCallback(async (): Promise<void> => {
@@ -252,8 +270,8 @@ export function PostgateProvider({ config, children }: { config: PostgateConfig;
   const sendMagicLink = useSendMagicLink(client, latest, fail); // magic-links
 
   const value = useMemo<PostgateContextValue>(
-    () => ({ ...state, token, client, signIn, signOut, clearError, getToken, sendMagicLink }),
-    [state, token, client, signIn, signOut, clearError, getToken, sendMagicLink],
+    () => ({ ...state, token, client, signIn, signOut, clearError, getToken, sendMagicLink, ...twoFactorValue }),
+    [state, token, client, signIn, signOut, clearError, getToken, sendMagicLink, twoFactorValue],
   );
   return <Ctx.Provider value={value}>{children}</Ctx.Provider>;
 }

@@ -69,6 +69,37 @@ export interface HostedConfig {
 // <passkeys: types>
 // </passkeys>
 // <two-factor: types>
+export type TwoFactorMethod = 'totp' | 'backup_code';
+
+/** A sign-in held for its second factor, as the 401 TWO_FACTOR_REQUIRED answer carries it (pendingOf(err)). */
+export interface TwoFactorPending {
+  /** Single use, 5 minutes: send it with the code to verifyTwoFactor (or enrolTwoFactor when `enrol`). */
+  pendingToken: string;
+  /** The factors that can finish it; empty when `enrol`. */
+  methods: TwoFactorMethod[];
+  /** The project requires a second factor and this user has none yet: enrol first. */
+  enrol: boolean;
+  /** ISO 8601. */
+  expiresAt: string;
+}
+
+/** What the React provider shows of a held sign-in (the ticket stays inside). */
+export type TwoFactorPrompt = Omit<TwoFactorPending, 'pendingToken'>;
+
+/** A new authenticator-app secret: type `secret`, or scan `qrCode` (a data: URL for an <img src>). */
+export interface TotpSetup {
+  secret: string;
+  otpauthUri: string;
+  qrCode: string;
+}
+
+export interface TwoFactorStatus {
+  mode: 'optional' | 'required';
+  totp: boolean;
+  /** ISO 8601, or null when off. */
+  confirmedAt: string | null;
+  backupCodesLeft: number;
+}
 // </two-factor>
 // <magic-links: types>
 // </magic-links>
