@@ -1,9 +1,13 @@
 // Magic links in Chromium: the embedded widget offers "Email me a sign-in link", the email reaches
 // the MX, and the link opened in the browser that asked (its confirm page, then the app's callback)
 // signs in; the same kind of link opened in another browser lands on the callback with a code that
-// browser cannot exchange (no verifier): not signed in. Also a screenshot of the confirm page.
+// browser cannot exchange (no verifier): not signed in. The React SDK's sendMagicLink, with the link
+// opened in a new tab as a mail client opens it. Also a screenshot of the confirm page.
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { build } from 'esbuild';
 import { fileURLToPath } from 'node:url';
 import { simpleParser } from 'mailparser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -125,6 +129,105 @@ describe('magic links in the widget', () => {
     } finally {
       await context.close();
       await env.stack.admin('PUT', `/admin/v1/projects/${env.project.slug}/auth/providers/email`, { methods: ['otp', 'magic_link'] });
+    }
+  });
+});
+
+// A React app using the SDK's sendMagicLink: its own page, so the callback is the provider's svc_code path.
+const REACT_APP = `
+import { StrictMode, useState } from 'react';
+import { createRoot } from 'react-dom/client';
+import { PostgateProvider, usePostgate } from '../../../auth/sdk/src/index.js';
+function App() {
+  const { user, loading, errorCode, sendMagicLink } = usePostgate();
+  const [sent, setSent] = useState('');
+  if (loading) return <p id="loading">Loading</p>;
+  if (user) return <p>Signed in as <b id="who">{user.email}</b></p>;
+  return (
+    <form onSubmit={async (e) => { e.preventDefault(); setSent((await sendMagicLink(e.currentTarget.email.value)).status); }}>
+      <p id="error">{errorCode ?? ''}</p>
+      <input name="email" id="email" />
+      <button type="submit" id="send">Email me a link</button>
+      <p id="sent">{sent}</p>
+    </form>
+  );
+}
+createRoot(document.getElementById('root')).render(<StrictMode><PostgateProvider config={window.DEMO}><App /></PostgateProvider></StrictMode>);
+`;
+
+async function startReactApp(): Promise<{ origin: string; close(): Promise<void> }> {
+  const out = await build({
+    stdin: { contents: REACT_APP, resolveDir: path.join(root, 'test/e2e/browser'), loader: 'tsx' },
+    bundle: true,
+    write: false,
+    format: 'iife',
+    jsx: 'automatic',
+    target: ['es2020'],
+    define: { 'process.env.NODE_ENV': '"development"' },
+    logLevel: 'silent',
+  });
+  const js = out.outputFiles[0]!.text;
+  const server = http.createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const demo = { apiKey: env.authKey, baseURL: env.id, callbackURL: `${origin}/` };
+  server.on('request', (req, res) => {
+    if (req.url === '/app.js') return res.writeHead(200, { 'content-type': 'text/javascript' }).end(js);
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    res.end(
+      `<!doctype html><html><head><meta charset="utf-8"><title>React app</title></head><body><div id="root"></div><script>window.DEMO=${JSON.stringify(demo)}</script><script src="/app.js"></script></body></html>`,
+    );
+  });
+  return {
+    origin,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+describe('magic links in the React SDK', () => {
+  it('signs in the tab the email opens, in the browser that asked; not in another browser', async () => {
+    const react = await startReactApp();
+    await allowOrigin(env, react.origin);
+    const mine = await browser.newContext();
+    const other = await browser.newContext();
+    try {
+      const asking = await mine.newPage();
+      await asking.goto(`${react.origin}/`);
+      const ask = async (address: string) => {
+        await asking.locator('#email').fill(address);
+        const sentAt = Date.now();
+        await asking.locator('#send').click();
+        await expect.poll(() => asking.locator('#sent').textContent()).toBe('link_sent');
+        return linkFor(address, sentAt);
+      };
+      // Another browser: the confirm page redirects to the app, whose provider refuses a code it did not ask for.
+      const forwarded = await ask(`react-fwd@${INBOX}`);
+      const stranger = await other.newPage();
+      await stranger.goto(forwarded);
+      await stranger.getByRole('button', { name: 'Sign in' }).click();
+      await stranger.waitForURL(`${react.origin}/**`);
+      await expect.poll(() => stranger.locator('#error').textContent()).toBe('SIGN_IN_NOT_STARTED');
+
+      // A new tab of the asking browser (as a mail client opens links): its sessionStorage is empty, the kept verifier works.
+      await asking.reload();
+      await asking.locator('#email').waitFor();
+      const own = await ask(`react@${INBOX}`);
+      const tab = await mine.newPage();
+      await tab.goto(own);
+      await tab.getByRole('button', { name: 'Sign in' }).click();
+      await tab.waitForURL(`${react.origin}/**`);
+      await expect.poll(() => tab.locator('#who').textContent()).toBe(`react@${INBOX}`);
+      expect(new URL(tab.url()).searchParams.get('svc_code')).toBeNull();
+      // Exchanged: the kept verifier is gone.
+      expect(await tab.evaluate(() => localStorage.getItem('postgate.magic-link-verifier'))).toBeNull();
+    } finally {
+      await mine.close();
+      await other.close();
+      await react.close();
     }
   });
 });
