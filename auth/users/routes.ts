@@ -3,8 +3,11 @@
 // and the operator under /admin/v1/projects/:slug/auth/users (the admin listener; ?env=live|test, live by
 // default; hidden from the public OpenAPI document). Ids are UUIDs: a malformed one is a 400, an unknown or
 // foreign one a 404, the same answer.
+import crypto from 'node:crypto';
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { clock } from '../../core/clock.js';
 import { notFound } from '../../core/errors.js';
+import { prefixedId } from '../../core/ids.js';
 import type { KeyRequirement } from '../../control/api-keys/authenticate.js';
 import { errorSchema } from '../../control/http/schemas.js';
 import type { Env, UserChanges, UserQuery } from '../../control/store/index.js';
@@ -57,6 +60,11 @@ interface Surface {
   /** Query parameters of every route (the admin's env). */
   query: Record<string, unknown>;
   errors: Record<number, unknown>;
+  /**
+   * Notes a change in the operator audit log (the admin surface; the auth audit log has it either way). Ids,
+   * never the user's address: the operator log outlives a deletion.
+   */
+  record(req: FastifyRequest, scope: EventScope, action: string, details?: Record<string, unknown>): Promise<void>;
   /** The OpenAPI operationId of a route (none on hidden routes). */
   op(id: string): Record<string, string>;
   /** What other features keep about the user (second factors, passkeys), for GET /users/:id. */
@@ -147,7 +155,12 @@ function register(app: FastifyInstance, users: UserManagement, s: Surface): void
         response: one,
       },
     },
-    async (req) => managedOut(await users.update(await scope(req), id(req), req.body as UserChanges)),
+    async (req) => {
+      const where = await scope(req);
+      const m = await users.update(where, id(req), req.body as UserChanges);
+      await s.record(req, where, 'user.update', { fields: Object.keys(req.body as object) });
+      return managedOut(m);
+    },
   );
 
   app.post(
@@ -165,14 +178,22 @@ function register(app: FastifyInstance, users: UserManagement, s: Surface): void
     },
     async (req) => {
       const b = req.body as { reason: string; until?: string };
-      return managedOut(await users.ban(await scope(req), id(req), b.reason, b.until === undefined ? null : Date.parse(b.until)));
+      const where = await scope(req);
+      const m = await users.ban(where, id(req), b.reason, b.until === undefined ? null : Date.parse(b.until));
+      await s.record(req, where, 'user.ban', { reason: b.reason, until: b.until ?? null });
+      return managedOut(m);
     },
   );
 
   app.post(
     `${s.base}/:id/unban`,
     { schema: { ...s.doc, ...s.op('unbanUser'), summary: "Lift a user's ban", params: params('id'), querystring: query(), response: one } },
-    async (req) => managedOut(await users.unban(await scope(req), id(req))),
+    async (req) => {
+      const where = await scope(req);
+      const m = await users.unban(where, id(req));
+      await s.record(req, where, 'user.unban');
+      return managedOut(m);
+    },
   );
 
   app.delete(
@@ -191,7 +212,9 @@ function register(app: FastifyInstance, users: UserManagement, s: Surface): void
       },
     },
     async (req) => {
-      await users.delete(await scope(req), id(req));
+      const where = await scope(req);
+      await users.delete(where, id(req));
+      await s.record(req, where, 'user.delete');
       return { id: id(req), deleted: true };
     },
   );
@@ -228,7 +251,9 @@ function register(app: FastifyInstance, users: UserManagement, s: Surface): void
     },
     async (req) => {
       const sessionId = (req as Req).params.sessionId!;
-      await users.revokeSession(await scope(req), id(req), sessionId);
+      const where = await scope(req);
+      await users.revokeSession(where, id(req), sessionId);
+      await s.record(req, where, 'user.session.revoke', { session: sessionId });
       return { id: sessionId, revoked: true };
     },
   );
@@ -245,7 +270,12 @@ function register(app: FastifyInstance, users: UserManagement, s: Surface): void
         response: { 200: { type: 'object', required: ['revoked'], properties: { revoked: { type: 'integer', description: 'How many ended' } } }, ...s.errors },
       },
     },
-    async (req) => ({ revoked: await users.revokeSessions(await scope(req), id(req)) }),
+    async (req) => {
+      const where = await scope(req);
+      const revoked = await users.revokeSessions(where, id(req));
+      await s.record(req, where, 'user.sessions.revoke', { revoked });
+      return { revoked };
+    },
   );
 }
 
@@ -263,6 +293,7 @@ export const userRoutes =
       query: {},
       errors: { ...errors, 409: errorSchema },
       op: (operationId) => ({ operationId }),
+      record: async () => {},
       extras: extrasOf(ctx),
     });
   };
@@ -277,6 +308,13 @@ const extrasOf =
       twoFactor: { totp: f.totp, confirmedAt: f.confirmedAt === null ? null : new Date(f.confirmedAt).toISOString(), backupCodesLeft: f.backupCodesLeft },
     };
   };
+
+const fingerprint = (auth: string | undefined) =>
+  crypto
+    .createHash('sha256')
+    .update((auth ?? '').replace(/^Bearer /, ''))
+    .digest('hex')
+    .slice(0, 12);
 
 const slug = { type: 'string', pattern: '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$' } as const;
 
@@ -297,6 +335,17 @@ export const adminUserRoutes =
       query: { env: { type: 'string', enum: ['live', 'test'], description: 'The environment (live when omitted)' } },
       errors: { 400: errorSchema, 401: errorSchema, 404: errorSchema, 409: errorSchema },
       op: () => ({}),
+      // As control's admin changes and the signing keys' rotation: the token's fingerprint, never the token.
+      record: (req, scope, action, details = {}) =>
+        ctx.projectsStore.operations.audit({
+          id: prefixedId('op'),
+          at: clock.now(),
+          action,
+          actor: fingerprint(req.headers.authorization),
+          target: `project:${(req.params as { slug: string }).slug} user:${(req.params as { id: string }).id}`,
+          details: { env: scope.env, ...details },
+          emails: null,
+        }),
       extras: extrasOf(ctx),
     });
   };

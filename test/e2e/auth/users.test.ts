@@ -367,6 +367,12 @@ describe('the operator', () => {
     expect(await stack.cli('users', 'list', '--project', A.slug, '--env', 'test', '--email', 'op@admin.test')).toContain(s.user.id);
     expect(await stack.cli('users', 'delete', s.user.id, '--project', A.slug, '--env', 'test')).toContain(`deleted ${s.user.id}`);
     expect((await adminRaw('GET', `${base}/${s.user.id}?env=test`)).status).toBe(404);
+    // Each change is in the operator audit log, by ids only (the log outlives the deleted user's data).
+    const log = (await stack.admin('GET', '/admin/v1/audit?limit=100')).data.filter((e: any) => e.target === `project:${A.slug} user:${s.user.id}`);
+    expect(log.map((e: any) => e.action)).toEqual(['user.delete', 'user.unban', 'user.ban']);
+    expect(log[2].details).toEqual({ env: 'test', reason: 'operator', until: null });
+    expect(log[2].actor).toMatch(/^[0-9a-f]{12}$/);
+    expect(JSON.stringify(log)).not.toContain('op@admin.test');
   });
 });
 
