@@ -183,11 +183,12 @@ const links =
       },
       async (req, reply) => {
         ctx.keyless.ip(req, 'magic-link');
-        const r = await service.take(req.params.token);
+        const origin = { ip: connectionIp(req), userAgent: req.headers['user-agent'] ?? null };
+        const r = await service.take(req.params.token, origin);
         if (r.status !== 'ok') return refusalPage(reply, lang(req), r.status, await css());
         const cfg = await ctx.projects.provider(r.link.projectId, 'email');
         if (!cfg?.methods.includes('magic_link')) return refusalPage(reply, lang(req), 'disabled', await css());
-        const target = await service.redirectFor(r.link, { ip: connectionIp(req), userAgent: req.headers['user-agent'] ?? null });
+        const target = await service.redirectFor(r.link, origin);
         reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer');
         return reply.redirect(target, 303);
       },

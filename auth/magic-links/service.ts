@@ -151,10 +151,19 @@ export class MagicLinkService {
     return { status: 'ok', link };
   }
 
-  /** Spends the link (once, on any node). */
-  async take(token: string): Promise<Opened> {
+  /** Spends the link (once, on any node). A used or expired link's try is recorded as sign_in.failed (a replayed link shows in the audit log). */
+  async take(token: string, origin: Origin): Promise<Opened> {
     if (!TOKEN.test(token)) return { status: 'malformed' };
-    return this.d.store.take(sha256(token), clock.now());
+    const hash = sha256(token);
+    const r = await this.d.store.take(hash, clock.now());
+    if (r.status === 'used' || r.status === 'expired') {
+      const link = await this.d.store.peek(hash);
+      if (link) {
+        const scope = { projectId: link.projectId, env: link.env };
+        await this.d.events.signInFailed(scope, { email: link.email, provider: 'email' }, r.status === 'used' ? 'invalid_code' : 'code_expired', origin);
+      }
+    }
+    return r;
   }
 
   /** After a successful take: the user is resolved now, and the app's callback gets an svc_code bound to the asking browser. */

@@ -142,6 +142,9 @@ describe('a live link', () => {
     expect(again.headers.get('location')).toBeNull();
     expect(await again.text()).toContain('already used');
     expect((await open(url)).status).toBe(410);
+    // The replay is in the audit log as a failed sign-in of that address (masked).
+    const failed = (await stack.admin('GET', `/admin/v1/projects/${p.slug}/audit?type=sign_in.failed`)) as { data: Array<Record<string, unknown>> };
+    expect(failed.data).toContainEqual(expect.objectContaining({ env: 'live', email: 'a***@inbox.test', provider: 'email', reason: 'invalid_code' }));
 
     // The token is never logged (the path is not a query, and nothing prints it).
     const log = fs.readFileSync(stack.logFile, 'utf8');
