@@ -6,6 +6,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AuthEvents } from '../../auth/events.js';
 import { isPending, scopeOf, Sessions, type OpenedSession, type PendingSignIn } from '../../auth/sessions.js';
 import { METADATA_MAX_BYTES, UserManagement } from '../../auth/users/service.js';
+import { AUTH_KEYS } from '../../auth/routes.js';
+import { USER_KEYS } from '../../auth/users/routes.js';
+import { KeyAuthenticator, MAIL_KEYS } from '../../control/api-keys/authenticate.js';
+import { newApiKey } from '../../control/api-keys/issue.js';
 import { RateLimiter } from '../../control/limits/rate-limit.js';
 import type { SignInProfile } from '../../control/store/index.js';
 import { clock } from '../../core/clock.js';
@@ -165,5 +169,29 @@ describe('updates and sessions', () => {
     expect(await refusal(users.revokeSession(scope, s.user.id, s.session.id))).toBe('NOT_FOUND');
     expect((await audit()).find((e) => e.type === 'session.revoked')).toMatchObject({ reason: 'admin', sessionId: s.session.id });
     expect((await audit()).find((e) => e.type === 'user.updated')).toMatchObject({ userId: s.user.id });
+  });
+});
+
+describe('the users key scope', () => {
+  it('admits users and all keys of either kind to user management, and a users key to nothing else', async () => {
+    const access = new KeyAuthenticator(u.store, u.invalidator);
+    const key = async (kind: 'live' | 'test', scope: 'all' | 'auth' | 'users') => {
+      const k = newApiKey(u.project.id, kind, scope, 1);
+      await u.store.apiKeys.create(k.row);
+      return k.plain;
+    };
+    const answer = (p: Promise<unknown>) =>
+      p.then(
+        () => 'ok',
+        (e: ApiError) => `${e.code}: ${e.message}`,
+      );
+    for (const kind of ['live', 'test'] as const) {
+      const users = await key(kind, 'users');
+      expect(await answer(access.resolve(users, USER_KEYS))).toBe('ok');
+      expect(await answer(access.resolve(await key(kind, 'all'), USER_KEYS))).toBe('ok');
+      expect(await answer(access.resolve(users, AUTH_KEYS))).toBe(`INVALID_API_KEY: This ${kind} key (users scope) cannot call this API`);
+      expect(await answer(access.resolve(users, MAIL_KEYS))).toBe(`INVALID_API_KEY: This ${kind} key (users scope) cannot call this API`);
+      expect(await answer(access.resolve(await key(kind, 'auth'), USER_KEYS))).toBe(`INVALID_API_KEY: This ${kind} key (auth scope) cannot call this API`);
+    }
   });
 });
