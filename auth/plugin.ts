@@ -16,6 +16,7 @@ import { passkeyRoutes } from './passkeys/routes.js';
 // </passkeys>
 // <two-factor: import>
 import { twoFactorRoutes } from './two-factor/routes.js';
+import { twoFactorAdminRoutes } from './two-factor/admin.js';
 // </two-factor>
 // <magic-links: import>
 import { magicLinkRoutes } from './magic-links/routes.js';
@@ -87,6 +88,7 @@ export function createAuth(deps?: AuthDeps): Auth | Pick<Auth, 'commands'> {
     // <passkeys: admin routes>
     // </passkeys>
     // <two-factor: admin routes>
+    await app.register(twoFactorAdminRoutes(ctx, ctx.twoFactor));
     // </two-factor>
     // <magic-links: admin routes>
     // </magic-links>

@@ -4,6 +4,7 @@
 // refused; backup codes single use; required mode enrolling under the ticket; off mode with no gate;
 // events in the audit log. Control's clock is moved (the test clock route) so every check runs well
 // inside one 30-second step, and the codes of other steps are computed for that clock.
+import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project, Stack } from '../../helpers/stack.js';
 import { stepAt, totpAt } from '../../../auth/two-factor/totp.js';
@@ -45,9 +46,9 @@ type Api = ReturnType<typeof client>;
 const api = (p: Project) => client(stack, p.keys.live, { 'x-service-client-ip': freshIp(), 'user-agent': 'two-factor-test/1' });
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
-/** A Telegram widget sign-in of user `id` (each payload fresh: its auth_date differs). */
+/** A Telegram widget sign-in of user `id` (each payload fresh: a signed field of its own, as each is accepted once). */
 const signIn = (c: Api, id: number) =>
-  c.post('/sign-in/telegram/widget', signedWidget({ id, first_name: `User ${id}`, auth_date: Math.floor(serverNow() / 1000) - ++seq }, TEST_BOT));
+  c.post('/sign-in/telegram/widget', signedWidget({ id, first_name: `User ${id}`, auth_date: Math.floor(serverNow() / 1000) - 1, attempt: String(++seq) }, TEST_BOT));
 
 /** Signs user `id` in (no factor yet) and turns TOTP on: its secret and backup codes. */
 async function enrolled(c: Api, id: number): Promise<{ secret: string; backupCodes: string[]; userId: string }> {
@@ -319,5 +320,25 @@ describe('two-factor, off', () => {
     const st = await c.get('/two-factor', bearer(s.body.token));
     expect([st.status, st.body.code]).toEqual([400, 'PROVIDER_NOT_ENABLED']);
     expect((await c.post('/two-factor/totp/setup', {}, bearer(s.body.token))).body.code).toBe('PROVIDER_NOT_ENABLED');
+  });
+});
+
+describe("the operator's reset", () => {
+  it("removes a user's second factors (then the sign-in is not held); another project's slug or environment finds no user", async () => {
+    const c = api(a);
+    const { userId } = await enrolled(c, 4001);
+    await held(c, 4001);
+    const path = (p: Project, env = '') => `/admin/v1/projects/${p.slug}/auth/users/${userId}/two-factor${env}`;
+    const token = fs.readFileSync(`${stack.dataDir}/admin-token`, 'utf8').trim();
+    expect((await stack.adminApi('DELETE', path(b), token)).status).toBe(404);
+    expect((await stack.adminApi('DELETE', path(a, '?env=test'), token)).status).toBe(404);
+    expect((await stack.adminApi('DELETE', path(a), 'wrong-token')).status).toBe(401);
+    expect(await stack.admin('DELETE', path(a))).toEqual({ removed: true });
+    expect(await stack.admin('DELETE', path(a))).toEqual({ removed: false });
+    expect((await signIn(c, 4001)).status).toBe(200);
+    const reset = (await audit(a, 'two_factor.disabled')).filter((e) => e.user_id === userId);
+    expect(reset).toMatchObject([{ reason: 'operator_reset' }]);
+    const ops = (await stack.admin('GET', '/admin/v1/audit')) as { data: Array<{ action: string; target: string }> };
+    expect(ops.data.find((e) => e.action === 'user.two_factor_reset')?.target).toBe(`project:${a.slug} user:${userId}`);
   });
 });
