@@ -48,7 +48,10 @@ const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 /** A Telegram widget sign-in of user `id` (each payload fresh: a signed field of its own, as each is accepted once). */
 const signIn = (c: Api, id: number) =>
-  c.post('/sign-in/telegram/widget', signedWidget({ id, first_name: `User ${id}`, auth_date: Math.floor(serverNow() / 1000) - 1, attempt: String(++seq) }, TEST_BOT));
+  c.post(
+    '/sign-in/telegram/widget',
+    signedWidget({ id, first_name: `User ${id}`, auth_date: Math.floor(serverNow() / 1000) - 1, attempt: String(++seq) }, TEST_BOT),
+  );
 
 /** Signs user `id` in (no factor yet) and turns TOTP on: its secret and backup codes. */
 async function enrolled(c: Api, id: number): Promise<{ secret: string; backupCodes: string[]; userId: string }> {
