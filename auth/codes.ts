@@ -62,14 +62,18 @@ export class Codes {
     this.d.limiter.take(`auth:${key}`, limit, windowMs, (s) => `Too many ${what}; try again in ${s} s`);
   }
 
-  async send(caller: Caller, channel: Channel, target: string, ip: string, provider: ProviderConfig, codeFrom: string | null): Promise<void> {
+  /**
+   * The limits of a sign-in message to `target` (a code, or a magic link: one budget for both), in order: per
+   * client address, the resend cooldown since `issuedAt`, the project's hourly cap, per target per hour and day.
+   * `noun` words the refusals ('code', 'sign-in link').
+   */
+  countSend(caller: Caller, channel: Channel, target: string, ip: string, issuedAt: number | undefined, noun: string): void {
     const env = envOf(caller);
-    this.take(`send-ip:${caller.project.id}:${env}:${ip}`, settings.codeSendsPerIpHour, durations.HOUR, 'code requests from this address');
-    const issued = await this.d.store.otpIssuedAt(caller.project.id, env, channel, target);
+    this.take(`send-ip:${caller.project.id}:${env}:${ip}`, settings.codeSendsPerIpHour, durations.HOUR, `${noun} requests from this address`);
     const now = clock.now();
-    if (issued !== undefined && now - issued < settings.codeResendCooldownMs) {
-      const wait = Math.ceil((issued + settings.codeResendCooldownMs - now) / 1000);
-      throw new ApiError('RATE_LIMIT_EXCEEDED', `A code was just sent; ask again in ${wait} s`, {}, { 'Retry-After': String(wait) });
+    if (issuedAt !== undefined && now - issuedAt < settings.codeResendCooldownMs) {
+      const wait = Math.ceil((issuedAt + settings.codeResendCooldownMs - now) / 1000);
+      throw new ApiError('RATE_LIMIT_EXCEEDED', `A ${noun} was just sent; ask again in ${wait} s`, {}, { 'Retry-After': String(wait) });
     }
     try {
       this.take(`send-project:${caller.project.id}:${env}`, this.d.config.auth.codeSendsPerProjectHour, durations.HOUR, 'sign-in codes for this project');
@@ -79,9 +83,27 @@ export class Codes {
       throw err;
     }
     const key = `send:${caller.project.id}:${env}:${channel}:${target}`;
-    this.take(`${key}:h`, settings.codeSendsPerTargetHour, durations.HOUR, `codes for this ${channel === 'email' ? 'address' : 'number'}`);
-    this.take(`${key}:d`, settings.codeSendsPerTargetDay, durations.DAY, `codes for this ${channel === 'email' ? 'address' : 'number'}`);
+    this.take(`${key}:h`, settings.codeSendsPerTargetHour, durations.HOUR, `${noun}s for this ${channel === 'email' ? 'address' : 'number'}`);
+    this.take(`${key}:d`, settings.codeSendsPerTargetDay, durations.DAY, `${noun}s for this ${channel === 'email' ? 'address' : 'number'}`);
+  }
 
+  /**
+   * Emails a sign-in message from the project's sender. A suppressed address gets the same outcome as any other
+   * (and no email id): a different answer would let anyone read the project's suppression list through the form.
+   */
+  async mail(caller: Caller, codeFrom: string | null, message: Omit<SystemMessage, 'from'>, what: string): Promise<void> {
+    const accepted = await this.d.sendSystemMail(caller, { from: await this.sender(caller, codeFrom), ...message }).catch((err: unknown) => {
+      if (err instanceof ApiError && err.code === 'RECIPIENT_IN_SUPPRESSION_LIST') return undefined;
+      throw err;
+    });
+    if (!accepted) this.d.log.info({ project: caller.project.slug }, `${what} not emailed: the address is suppressed`);
+    else this.d.log.info({ project: caller.project.slug, emailId: accepted.id }, `${what} email queued`);
+  }
+
+  async send(caller: Caller, channel: Channel, target: string, ip: string, provider: ProviderConfig, codeFrom: string | null): Promise<void> {
+    const env = envOf(caller);
+    this.countSend(caller, channel, target, ip, await this.d.store.otpIssuedAt(caller.project.id, env, channel, target), 'code');
+    const now = clock.now();
     const code = randomDigits(6);
     await this.d.store.putOtp({
       projectId: caller.project.id,
@@ -101,24 +123,19 @@ export class Codes {
       await sender.send(target, text);
       return;
     }
-    // A suppressed address gets the same answer as any other (and no email id): a different
-    // answer would let anyone read the project's suppression list through the sign-in form.
-    const accepted = await this.d
-      .sendSystemMail(caller, {
-        from: await this.sender(caller, codeFrom),
+    await this.mail(
+      caller,
+      codeFrom,
+      {
         to: target,
         subject: `Your ${caller.project.name} sign-in code`,
         text,
         html:
           `<p>Your ${escapeHtml(caller.project.name)} sign-in code is</p><p style="font-size:28px;letter-spacing:4px"><b>${code}</b></p>` +
           `<p>It expires in ${minutes} minutes. If you did not ask for it, ignore this email.</p>`,
-      })
-      .catch((err: unknown) => {
-        if (err instanceof ApiError && err.code === 'RECIPIENT_IN_SUPPRESSION_LIST') return undefined;
-        throw err;
-      });
-    if (!accepted) this.d.log.info({ project: caller.project.slug }, 'sign-in code not emailed: the address is suppressed');
-    else this.d.log.info({ project: caller.project.slug, emailId: accepted.id }, 'sign-in code email queued');
+      },
+      'sign-in code',
+    );
   }
 
   /** The project's own code sender when its domain is verified; otherwise the platform's system sender. */

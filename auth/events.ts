@@ -89,7 +89,7 @@ export class AuthEvents {
   account(
     scope: EventScope,
     type: Exclude<AuthEventType, 'user.created' | 'session.created' | 'session.revoked' | 'sign_in.failed'>,
-    e: { user?: UserRow; userId: string; sessionId?: string; provider?: string | null; reason?: string; origin?: Origin; details?: Record<string, unknown> },
+    e: { user?: UserRow; userId?: string; sessionId?: string; provider?: string | null; reason?: string; origin?: Origin; details?: Record<string, unknown> },
   ): Promise<void> {
     return this.emit(scope, type, { ...e, provider: e.provider ?? null, origin: e.origin ?? none });
   }

@@ -121,15 +121,12 @@ export function createAuthServices(o: AuthDeps): AuthServices {
   // <magic-links: construct and gate>
   const magicLinks = new MagicLinkService({
     store: o.store.magicLinks,
-    domains: o.store.domains,
+    codes,
     crypto,
-    limiter: o.limiter,
-    sendSystemMail: o.sendSystemMail,
     sessions,
     events,
     config: o.config,
     log: o.log,
-    onCapped: o.onCodeSendsCapped,
   });
   // </magic-links>
   // <signing-keys: construct and gate>

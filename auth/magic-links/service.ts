@@ -6,19 +6,17 @@
 // the asking browser's challenge. Opening the link (GET) spends nothing: a confirm page POSTs,
 // and that POST takes the link atomically and hands the app an svc_code bound to the browser
 // that asked (exchange-code checks its verifier).
-import { ApiError, notFound } from '../../core/errors.js';
+import { notFound } from '../../core/errors.js';
 import { clock } from '../../core/clock.js';
 import type { Config } from '../../core/config.js';
 import type { Logger } from '../../core/log.js';
 import { escapeHtml } from '../../core/html.js';
-import { domainOf, parseMailbox } from '../../common/address.js';
 import type { Caller } from '../../control/api-keys/authenticate.js';
-import type { Domains, MagicLinkRow, MagicLinks, Origin } from '../../control/store/index.js';
+import type { MagicLinkRow, MagicLinks, Origin } from '../../control/store/index.js';
 import { randomToken, sha256, type AuthCrypto } from '../crypto.js';
 import { durations, settings } from '../settings.js';
 import { envOf, scopeOf, type Sessions } from '../sessions.js';
-import type { SendSystemMail } from '../codes.js';
-import type { Limiter } from '../limiter.js';
+import type { Codes } from '../codes.js';
 import { maskEmail, type AuthEvents, type EventScope } from '../events.js';
 import { withCode } from '../hosted/project.js';
 
@@ -29,15 +27,13 @@ export const MAGIC_LINK_PATH = '/api/v1/auth/magic-link';
 
 export interface MagicLinkDeps {
   store: MagicLinks;
-  domains: Pick<Domains, 'byName'>;
+  /** The email codes' sending rules and sender: codes and links share one budget (auth/codes.ts). */
+  codes: Codes;
   crypto: AuthCrypto;
-  limiter: Limiter;
-  sendSystemMail: SendSystemMail;
   sessions: Sessions;
   events: AuthEvents;
   config: Config;
   log: Logger;
-  onCapped?: (projectSlug: string) => void;
 }
 
 /** What opening a link found: a usable link, or why not. */
@@ -54,11 +50,6 @@ export class MagicLinkService {
     return `${this.d.config.baseUrl}${MAGIC_LINK_PATH}/${token}`;
   }
 
-  /** Counts one event against a limit, with the email codes' keys (auth/codes.ts): one budget for both. */
-  private count(key: string, limit: number, windowMs: number, what: string): void {
-    this.d.limiter.take(`auth:${key}`, limit, windowMs, (s) => `Too many ${what}; try again in ${s} s`);
-  }
-
   /**
    * Emails a sign-in link to `email` (lower-cased, valid) returning to `callback` (already checked by
    * oauth.checkCallbackUrl) and bound to `clientChallenge` (oauth.checkChallenge). The same outcome for
@@ -67,24 +58,8 @@ export class MagicLinkService {
   async send(caller: Caller, email: string, callback: URL, clientChallenge: string | null, ip: string, codeFrom: string | null, origin: Origin): Promise<void> {
     const env = envOf(caller);
     const projectId = caller.project.id;
-    this.count(`send-ip:${projectId}:${env}:${ip}`, settings.codeSendsPerIpHour, durations.HOUR, 'sign-in requests from this address');
-    const last = await this.d.store.lastSentAt(projectId, env, email);
+    this.d.codes.countSend(caller, 'email', email, ip, await this.d.store.lastSentAt(projectId, env, email), 'sign-in link');
     const now = clock.now();
-    if (last !== undefined && now - last < settings.codeResendCooldownMs) {
-      const wait = Math.ceil((last + settings.codeResendCooldownMs - now) / 1000);
-      throw new ApiError('RATE_LIMIT_EXCEEDED', `A sign-in link was just sent; ask again in ${wait} s`, {}, { 'Retry-After': String(wait) });
-    }
-    try {
-      this.count(`send-project:${projectId}:${env}`, this.d.config.auth.codeSendsPerProjectHour, durations.HOUR, 'sign-in emails for this project');
-    } catch (err) {
-      this.d.onCapped?.(caller.project.slug);
-      this.d.log.warn({ project: caller.project.slug }, 'sign-in email sends (codes and links) reached the hourly project cap');
-      throw err;
-    }
-    const key = `send:${projectId}:${env}:email:${email}`;
-    this.count(`${key}:h`, settings.codeSendsPerTargetHour, durations.HOUR, 'sign-in emails for this address');
-    this.count(`${key}:d`, settings.codeSendsPerTargetDay, durations.DAY, 'sign-in emails for this address');
-
     const token = randomToken('', 32);
     const expiresAt = now + MAGIC_LINK_TTL_MS;
     await this.d.store.put({
@@ -101,7 +76,6 @@ export class MagicLinkService {
     // No user id and a masked address: looking the address up would make the event (and the answer's
     // timing) differ for addresses with and without an account. Every accepted send is recorded alike.
     await this.d.events.account(scopeOf(caller), 'magic_link.sent', {
-      userId: null as unknown as string,
       provider: 'email',
       origin,
       details: { email: maskEmail(email), expires_at: new Date(expiresAt).toISOString() },
@@ -110,9 +84,10 @@ export class MagicLinkService {
     const link = this.url(token);
     const minutes = Math.round(MAGIC_LINK_TTL_MS / durations.MINUTE);
     const name = caller.project.name;
-    const accepted = await this.d
-      .sendSystemMail(caller, {
-        from: await this.sender(caller, codeFrom),
+    await this.d.codes.mail(
+      caller,
+      codeFrom,
+      {
         to: email,
         subject: `Sign in to ${name}`,
         text: `Open this link to sign in to ${name}:\n\n${link}\n\nIt works once and expires in ${minutes} minutes, in the browser where you asked for it. If you did not ask for it, ignore this message.`,
@@ -121,24 +96,9 @@ export class MagicLinkService {
           `<p><a href="${escapeHtml(link)}" style="display:inline-block;padding:10px 18px;background:#1f6feb;color:#fff;border-radius:8px;text-decoration:none">Sign in</a></p>` +
           `<p>Or copy this address into the browser where you asked for it:<br>${escapeHtml(link)}</p>` +
           `<p>The link works once and expires in ${minutes} minutes. If you did not ask for it, ignore this email.</p>`,
-      })
-      .catch((err: unknown) => {
-        // The same answer for a suppressed address: a different one would read out the suppression list.
-        if (err instanceof ApiError && err.code === 'RECIPIENT_IN_SUPPRESSION_LIST') return undefined;
-        throw err;
-      });
-    if (!accepted) this.d.log.info({ project: caller.project.slug }, 'sign-in link not emailed: the address is suppressed');
-    else this.d.log.info({ project: caller.project.slug, emailId: accepted.id }, 'sign-in link email queued');
-  }
-
-  /** The project's own code sender when its domain is verified; otherwise the platform's system sender (as Codes does). */
-  private async sender(caller: Caller, codeFrom: string | null): Promise<string> {
-    const own = codeFrom ? parseMailbox(codeFrom) : undefined;
-    if (own) {
-      const d = await this.d.domains.byName(caller.project.id, domainOf(own.address));
-      if (d?.status === 'verified') return codeFrom!;
-    }
-    return this.d.config.systemFrom;
+      },
+      'sign-in link',
+    );
   }
 
   /** The link of a token without spending it (the confirm page). */
