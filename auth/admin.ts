@@ -6,7 +6,7 @@ import { invalid, notFound } from '../core/errors.js';
 import { clock } from '../core/clock.js';
 import type { Project } from '../control/store/index.js';
 import type { AuthServices } from './services.js';
-import { normalizeCallbackUrl, normalizeOrigin, type EffectiveSettings, type ProviderInput, type SettingsInput } from './project-config.js';
+import { defaultJwtAudience, normalizeCallbackUrl, normalizeOrigin, type EffectiveSettings, type ProviderInput, type SettingsInput } from './project-config.js';
 import { endpointNames } from './providers/types.js';
 
 const slug = { type: 'string', pattern: '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$' } as const;
@@ -120,19 +120,19 @@ export const adminRoutes =
       },
     );
 
-    const settingsOut = (s: EffectiveSettings) => ({
+    const settingsOut = (s: EffectiveSettings, slug: string) => ({
       sessionTtlSeconds: s.sessionTtlMs / 1000,
       codeFrom: s.codeFrom,
       telegramWindowSeconds: s.telegramWindowMs / 1000,
       requireCodeVerifier: s.requireCodeVerifier,
       twoFactor: s.twoFactor,
-      jwtAudience: s.jwtAudience,
+      jwtAudience: s.jwtAudience ?? defaultJwtAudience(slug),
       jwtTtlSeconds: s.jwtTtlMs / 1000,
     });
 
     app.get<{ Params: { slug: string } }>(`${base}/settings`, { schema: { ...hide, params: slugParams } }, async (req) => {
       const p = await project(req.params.slug);
-      return settingsOut(await projects.settings(p.id, p.slug));
+      return settingsOut(await projects.settings(p.id), p.slug);
     });
 
     app.patch<{ Params: { slug: string }; Body: SettingsInput }>(
@@ -159,7 +159,7 @@ export const adminRoutes =
       async (req) => {
         const p = await project(req.params.slug);
         await projects.putSettings(p.id, req.body);
-        return settingsOut(await projects.settings(p.id, p.slug));
+        return settingsOut(await projects.settings(p.id), p.slug);
       },
     );
   };

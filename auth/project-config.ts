@@ -52,8 +52,8 @@ export interface EffectiveSettings {
   requireCodeVerifier: boolean;
   /** off (the default): no second factor; optional: users may enrol; required: every user signs in with one. */
   twoFactor: TwoFactorMode;
-  /** The project's JWTs' `aud` (auth/jwt). */
-  jwtAudience: string;
+  /** The project's JWTs' `aud` (auth/jwt); null: the default, `defaultJwtAudience(slug)`. */
+  jwtAudience: string | null;
   jwtTtlMs: number;
 }
 
@@ -130,8 +130,6 @@ export class ProjectAuthConfig {
   constructor(
     private readonly store: SignInStore,
     private readonly crypto: AuthCrypto,
-    /** A project's slug by id (the default JWT audience names it). */
-    private readonly projectSlug?: (projectId: string) => Promise<string | undefined>,
   ) {}
 
   private toConfig(def: ProviderDef, row: ProviderRow | undefined): ProviderConfig {
@@ -272,7 +270,7 @@ export class ProjectAuthConfig {
     return this.view(def, row);
   }
 
-  async settings(projectId: string, slug?: string): Promise<EffectiveSettings> {
+  async settings(projectId: string): Promise<EffectiveSettings> {
     const s = await this.store.settings(projectId);
     return {
       sessionTtlMs: s.sessionTtlSeconds ? s.sessionTtlSeconds * 1000 : settings.sessionTtlMs,
@@ -282,13 +280,9 @@ export class ProjectAuthConfig {
       // before this default keep it off (migration 0015) until `auth set --require-code-verifier on`.
       requireCodeVerifier: s.requireCodeVerifier ?? true,
       twoFactor: s.twoFactor ?? 'off',
-      jwtAudience: s.jwtAudience ?? defaultJwtAudience(slug ?? (await this.slugOf(projectId))),
+      jwtAudience: s.jwtAudience,
       jwtTtlMs: (s.jwtTtlSeconds ?? settings.jwtTtlSeconds) * 1000,
     };
-  }
-
-  private async slugOf(projectId: string): Promise<string> {
-    return (await this.projectSlug?.(projectId)) ?? projectId;
   }
 
   /** Merges the given settings over the current ones; null restores a default. */

@@ -91,7 +91,7 @@ export interface AuthServices {
 export function createAuthServices(o: AuthDeps): AuthServices {
   const store = o.store.signIn;
   const crypto = new AuthCrypto(o.secret);
-  const projects = new ProjectAuthConfig(store, crypto, async (id) => (await o.store.projects.byId(id))?.slug);
+  const projects = new ProjectAuthConfig(store, crypto);
   const events = new AuthEvents({ audit: o.store.audit, limiter: o.limiter, log: o.log });
   const sessions = new Sessions(store, o.invalidator, events);
   const codes = new Codes({

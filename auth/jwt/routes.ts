@@ -10,6 +10,7 @@ import { errors, serviceKeyAndSession } from '../schemas.js';
 import type { AuthServices } from '../services.js';
 import { tokenClaims } from './claims.js';
 import { OVERLAP_MS, PUBLISH_LEAD_MS } from './keys.js';
+import { defaultJwtAudience } from '../project-config.js';
 
 const s = { type: 'string' } as const;
 const JWKS_PATHS = ['/.well-known/jwks.json', '/api/v1/auth/jwks.json'];
@@ -60,10 +61,10 @@ export const jwtRoutes =
       async (req, reply) => {
         const caller = req.caller!;
         const { session } = await ctx.sessions.check(caller, bearerOf(req.headers));
-        const { jwtAudience, jwtTtlMs } = await ctx.projects.settings(caller.project.id, caller.project.slug);
+        const { jwtAudience, jwtTtlMs } = await ctx.projects.settings(caller.project.id);
         const { claims, expiresAt } = tokenClaims({
           issuer: ctx.config.baseUrl,
-          audience: jwtAudience,
+          audience: jwtAudience ?? defaultJwtAudience(caller.project.slug),
           ttlMs: jwtTtlMs,
           now: clock.now(),
           project: caller.project,

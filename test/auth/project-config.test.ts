@@ -164,13 +164,13 @@ describe('providers', () => {
 
 describe('settings', () => {
   it('defaults until set; null restores a default; the rest is kept', async () => {
-    expect(await config.settings(u.project.id, u.project.slug)).toEqual({
+    expect(await config.settings(u.project.id)).toEqual({
       sessionTtlMs: settings.sessionTtlMs,
       codeFrom: null,
       telegramWindowMs: settings.telegramWindowMs,
       requireCodeVerifier: expect.any(Boolean),
       twoFactor: 'off',
-      jwtAudience: `postgate:${u.project.slug}`,
+      jwtAudience: null,
       jwtTtlMs: 300_000,
     });
     const set = await config.putSettings(u.project.id, { sessionTtlSeconds: 3600, codeFrom: 'Acme <login@acme.test>', requireCodeVerifier: true });
@@ -189,7 +189,7 @@ describe('settings', () => {
     expect(set).toMatchObject({ twoFactor: 'required', jwtAudience: 'https://api.acme.test', jwtTtlMs: 120_000 });
     expect(await config.putSettings(u.project.id, { twoFactor: 'off', jwtAudience: null, jwtTtlSeconds: null })).toMatchObject({
       twoFactor: 'off',
-      jwtAudience: `postgate:${u.project.id}`,
+      jwtAudience: null,
       jwtTtlMs: 300_000,
     });
     expect(await refused(config.putSettings(u.project.id, { jwtTtlSeconds: 601 }))).toMatch(/jwtTtlSeconds is between 30 and 600/);

@@ -48,7 +48,7 @@ const codeAt = (secret: string, k = 0) => totpAt(secret, stepAt(clock.now()) + k
 
 beforeEach(async () => {
   u = await unitStore();
-  projects = new ProjectAuthConfig(u.store.signIn, crypto, async () => u.project.slug);
+  projects = new ProjectAuthConfig(u.store.signIn, crypto);
   const limiter = new RateLimiter();
   const events = new AuthEvents({ audit: u.store.audit, limiter, log: createLogger('test', 'silent') });
   sessions = new Sessions(u.store.signIn, localInvalidator(), events);
