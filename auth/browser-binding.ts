@@ -18,3 +18,15 @@ export function bindingCheck(verifier: string | undefined, required: boolean): (
   const presented = verifier === undefined ? null : challengeOf(verifier);
   return (stored) => (stored !== null ? presented !== null && safeEqual(stored, presented) : presented === null && !required);
 }
+
+/** The app's callback `url` with `param` set and any stale `svc_code` or `error` removed: where a sign-in lands. */
+export function returnWith(url: URL | string, param: 'svc_code' | 'error', value: string): string {
+  const u = new URL(url);
+  u.searchParams.delete('svc_code');
+  u.searchParams.delete('error');
+  u.searchParams.set(param, value);
+  return u.toString();
+}
+
+/** `url` with the sign-in's one-time `svc_code`. */
+export const withCode = (url: URL | string, code: string): string => returnWith(url, 'svc_code', code);

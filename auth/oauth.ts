@@ -19,6 +19,7 @@ import { effectiveEndpoints } from './providers/oidc.js';
 import { CredentialError, type OAuthAdapter, type OAuthTokens, type ProviderConfig, type ProviderDef } from './providers/types.js';
 import { providers } from './providers/index.js';
 import type { AuthEvents } from './events.js';
+import { returnWith } from './browser-binding.js';
 
 export interface OAuthDeps {
   config: Config;
@@ -158,13 +159,7 @@ export class OAuthFlows {
     if (!state || !st || st.expiresAt <= clock.now() || st.provider !== providerId) {
       throw invalid('Unknown, expired or already used OAuth state; start the sign-in again');
     }
-    const back = (param: 'svc_code' | 'error', value: string) => {
-      const u = new URL(st.callbackUrl);
-      u.searchParams.delete('svc_code');
-      u.searchParams.delete('error');
-      u.searchParams.set(param, value);
-      return u.toString();
-    };
+    const back = (param: 'svc_code' | 'error', value: string) => returnWith(st.callbackUrl, param, value);
     const scope = { projectId: st.projectId, env: st.env };
     const failed = async (reason: string, error: string) => {
       await this.d.events.signInFailed(scope, { provider: providerId }, reason, origin);

@@ -70,11 +70,4 @@ export class Hosted {
   }
 }
 
-/** `url` with `svc_code` set (and any stale `svc_code`/`error` removed), as the OAuth callback builds it. */
-export function withCode(url: URL, code: string): string {
-  const u = new URL(url);
-  u.searchParams.delete('svc_code');
-  u.searchParams.delete('error');
-  u.searchParams.set('svc_code', code);
-  return u.toString();
-}
+export { withCode } from '../browser-binding.js';

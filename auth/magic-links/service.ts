@@ -18,7 +18,7 @@ import { durations, settings } from '../settings.js';
 import { envOf, scopeOf, type Sessions } from '../sessions.js';
 import type { Codes } from '../codes.js';
 import { maskEmail, type AuthEvents, type EventScope } from '../events.js';
-import { withCode } from '../hosted/project.js';
+import { withCode } from '../browser-binding.js';
 
 /** A link is valid this long (as an email code). */
 export const MAGIC_LINK_TTL_MS = settings.codeTtlMs;
