@@ -35,7 +35,7 @@ export function corsHooks(app: FastifyInstance, hosted: Hosted): void {
     const origin = req.headers.origin;
     if (typeof origin === 'string') {
       reply
-        .header('access-control-allow-methods', 'GET, POST')
+        .header('access-control-allow-methods', 'GET, POST, DELETE')
         .header('access-control-allow-headers', 'content-type, x-service-key, authorization')
         .header('access-control-max-age', '600');
     }

@@ -36,6 +36,10 @@ const en = {
   errNetwork: 'Could not reach the server. Check your connection and try again.',
   errGeneric: 'Something went wrong. Please try again.',
   // <passkeys: words (en)>
+  passkeySignIn: 'Sign in with a passkey',
+  passkeyWaiting: 'Waiting for your passkey…',
+  errPasskey: 'That passkey could not be used here. Try again, or sign in another way.',
+  errPasskeyCancelled: 'No passkey was chosen. Try again, or sign in another way.',
   // </passkeys>
   // <magic-links: words (en)>
   linkHint: 'We will email you a sign-in link.',
@@ -82,6 +86,10 @@ const ru: Record<Key, string> = {
   errNetwork: 'Нет связи с сервером. Проверьте подключение и попробуйте ещё раз.',
   errGeneric: 'Что-то пошло не так. Попробуйте ещё раз.',
   // <passkeys: words (ru)>
+  passkeySignIn: 'Войти с ключом доступа',
+  passkeyWaiting: 'Ждём ваш ключ доступа…',
+  errPasskey: 'Этот ключ доступа здесь не подходит. Попробуйте ещё раз или войдите другим способом.',
+  errPasskeyCancelled: 'Ключ доступа не выбран. Попробуйте ещё раз или войдите другим способом.',
   // </passkeys>
   // <magic-links: words (ru)>
   linkHint: 'Мы пришлём ссылку для входа.',

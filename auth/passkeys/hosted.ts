@@ -33,7 +33,7 @@ export const hostedPasskeyRoutes =
       return o;
     }
 
-    app.post<{ Body: { slug: string; rpId?: string } }>(
+    app.post<{ Body: { slug: string; rpId?: string; redirectUri?: string } }>(
       `${P}/hosted/passkey/options`,
       {
         schema: {
@@ -49,6 +49,7 @@ export const hostedPasskeyRoutes =
         await hosted.requireRequestOrigin(req, project.id);
         ctx.keyless.project('hosted-passkey-options', project.id);
         await hosted.enabled(req, project.id, PROVIDER, 'webauthn');
+        if (req.body.redirectUri !== undefined) await ctx.oauth.checkCallbackUrl(project.id, req.body.redirectUri);
         const origin = await widgetOrigin(req, project.id);
         return ctx.passkeys.authenticationOptions(
           { projectId: project.id, env: 'live' },
@@ -78,7 +79,10 @@ export const hostedPasskeyRoutes =
         const scope = { projectId: project.id, env: 'live' as const };
         const code = await ctx.events.watch(scope, { provider: PROVIDER }, origin, async () => {
           await hosted.enabled(req, project.id, PROVIDER, 'webauthn');
-          const { passkey } = await ctx.passkeys.authenticate(scope, req.body.response, await widgetOrigin(req, project.id));
+          // The widget's frame sits in an app's page: that page must be one of the project's allowed origins.
+          const { passkey } = await ctx.passkeys.authenticate(scope, req.body.response, await widgetOrigin(req, project.id), (top) =>
+            ctx.store.hasOrigin(project.id, top),
+          );
           return ctx.passkeys.exchangeCode(scope, passkey.userId, origin, settings.exchangeCodeTtlMs, clientChallenge);
         });
         return { redirectUrl: withCode(back, code) };

@@ -218,7 +218,7 @@ export const passkeyRoutes =
         const s = await events.watch(scope, { provider: PROVIDER }, originOf(req), async () => {
           await enabled(req);
           const origin = await allowedOrigin(req, req.body.origin);
-          const { passkey, userVerified } = await passkeys.authenticate(scope, req.body.response, origin);
+          const { passkey, userVerified } = await passkeys.authenticate(scope, req.body.response, origin, (top) => store.hasOrigin(caller.project.id, top));
           const { sessionTtlMs } = await projects.settings(caller.project.id);
           // A user-verified passkey is two factors in one (possession and biometrics or PIN).
           return sessions.openFor(scope, passkey.userId, PROVIDER, originOf(req), sessionTtlMs, userVerified);

@@ -103,7 +103,11 @@ export const passkeySchemas = {
       type: 'object',
       additionalProperties: false,
       required: ['slug'],
-      properties: { slug: { ...s, minLength: 1, maxLength: 64, description: 'The project slug' }, rpId },
+      properties: {
+        slug: { ...s, minLength: 1, maxLength: 64, description: 'The project slug' },
+        rpId,
+        redirectUri: { ...s, minLength: 1, maxLength: 2048, description: "Checked when given: the app's callback address the sign-in will end on" },
+      },
     },
     response: { 200: options('PublicKeyCredentialRequestOptions for the widget') },
   },

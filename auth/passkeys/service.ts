@@ -79,17 +79,18 @@ export function rpIdFor(origin: string, rpId?: string): string {
   return id;
 }
 
-/** The challenge the browser signed, read from the client data (JSON; no CBOR involved). */
-function challengeOf(clientDataJSON: unknown): string {
+/** The challenge the browser signed and, in a cross-origin frame, the top page's origin: read from the client data (JSON; no CBOR). */
+function clientDataOf(clientDataJSON: unknown): { challenge: string; topOrigin: string | undefined } {
   if (typeof clientDataJSON !== 'string') throw invalid('response.response.clientDataJSON is required');
-  let c: unknown;
+  let d: { challenge?: unknown; topOrigin?: unknown } = {};
   try {
-    c = (JSON.parse(Buffer.from(clientDataJSON, 'base64url').toString('utf8')) as { challenge?: unknown }).challenge;
+    d = JSON.parse(Buffer.from(clientDataJSON, 'base64url').toString('utf8')) as typeof d;
   } catch {
     /* refused below */
   }
+  const c = d?.challenge;
   if (typeof c !== 'string' || !c || c.length > 128) throw refused('The passkey response carries no challenge of ours');
-  return c;
+  return { challenge: c, topOrigin: typeof d.topOrigin === 'string' ? d.topOrigin : undefined };
 }
 
 export class PasskeyService {
@@ -116,13 +117,13 @@ export class PasskeyService {
 
   /** Takes the challenge a response answers: once, unexpired, of this project, purpose, user and origin. */
   private async take(scope: EventScope, purpose: 'register' | 'authenticate', userId: string | null, origin: string, clientDataJSON: unknown) {
-    const text = challengeOf(clientDataJSON);
+    const { challenge: text, topOrigin } = clientDataOf(clientDataJSON);
     const c = await this.store.takeChallenge(sha256(text));
     if (!c || c.projectId !== scope.projectId || c.env !== scope.env || c.purpose !== purpose || c.userId !== userId)
       throw refused('This passkey challenge is unknown or was already used');
     if (c.expiresAt <= clock.now()) throw refused('This passkey challenge has expired; start again');
     if (c.origin !== origin) throw refused(`This passkey ceremony was started on ${c.origin}, not ${origin}`);
-    return { text, row: c };
+    return { text, row: c, topOrigin };
   }
 
   async registrationOptions(
@@ -194,9 +195,18 @@ export class PasskeyService {
     return generateAuthenticationOptions({ rpID, challenge: bytes, timeout: TIMEOUT_MS, userVerification: 'preferred', allowCredentials: [] });
   }
 
-  /** Checks a sign-in's assertion; the passkey (counter moved on) and whether the user was verified. */
-  async authenticate(scope: EventScope, response: AuthenticationResponseJSON, origin: string): Promise<{ passkey: PasskeyRow; userVerified: boolean }> {
-    const { text, row } = await this.take(scope, 'authenticate', null, origin, response?.response?.clientDataJSON);
+  /**
+   * Checks a sign-in's assertion; the passkey (counter moved on) and whether the user was verified. In a
+   * cross-origin frame (the hosted widget in an app's page) the top page's origin must pass `topAllowed`.
+   */
+  async authenticate(
+    scope: EventScope,
+    response: AuthenticationResponseJSON,
+    origin: string,
+    topAllowed: (topOrigin: string) => Promise<boolean>,
+  ): Promise<{ passkey: PasskeyRow; userVerified: boolean }> {
+    const { text, row, topOrigin } = await this.take(scope, 'authenticate', null, origin, response?.response?.clientDataJSON);
+    if (topOrigin !== undefined && !(await topAllowed(topOrigin))) throw refused(`The page ${topOrigin} that framed this sign-in is not allowed`);
     // Looked up in this project and environment only: another project's credential is unknown here.
     const k = typeof response.id === 'string' ? await this.store.byCredentialId(scope.projectId, scope.env, response.id) : undefined;
     if (!k) throw refused('This passkey is not registered here');
@@ -210,6 +220,7 @@ export class PasskeyService {
         expectedOrigin: row.origin,
         expectedRPID: k.rpId,
         credential: { id: k.credentialId, publicKey: new Uint8Array(k.publicKey), counter: k.counter, transports: k.transports as AuthenticatorTransport[] },
+        ...(topOrigin !== undefined ? { expectedTopOrigin: topOrigin } : {}),
         requireUserVerification: false,
       }),
     );

@@ -55,6 +55,8 @@ async function mount(el: HTMLScriptElement): Promise<void> {
   // The frame may run its own scripts and forms, nothing else: navigation of this page is ours to do.
   frame.setAttribute('sandbox', 'allow-scripts allow-same-origin allow-forms');
   frame.setAttribute('referrerpolicy', 'no-referrer');
+  // Passkeys in the form (postgate's origin inside this page): browsers allow WebAuthn in a cross-origin frame only when delegated.
+  frame.setAttribute('allow', 'publickey-credentials-get; publickey-credentials-create');
   Object.assign(frame.style, { border: '0', width: '100%', maxWidth: '440px', height: '460px', display: 'block', colorScheme: 'normal' });
   box.appendChild(frame);
 

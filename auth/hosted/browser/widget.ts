@@ -261,6 +261,73 @@ change?.addEventListener('click', () => {
 });
 
 // <passkeys: widget behaviour>
+// "Sign in with a passkey" (discoverable: the authenticator offers the user's passkeys) and the browser's
+// passkey autofill in the email field (conditional mediation); either ends like the code form, on the app's
+// callback with a svc_code bound to the embedding browser.
+import { browserSupportsWebAuthn, browserSupportsWebAuthnAutofill, startAuthentication } from '@simplewebauthn/browser';
+
+const passkeyStart = async (useBrowserAutofill: boolean): Promise<void> => {
+  const optionsJSON = await call<Parameters<typeof startAuthentication>[0]['optionsJSON']>('/api/v1/auth/hosted/passkey/options', {});
+  const response = await startAuthentication({ optionsJSON, useBrowserAutofill });
+  say(status, 'redirecting');
+  const { redirectUrl } = await call<{ redirectUrl: string }>('/api/v1/auth/hosted/passkey/verify', { response, ...binding });
+  navigate(redirectUrl);
+};
+
+const passkeyError = (err: unknown): { key: Key; vars: Record<string, string | number> } => {
+  if (err instanceof ApiFailure) return err.code === 'INVALID_CREDENTIAL' ? { key: 'errPasskey', vars: {} } : explain(err);
+  // The browser's refusals: the person closed the prompt (NotAllowedError), or no passkey fits.
+  return { key: (err as { name?: string })?.name === 'NotAllowedError' ? 'errPasskeyCancelled' : 'errPasskey', vars: {} };
+};
+
+/** Autofill waits in the email field until the person picks a passkey there; a button ceremony cancels it (AbortError). */
+const passkeyAutofill = async (): Promise<void> => {
+  if (!emailInput || !(await browserSupportsWebAuthnAutofill())) return;
+  emailInput.autocomplete = 'email webauthn';
+  try {
+    await passkeyStart(true);
+  } catch (err) {
+    // Only the server's refusal is worth showing; the browser's (aborted by the button, not offered) stay quiet.
+    // Either way autofill is not restarted here: a refusal that repeats must not turn into a loop of requests.
+    if (!(err instanceof ApiFailure)) return;
+    say(status, null);
+    const e = passkeyError(err);
+    say(formError, e.key, e.vars);
+  }
+};
+
+if (cfg.passkeys && browserSupportsWebAuthn()) {
+  const button = document.createElement('button');
+  button.type = 'button';
+  button.id = 'pg-passkey';
+  button.className = 'passkey';
+  const label = document.createElement('span');
+  label.dataset.i18n = 'passkeySignIn';
+  label.textContent = t(lang, 'passkeySignIn');
+  button.innerHTML =
+    '<svg class="mark" viewBox="0 0 24 24" width="20" height="20" aria-hidden="true" focusable="false"><circle cx="9" cy="8" r="4" fill="none" stroke="currentColor" stroke-width="2"/><path d="M2 20c0-3.3 3.1-6 7-6 1.4 0 2.7.3 3.8.9" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round"/><circle cx="18" cy="13" r="2.5" fill="none" stroke="currentColor" stroke-width="2"/><path d="M18 15.5V21l1.5-1.2M18 18.5h1.5" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round"/></svg>';
+  button.append(label);
+  formError?.insertAdjacentElement('afterend', button);
+  button.addEventListener('click', async () => {
+    say(formError, null);
+    busy(true);
+    button.disabled = true;
+    say(status, 'passkeyWaiting');
+    try {
+      await passkeyStart(false);
+    } catch (err) {
+      busy(false);
+      button.disabled = false;
+      say(status, null);
+      const e = passkeyError(err);
+      say(formError, e.key, e.vars);
+      button.focus();
+      // The button's ceremony ended the autofill's: it waits again.
+      void passkeyAutofill();
+    }
+  });
+  void passkeyAutofill();
+}
 // </passkeys>
 // <magic-links: widget behaviour>
 // "Email me a sign-in link": the same address field, then "Check your email". The link is bound to the

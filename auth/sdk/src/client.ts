@@ -30,7 +30,7 @@ export class PostgateClient {
     this.fetcher = opts.fetch ?? ((input, init) => fetch(input, init));
   }
 
-  private async request<T>(method: 'GET' | 'POST', path: string, body?: unknown, token?: string, keyless = false): Promise<T> {
+  private async request<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, token?: string, keyless = false): Promise<T> {
     const headers: Record<string, string> = {};
     if (!keyless) headers['x-service-key'] = this.apiKey;
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
@@ -137,6 +137,45 @@ export class PostgateClient {
   }
 
   // <passkeys: client methods>
+  /** Options to register a passkey for the session `token`'s user (navigator.credentials.create). */
+  passkeyRegisterOptions(token: string, opts: { rpId?: string; origin?: string } = {}): Promise<import('./types.js').PasskeyCreationOptions> {
+    return this.request('POST', '/passkey/register/options', opts, token);
+  }
+
+  /** Keeps the browser's new passkey for the user; `name` labels it ("MacBook"). */
+  passkeyRegisterVerify(token: string, response: import('./types.js').PasskeyRegistration, name?: string): Promise<import('./types.js').Passkey> {
+    return this.request('POST', '/passkey/register/verify', { response, ...(name !== undefined ? { name } : {}) }, token);
+  }
+
+  /** The user's passkeys. */
+  async listPasskeys(token: string): Promise<import('./types.js').Passkey[]> {
+    return (await this.request<{ passkeys: import('./types.js').Passkey[] }>('GET', '/passkeys', undefined, token)).passkeys;
+  }
+
+  /** Removes one of the user's passkeys (NOT_FOUND for anyone else's). */
+  removePasskey(token: string, id: string): Promise<{ success: boolean }> {
+    return this.request('DELETE', `/passkeys/${encodeURIComponent(id)}`, undefined, token);
+  }
+
+  /** Options to sign in with a discoverable passkey (navigator.credentials.get). */
+  passkeySignInOptions(opts: { rpId?: string; origin?: string } = {}): Promise<import('./types.js').PasskeyRequestOptions> {
+    return this.request('POST', '/sign-in/passkey/options', opts);
+  }
+
+  /** Signs in with the browser's assertion. */
+  passkeySignInVerify(response: import('./types.js').PasskeyAssertion): Promise<SignedIn> {
+    return this.request('POST', '/sign-in/passkey/verify', { response });
+  }
+
+  /** Browser: creates a passkey and registers it for the session `token`'s user. */
+  async registerPasskey(token: string, name?: string, opts: { rpId?: string } = {}): Promise<import('./types.js').Passkey> {
+    return (await import('./passkeys.js')).registerPasskey(this, token, { ...(name !== undefined ? { name } : {}), ...opts });
+  }
+
+  /** Browser: signs in with a passkey the person picks (or, `autofill`, picks from an input's autofill). */
+  async signInWithPasskey(opts: { autofill?: boolean; rpId?: string } = {}): Promise<SignedIn> {
+    return (await import('./passkeys.js')).signInWithPasskey(this, opts);
+  }
   // </passkeys>
   // <two-factor: client methods>
   /** Finishes a sign-in held for its second factor (PostgateError TWO_FACTOR_REQUIRED: `pendingOf(err).pendingToken`). */

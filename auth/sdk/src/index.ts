@@ -15,6 +15,9 @@ export { createCodeVerifier, codeChallengeOf, VERIFIER_KEY } from './binding.js'
 export { marks, markOf, type Mark, type MarkShape } from './marks.js';
 export type { User, Session, Provider, ProviderId, Method, SignedIn, TelegramWidgetData, HostedConfig } from './types.js';
 // <passkeys: exports>
+export { registerPasskey, signInWithPasskey } from './passkeys.js';
+export type { Passkey, PasskeyCreationOptions, PasskeyRequestOptions, PasskeyRegistration, PasskeyAssertion } from './types.js';
+export type { PasskeysValue } from './passkeys-react.js';
 // </passkeys>
 // <two-factor: exports>
 export { pendingOf, type TwoFactorContext, type TwoFactorResult } from './two-factor.js';

@@ -9,6 +9,7 @@ import { readVerifier } from './binding.js';
 import { useSendMagicLink } from './magic-links-react.js';
 import type { MagicLinkResult } from './magic-links.js';
 import { tokenStore, type StorageKind } from './storage.js';
+import { usePasskeys } from './passkeys-react.js';
 import { useTwoFactor } from './two-factor.js';
 import { useSessionJwt } from './token.js';
 import type { Session, SignedIn, TelegramWidgetData, User } from './types.js';
@@ -59,6 +60,10 @@ export interface PostgateContextValue extends PostgateState {
   token: string | null;
   client: PostgateClient;
   // <passkeys: context value>
+  /** Registers a passkey for the signed-in user (the browser asks to create one). */
+  registerPasskey: import('./passkeys-react.js').PasskeysValue['registerPasskey'];
+  /** Signs in with a passkey and keeps the session as the other sign-ins do; `autofill` waits on an input's passkey autofill. */
+  signInWithPasskey: import('./passkeys-react.js').PasskeysValue['signInWithPasskey'];
   // </passkeys>
   // <two-factor: context value>
   /**
@@ -268,10 +273,11 @@ export function PostgateProvider({ config, children }: { config: PostgateConfig;
   });
 
   const sendMagicLink = useSendMagicLink(client, latest, fail); // magic-links
+  const passkeysValue = usePasskeys({ client, token, adopt, fail, hold: holdTwoFactor }); // passkeys
 
   const value = useMemo<PostgateContextValue>(
-    () => ({ ...state, token, client, signIn, signOut, clearError, getToken, sendMagicLink, ...twoFactorValue }),
-    [state, token, client, signIn, signOut, clearError, getToken, sendMagicLink, twoFactorValue],
+    () => ({ ...state, token, client, signIn, signOut, clearError, getToken, sendMagicLink, ...twoFactorValue, ...passkeysValue }),
+    [state, token, client, signIn, signOut, clearError, getToken, sendMagicLink, twoFactorValue, passkeysValue],
   );
   return <Ctx.Provider value={value}>{children}</Ctx.Provider>;
 }

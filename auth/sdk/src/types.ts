@@ -67,6 +67,24 @@ export interface HostedConfig {
 }
 
 // <passkeys: types>
+/** A passkey of the signed-in user (never its key). */
+export interface Passkey {
+  id: string;
+  name: string;
+  /** ISO 8601, UTC. */
+  createdAt: string;
+  lastUsedAt: string | null;
+  /** multiDevice: a synced passkey (backup eligible). */
+  deviceType: 'singleDevice' | 'multiDevice';
+  backedUp: boolean;
+  transports: string[];
+}
+export type {
+  PublicKeyCredentialCreationOptionsJSON as PasskeyCreationOptions,
+  PublicKeyCredentialRequestOptionsJSON as PasskeyRequestOptions,
+  RegistrationResponseJSON as PasskeyRegistration,
+  AuthenticationResponseJSON as PasskeyAssertion,
+} from '@simplewebauthn/browser';
 // </passkeys>
 // <two-factor: types>
 export type TwoFactorMethod = 'totp' | 'backup_code';

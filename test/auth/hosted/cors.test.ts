@@ -74,7 +74,7 @@ it('postgate’s own origin (the hosted widget) is allowed for every project', a
 it('preflight: the methods and headers the API takes; the OAuth callback (a navigation) gets no CORS headers', async () => {
   const pre = await app.inject({ method: 'OPTIONS', url: '/api/v1/auth/session', headers: { origin: APP, 'access-control-request-method': 'GET' } });
   expect(pre.statusCode).toBe(204);
-  expect(pre.headers['access-control-allow-methods']).toBe('GET, POST');
+  expect(pre.headers['access-control-allow-methods']).toBe('GET, POST, DELETE');
   expect(pre.headers['access-control-allow-headers']).toBe('content-type, x-service-key, authorization');
   const cb = await app.inject({ method: 'GET', url: '/api/v1/auth/callback/google', headers: { origin: 'https://evil.example' } });
   expect(cb.statusCode).toBe(200);

@@ -93,9 +93,10 @@ class SoftKey {
   }
 
   /** navigator.credentials.get: the counter moves on by `step` (0: a clone replaying its count). */
-  get(options: any, origin: string, o: { rpId?: string; step?: number; flags?: number; userHandle?: string | null } = {}) {
+  get(options: any, origin: string, o: { rpId?: string; step?: number; flags?: number; userHandle?: string | null; topOrigin?: string } = {}) {
     this.counter += o.step ?? 1;
-    const clientData = Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge: options.challenge, origin, crossOrigin: false }));
+    const framed = o.topOrigin ? { crossOrigin: true, topOrigin: o.topOrigin } : { crossOrigin: false };
+    const clientData = Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge: options.challenge, origin, ...framed }));
     const authData = this.authData(o.rpId ?? options.rpId, o.flags ?? UP | UV | BE | BS, false);
     const signature = crypto.sign('sha256', Buffer.concat([authData, sha(clientData)]), this.key.privateKey);
     const id = b64u(this.credentialId);
@@ -414,6 +415,14 @@ describe('passkeys over HTTP', () => {
     const o2 = await hosted('options', { slug: a.slug });
     const bad = await hosted('verify', { slug: a.slug, response: key.get(o2.body, widget), redirectUri: 'https://evil.example/cb', codeChallenge });
     expect(bad.body.code).toBe('REDIRECT_NOT_ALLOWED');
+    // In a frame (the widget in the app's page): the top page must be one of the project's allowed origins.
+    const framedIn = async (top: string) => {
+      const o3 = await hosted('options', { slug: a.slug });
+      return hosted('verify', { slug: a.slug, response: key.get(o3.body, widget, { topOrigin: top }), redirectUri, codeChallenge });
+    };
+    const evilTop = await framedIn('https://evil.example');
+    expect([evilTop.status, evilTop.body.code, evilTop.body.error]).toEqual([401, 'INVALID_CREDENTIAL', expect.stringMatching(/framed this sign-in/)]);
+    expect((await framedIn(APP)).status).toBe(200);
     // A's passkey at B's widget: unknown there.
     const ob = await hosted('options', { slug: b.slug });
     const sub = await hosted('verify', { slug: b.slug, response: key.get(ob.body, widget), redirectUri, codeChallenge });
