@@ -7,6 +7,7 @@ import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project, Stack } from '../../helpers/stack.js';
 import { authStack, client, provider, setClock, signedWidget, unixNow } from './setup.js';
+import { stepAt, totpAt } from '../../../auth/two-factor/totp.js';
 
 // ---------------------------------------------------------------- a software authenticator
 
@@ -427,6 +428,39 @@ describe('passkeys over HTTP', () => {
     const ob = await hosted('options', { slug: b.slug });
     const sub = await hosted('verify', { slug: b.slug, response: key.get(ob.body, widget), redirectUri, codeChallenge });
     expect([sub.status, sub.body.code]).toEqual([401, 'INVALID_CREDENTIAL']);
+  });
+
+  it("runs the sign-in gates: a banned user's passkey opens no session; the user's deletion takes the passkeys", async () => {
+    const u = await user(a);
+    const { key } = await register(u);
+    await stack.admin('POST', `/admin/v1/projects/${a.slug}/auth/users/${u.id}/ban?env=live`, { reason: 'abuse' });
+    const s = signInApi(a);
+    const r = await s.verify(key.get((await s.options()).body, APP));
+    expect([r.status, r.body.code]).toEqual([403, 'USER_BANNED']);
+    expect(r.body.token).toBeUndefined();
+    await stack.admin('DELETE', `/admin/v1/projects/${a.slug}/auth/users/${u.id}?env=live`);
+    const gone = await s.verify(key.get((await s.options()).body, APP));
+    expect([gone.status, gone.body.code, gone.body.error]).toEqual([401, 'INVALID_CREDENTIAL', expect.stringMatching(/not registered/)]);
+  });
+
+  it("counts a user-verified passkey as the second factor; one without user verification is held for the user's code", async () => {
+    await stack.admin('PATCH', `/admin/v1/projects/${b.slug}/auth/settings`, { twoFactor: 'optional' });
+    try {
+      const u = await user(b);
+      const { key } = await register(u);
+      const auth = { authorization: `Bearer ${u.token}` };
+      const setup = await u.api.post('/two-factor/totp/setup', {}, auth);
+      expect(setup.status).toBe(200);
+      const confirmed = await u.api.post('/two-factor/totp/confirm', { code: totpAt(setup.body.secret, stepAt(Date.now())) }, auth);
+      expect(confirmed.status).toBe(200);
+      const s = signInApi(b);
+      const verified = await s.verify(key.get((await s.options()).body, APP));
+      expect([verified.status, verified.body.user?.id]).toEqual([200, u.id]);
+      const presenceOnly = await s.verify(key.get((await s.options()).body, APP, { flags: UP | BE | BS }));
+      expect([presenceOnly.status, presenceOnly.body.code, presenceOnly.body.pendingToken]).toEqual([401, 'TWO_FACTOR_REQUIRED', expect.any(String)]);
+    } finally {
+      await stack.admin('PATCH', `/admin/v1/projects/${b.slug}/auth/settings`, { twoFactor: 'off' });
+    }
   });
 
   it('answers bad input with 400, never a 500', async () => {
