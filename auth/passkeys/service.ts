@@ -24,7 +24,6 @@ import { clock } from '../../core/clock.js';
 import type { Env, PasskeyRow, Passkeys, UserRow } from '../../control/store/index.js';
 import { sha256 } from '../crypto.js';
 import type { EventScope } from '../events.js';
-import { alignAsn1Schemas } from './asn1.js';
 
 export const PROVIDER = 'passkey';
 /** How long a ceremony's challenge may be answered. */
@@ -94,9 +93,7 @@ function clientDataOf(clientDataJSON: unknown): { challenge: string; topOrigin: 
 }
 
 export class PasskeyService {
-  constructor(private readonly store: Passkeys) {
-    alignAsn1Schemas();
-  }
+  constructor(private readonly store: Passkeys) {}
 
   /** A fresh challenge for a ceremony, stored hashed; its base64url form goes in the options. */
   private async challenge(scope: EventScope, purpose: 'register' | 'authenticate', userId: string | null, origin: string, rpId: string) {
