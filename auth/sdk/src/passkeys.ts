@@ -2,9 +2,16 @@
 // the browser offers the user's passkeys; with `autofill`, in an <input autocomplete="username webauthn">).
 // @simplewebauthn/browser turns the server's JSON options into navigator.credentials calls and back.
 import { startAuthentication, startRegistration, WebAuthnError } from '@simplewebauthn/browser';
-import type { PostgateClient } from './client.js';
 import { PostgateError } from './errors.js';
-import type { Passkey, SignedIn } from './types.js';
+import type { Passkey, PasskeyAssertion, PasskeyCreationOptions, PasskeyRegistration, PasskeyRequestOptions, SignedIn } from './types.js';
+
+/** The client calls a ceremony makes (PostgateClient has them; named here so this file, loaded on demand, imports no client). */
+export interface PasskeyCalls {
+  passkeyRegisterOptions(token: string, opts: { rpId?: string }): Promise<PasskeyCreationOptions>;
+  passkeyRegisterVerify(token: string, response: PasskeyRegistration, name?: string): Promise<Passkey>;
+  passkeySignInOptions(opts: { rpId?: string }): Promise<PasskeyRequestOptions>;
+  passkeySignInVerify(response: PasskeyAssertion): Promise<SignedIn>;
+}
 
 /** The browser's refusal (the person closed the prompt, no passkey fits, no WebAuthn) as a PostgateError. */
 function browserError(err: unknown): PostgateError {
@@ -17,7 +24,7 @@ function browserError(err: unknown): PostgateError {
 }
 
 /** Registers a passkey for the session `token`'s user: the browser asks to create one, postgate keeps it. */
-export async function registerPasskey(client: PostgateClient, token: string, opts: { name?: string; rpId?: string } = {}): Promise<Passkey> {
+export async function registerPasskey(client: PasskeyCalls, token: string, opts: { name?: string; rpId?: string } = {}): Promise<Passkey> {
   const optionsJSON = await client.passkeyRegisterOptions(token, opts.rpId !== undefined ? { rpId: opts.rpId } : {});
   let response: Awaited<ReturnType<typeof startRegistration>>;
   try {
@@ -32,7 +39,7 @@ export async function registerPasskey(client: PostgateClient, token: string, opt
  * Signs in with a passkey: a session token and user. `autofill: true` waits for the person to pick a passkey
  * from the autofill of an input with autocomplete="username webauthn" (or "email webauthn").
  */
-export async function signInWithPasskey(client: PostgateClient, opts: { autofill?: boolean; rpId?: string } = {}): Promise<SignedIn> {
+export async function signInWithPasskey(client: PasskeyCalls, opts: { autofill?: boolean; rpId?: string } = {}): Promise<SignedIn> {
   const optionsJSON = await client.passkeySignInOptions(opts.rpId !== undefined ? { rpId: opts.rpId } : {});
   let response: Awaited<ReturnType<typeof startAuthentication>>;
   try {
