@@ -144,7 +144,8 @@ export function renderPage(p: PageInput): string {
   let body: string;
   if (p.error) {
     body = `<p class="page-error" role="alert">${escapeHtml(t(c.lang, p.error, { name: c.name }))}</p>`;
-  } else if (!c.providers.length) {
+  } else if (!c.providers.length && !c.passkeys) {
+    // Passkeys alone: the script adds their button (it needs the browser's WebAuthn).
     body = `<p class="page-error" role="alert" data-i18n="noMethods">${escapeHtml(t(c.lang, 'noMethods'))}</p>`;
   } else {
     const buttons = providerButtons(c);

@@ -69,6 +69,10 @@ it('a refusal replaces the form; no providers says so', () => {
   expect(refused).toContain('This site is not allowed to use sign-in for Acme.');
   expect(refused).not.toContain('pg-email-form');
   expect(page({}, { providers: [] })).toContain('No sign-in methods are enabled for this project.');
+  // Passkeys alone are a method: the page leaves room for the button its script adds.
+  const passkeysOnly = page({}, { providers: [], passkeys: true });
+  expect(passkeysOnly).not.toContain('No sign-in methods');
+  expect(passkeysOnly).toContain('id="pg-error"');
 });
 
 it('markSvg draws a provider’s mark from attributes only', () => {
