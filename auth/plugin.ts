@@ -11,22 +11,12 @@ import { settings } from './settings.js';
 import { hostedPlugin } from './hosted/plugin.js';
 import type { Commands } from '../core/cli-commands.js';
 import { authCommands } from './cli.js';
-// <passkeys: import>
 import { passkeyRoutes } from './passkeys/routes.js';
-// </passkeys>
-// <two-factor: import>
 import { twoFactorRoutes } from './two-factor/routes.js';
 import { twoFactorAdminRoutes } from './two-factor/admin.js';
-// </two-factor>
-// <magic-links: import>
 import { magicLinkRoutes } from './magic-links/routes.js';
-// </magic-links>
-// <users: import>
 import { adminUserRoutes, userRoutes } from './users/routes.js';
-// </users>
-// <signing-keys: import>
 import { jwtAdminRoutes, jwtRoutes } from './jwt/routes.js';
-// </signing-keys>
 
 export type { AuthDeps } from './services.js';
 export type { SendSystemMail, SystemMessage } from './codes.js';
@@ -58,21 +48,11 @@ export function createAuth(deps?: AuthDeps): Auth | Pick<Auth, 'commands'> {
     await app.register(hostedPlugin(ctx)); // first: its browser-origin hooks reach the key routes
     await app.register(keyRoutes(ctx, deps.fastLane));
     await app.register(callbackRoutes(ctx));
-    // <passkeys: public routes>
     await app.register(passkeyRoutes(ctx));
-    // </passkeys>
-    // <two-factor: public routes>
     await app.register(twoFactorRoutes(ctx, ctx.twoFactor));
-    // </two-factor>
-    // <magic-links: public routes>
     await app.register(magicLinkRoutes(ctx, ctx.magicLinks));
-    // </magic-links>
-    // <users: public routes>
     await app.register(userRoutes(ctx, ctx.users));
-    // </users>
-    // <signing-keys: public routes>
     await app.register(jwtRoutes(ctx));
-    // </signing-keys>
     // The audit log's retention too: at start (a node that was down past it) and with the rest.
     const pruneAudit = () => ctx.events.prune(deps.config.auth.auditRetentionDays).catch((err: unknown) => deps.log.warn({ err }, 'audit prune failed'));
     void pruneAudit();
@@ -85,19 +65,9 @@ export function createAuth(deps?: AuthDeps): Auth | Pick<Auth, 'commands'> {
   };
   const admin: FastifyPluginAsync = async (app) => {
     await app.register(adminRoutes(ctx));
-    // <passkeys: admin routes>
-    // </passkeys>
-    // <two-factor: admin routes>
     await app.register(twoFactorAdminRoutes(ctx, ctx.twoFactor));
-    // </two-factor>
-    // <magic-links: admin routes>
-    // </magic-links>
-    // <users: admin routes>
     await app.register(adminUserRoutes(ctx, ctx.users));
-    // </users>
-    // <signing-keys: admin routes>
     await app.register(jwtAdminRoutes(ctx));
-    // </signing-keys>
   };
   return { plugin, admin, sessions: ctx.sessions, commands: authCommands() };
 }

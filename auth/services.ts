@@ -1,4 +1,5 @@
 // The auth area's services, built once per process by createAuth (plugin.ts).
+import type { FastifyRequest } from 'fastify';
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/log.js';
 import type { Invalidator } from '../core/invalidation.js';
@@ -13,22 +14,12 @@ import type { Limiter } from './limiter.js';
 import { OAuthFlows } from './oauth.js';
 import { AuthEvents } from './events.js';
 import { KeylessLimits } from './keyless.js';
-// <passkeys: import>
 import { PasskeyService } from './passkeys/service.js';
-// </passkeys>
-// <two-factor: import>
 import { TwoFactorService } from './two-factor/service.js';
 import { twoFactorGate } from './two-factor/gate.js';
-// </two-factor>
-// <magic-links: import>
 import { MagicLinkService } from './magic-links/service.js';
-// </magic-links>
-// <users: import>
 import { UserManagement } from './users/service.js';
-// </users>
-// <signing-keys: import>
 import { SigningKeys } from './jwt/keys.js';
-// </signing-keys>
 
 /** What the composition root gives the auth capability. */
 export interface AuthDeps {
@@ -46,7 +37,12 @@ export interface AuthDeps {
   onCodeSendsCapped?: (projectSlug: string) => void;
   /** Where GET /session answers from memory without Fastify; absent, Fastify answers every check. */
   fastLane?: FastLane;
+  /** Writes an admin request's change to the operator audit log (control/operations/audit.ts: who, what, on what). */
+  operatorAudit: OperatorAudit;
 }
+
+/** Appends an operator audit entry for a change an admin request made, after it took effect. */
+export type OperatorAudit = (req: FastifyRequest, a: { action: string; target: string; details?: Record<string, unknown> }) => Promise<void>;
 
 export interface AuthServices {
   config: Config;
@@ -66,26 +62,17 @@ export interface AuthServices {
   /** Sends sign-in emails (magic links too) through control's mail pipeline. */
   sendSystemMail: SendSystemMail;
   limiter: Limiter;
-  // <passkeys: service>
+  operatorAudit: OperatorAudit;
   /** Passkeys (WebAuthn): ceremonies and credentials (auth/passkeys). */
   passkeys: PasskeyService;
-  // </passkeys>
-  // <two-factor: service>
   /** Second factors: TOTP and backup codes, the gate that holds sign-ins for them (auth/two-factor). */
   twoFactor: TwoFactorService;
-  // </two-factor>
-  // <magic-links: service>
   /** Emailed single-use sign-in links (auth/magic-links). */
   magicLinks: MagicLinkService;
-  // </magic-links>
-  // <users: service>
   /** User management (auth/users): the project backend's and the operator's; its ban gate refuses sign-ins. */
   users: UserManagement;
-  // </users>
-  // <signing-keys: service>
   /** The JWT signing keys (auth/jwt): one set for the deployment, cached per node. */
   signingKeys: SigningKeys;
-  // </signing-keys>
 }
 
 export function createAuthServices(o: AuthDeps): AuthServices {
@@ -107,18 +94,11 @@ export function createAuthServices(o: AuthDeps): AuthServices {
   const oauth = new OAuthFlows({ config: o.config, log: o.log, store, crypto, sessions, projects, events });
   const keyless = new KeylessLimits(o.limiter, o.config.auth);
   // Each feature's service, and its gate on new sessions in this order: a ban refuses before a second factor is asked.
-  // <users: construct and gate>
   const users = new UserManagement({ store: o.store.users, sessions, events });
   sessions.addGate(users.gate);
-  // </users>
-  // <passkeys: construct and gate>
   const passkeys = new PasskeyService(o.store.passkeys);
-  // </passkeys>
-  // <two-factor: construct and gate>
   const twoFactor = new TwoFactorService({ store: o.store.twoFactor, users: store, crypto, projects, sessions, events, limiter: o.limiter });
   sessions.addGate(twoFactorGate(twoFactor));
-  // </two-factor>
-  // <magic-links: construct and gate>
   const magicLinks = new MagicLinkService({
     store: o.store.magicLinks,
     codes,
@@ -128,10 +108,7 @@ export function createAuthServices(o: AuthDeps): AuthServices {
     config: o.config,
     log: o.log,
   });
-  // </magic-links>
-  // <signing-keys: construct and gate>
   const signingKeys = new SigningKeys(o.store.signingKeys, o.secret, o.invalidator, o.log, o.config.auth.signingKeyRotationDays * 86_400_000);
-  // </signing-keys>
   return {
     config: o.config,
     log: o.log,
@@ -147,20 +124,11 @@ export function createAuthServices(o: AuthDeps): AuthServices {
     crypto,
     sendSystemMail: o.sendSystemMail,
     limiter: o.limiter,
-    // <passkeys: service field>
+    operatorAudit: o.operatorAudit,
     passkeys,
-    // </passkeys>
-    // <two-factor: service field>
     twoFactor,
-    // </two-factor>
-    // <magic-links: service field>
     magicLinks,
-    // </magic-links>
-    // <users: service field>
     users,
-    // </users>
-    // <signing-keys: service field>
     signingKeys,
-    // </signing-keys>
   };
 }

@@ -38,6 +38,7 @@ import { startPublicGrpc } from './grpc/public.js';
 import { MailTokens } from './unsubscribe/mail-tokens.js';
 import { PacingService } from './pacing/service.js';
 import { QueueControls } from './operations/controls.js';
+import { audit } from './operations/audit.js';
 import { DeliveryStateService } from './operations/state.js';
 import { AcceptedTraffic, publishTraffic } from './operations/traffic.js';
 import { OverviewService } from './operations/overview.js';
@@ -177,6 +178,7 @@ const auth = createAuth({
   // Sign-in codes go through the one mail pipeline, as system mail: outside the project's quota and bulk rules.
   sendSystemMail: (caller, message) => pipeline.send(caller, message, { system: true }),
   onCodeSendsCapped: (slug) => counted.codeSendsCapped.with({ project: slug }).inc(),
+  operatorAudit: (req, a) => audit(store, req, a),
 });
 const app = await buildApp(deps, auth);
 const adminApp = await buildAdminApp(deps, auth);

@@ -35,13 +35,10 @@ const en = {
   errNotFound: 'This sign-in page does not exist.',
   errNetwork: 'Could not reach the server. Check your connection and try again.',
   errGeneric: 'Something went wrong. Please try again.',
-  // <passkeys: words (en)>
   passkeySignIn: 'Sign in with a passkey',
   passkeyWaiting: 'Waiting for your passkey…',
   errPasskey: 'That passkey could not be used here. Try again, or sign in another way.',
   errPasskeyCancelled: 'No passkey was chosen. Try again, or sign in another way.',
-  // </passkeys>
-  // <magic-links: words (en)>
   linkHint: 'We will email you a sign-in link.',
   sendLink: 'Email me a sign-in link',
   checkEmail: 'Check your email',
@@ -49,7 +46,6 @@ const en = {
   resendLink: 'Send a new link',
   resendLinkIn: 'New link in {s} s',
   newLinkSent: 'A new link is on its way.',
-  // </magic-links>
 };
 
 export type Key = keyof typeof en;
@@ -85,13 +81,10 @@ const ru: Record<Key, string> = {
   errNotFound: 'Такой страницы входа нет.',
   errNetwork: 'Нет связи с сервером. Проверьте подключение и попробуйте ещё раз.',
   errGeneric: 'Что-то пошло не так. Попробуйте ещё раз.',
-  // <passkeys: words (ru)>
   passkeySignIn: 'Войти с ключом доступа',
   passkeyWaiting: 'Ждём ваш ключ доступа…',
   errPasskey: 'Этот ключ доступа здесь не подходит. Попробуйте ещё раз или войдите другим способом.',
   errPasskeyCancelled: 'Ключ доступа не выбран. Попробуйте ещё раз или войдите другим способом.',
-  // </passkeys>
-  // <magic-links: words (ru)>
   linkHint: 'Мы пришлём ссылку для входа.',
   sendLink: 'Прислать ссылку для входа',
   checkEmail: 'Проверьте почту',
@@ -99,7 +92,6 @@ const ru: Record<Key, string> = {
   resendLink: 'Отправить новую ссылку',
   resendLinkIn: 'Новая ссылка через {s} с',
   newLinkSent: 'Новая ссылка уже в пути.',
-  // </magic-links>
 };
 
 export const dictionaries: Record<Lang, Record<Key, string>> = { en, ru };

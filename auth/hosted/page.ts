@@ -26,14 +26,10 @@ export interface WidgetConfig {
   email: boolean;
   codeLength: number;
   resendAfterSeconds: number;
-  // <passkeys: widget config>
   /** The project turned passkeys on: the script adds the passkey button and the email field's passkey autofill. */
   passkeys?: boolean;
-  // </passkeys>
-  // <magic-links: widget config>
   /** The project enabled email sign-in links: the email step offers "Email me a sign-in link". */
   magicLink?: boolean;
-  // </magic-links>
 }
 
 export interface PageInput {
@@ -111,7 +107,6 @@ ${linkSentStep(c) /* magic-links */}
 </form>`;
 }
 
-// <magic-links: page parts>
 /** "Email me a sign-in link": the email step's only action when codes are off, otherwise a second one. */
 function magicLinkButton(c: WidgetConfig): string {
   if (!c.magicLink) return '';
@@ -136,7 +131,6 @@ function linkSentStep(c: WidgetConfig): string {
   </div>
 </section>`;
 }
-// </magic-links>
 
 export function renderPage(p: PageInput): string {
   const c = p.config;

@@ -16,9 +16,7 @@ import { pickLang, type Key } from './i18n.js';
 import { renderPage, type WidgetConfig, type WidgetProvider } from './page.js';
 import { type Hosted, withCode } from './project.js';
 import { errors, schemas, tags } from './schemas.js';
-// <passkeys: import>
 import { hostedPasskeyRoutes, passkeysEnabled } from '../passkeys/hosted.js';
-// </passkeys>
 
 const P = '/api/v1/auth';
 const CODE_LENGTH = 6;
@@ -208,17 +206,11 @@ export const hostedRoutes =
           email: false,
           codeLength: CODE_LENGTH,
           resendAfterSeconds,
-          // <passkeys: widget config>
           passkeys: Boolean(project && !error && (await passkeysEnabled(ctx, project.id, connectionIp(req)))),
-          // </passkeys>
-          // <magic-links: widget config>
           magicLink: false,
-          // </magic-links>
         };
         config.email = config.providers.some((p) => p.methods.includes('otp'));
-        // <magic-links: widget config (after providers)>
         config.magicLink = config.providers.some((p) => p.methods.includes('magic_link'));
-        // </magic-links>
         // Only the project's allowed origins may frame the form; nothing at all when there are none (or no project).
         const ancestors = origins.length ? origins.join(' ') : "'none'";
         const csp = [
@@ -242,11 +234,7 @@ export const hostedRoutes =
       },
     );
 
-    // <passkeys: hosted routes>
     await app.register(hostedPasskeyRoutes(ctx, hosted));
-    // </passkeys>
-    // <magic-links: hosted routes>
-    // </magic-links>
 
     // The files name no project: counted per address only.
     app.get(

@@ -1,9 +1,5 @@
-// JWTs a backend verifies offline: a session exchanged for a short-lived signed token (POST /api/v1/auth/token),
-// the public keys at a JWKS URL, and the operator's view and rotation of the signing keys (admin API, hidden).
-import crypto from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
 import { clock } from '../../core/clock.js';
-import { prefixedId } from '../../core/ids.js';
 import { bearerOf } from '../../control/api-keys/credentials.js';
 import { AUTH_KEYS } from '../routes.js';
 import { errors, serviceKeyAndSession } from '../schemas.js';
@@ -94,12 +90,6 @@ export const jwtRoutes =
   };
 
 const hide = { hide: true, tags: ['admin'] };
-const fingerprint = (auth: string | undefined) =>
-  crypto
-    .createHash('sha256')
-    .update((auth ?? '').replace(/^Bearer /, ''))
-    .digest('hex')
-    .slice(0, 12);
 
 /** Admin routes (behind the admin token): the keys with their states, and a rotation. */
 export const jwtAdminRoutes =
@@ -118,16 +108,7 @@ export const jwtAdminRoutes =
       async (req) => {
         const now = req.body?.now === true;
         const key = await ctx.signingKeys.rotate(now);
-        // The operator audit log, as control's admin changes are (the token's fingerprint, never the token).
-        await ctx.projectsStore.operations.audit({
-          id: prefixedId('op'),
-          at: clock.now(),
-          action: 'signing_key.rotate',
-          actor: fingerprint(req.headers.authorization),
-          target: `signing_key:${key.kid}`,
-          details: { now, activeFrom: key.activeFrom },
-          emails: null,
-        });
+        await ctx.operatorAudit(req, { action: 'signing_key.rotate', target: `signing_key:${key.kid}`, details: { now, activeFrom: key.activeFrom } });
         return key;
       },
     );

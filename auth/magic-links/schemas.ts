@@ -1,9 +1,16 @@
 // JSON schemas of the magic-link routes (validation and /openapi.json).
+import { errorSchema } from '../../control/http/schemas.js';
 import { codeChallenge } from '../schemas.js';
 
 const s = { type: 'string' } as const;
 const email = { ...s, minLength: 3, maxLength: 254 } as const;
 const html = { type: 'string', description: 'An HTML page' } as const;
+const { $id: _id, ...errorFields } = errorSchema;
+/**
+ * A refusal of a page route: an HTML page (sent as a string, which the serializer passes through), or for a
+ * request its schema refuses the JSON {error, code}; a string schema here would mangle that JSON answer.
+ */
+const refusal = (description: string) => ({ ...errorFields, description: `${description} (an HTML page; a malformed request: the JSON error)` });
 const sent = {
   type: 'object',
   required: ['success', 'message'],
@@ -63,16 +70,16 @@ export const schemas = {
     params: { type: 'object', required: ['token'], properties: { token: { ...s, maxLength: 128 } } },
     page: {
       200: { ...html, description: 'The confirm page: a button that POSTs to this address' },
-      400: { ...html, description: 'Not a link token (a page)' },
-      404: { ...html, description: 'Unknown link (a page)' },
-      410: { ...html, description: 'Used or expired link (a page)' },
+      400: refusal('Not a link token'),
+      404: refusal('Unknown link'),
+      410: refusal('Used or expired link'),
     },
     confirm: {
       303: { description: "Redirect to the app's callback with svc_code (exchange it with the verifier of the browser that asked)", type: 'null' },
-      400: { ...html, description: 'Not a link token (a page)' },
-      403: { ...html, description: 'The project turned magic links off (a page)' },
-      404: { ...html, description: 'Unknown link (a page)' },
-      410: { ...html, description: 'Used or expired link (a page)' },
+      400: refusal('Not a link token'),
+      403: refusal('The project turned magic links off'),
+      404: refusal('Unknown link'),
+      410: refusal('Used or expired link'),
     },
   },
 };

@@ -1,12 +1,5 @@
-// The operator's reset of a user's second factors (a lost phone and no backup code left): the admin
-// listener's DELETE /admin/v1/projects/:slug/auth/users/:id/two-factor (?env=live|test, live by default),
-// hidden from the public OpenAPI document as the rest of the admin API. The user signs in with the first
-// factor alone afterwards (or enrols again when the project requires a second one).
-import crypto from 'node:crypto';
 import type { FastifyPluginAsync } from 'fastify';
-import { clock } from '../../core/clock.js';
 import { notFound } from '../../core/errors.js';
-import { prefixedId } from '../../core/ids.js';
 import { errorSchema } from '../../control/http/schemas.js';
 import type { Env } from '../../control/store/index.js';
 import type { AuthServices } from '../services.js';
@@ -49,20 +42,7 @@ export const twoFactorAdminRoutes =
         // Another project's or environment's user: the same answer as none.
         if (!user || user.projectId !== scope.projectId || user.env !== scope.env) throw notFound('No such user');
         const removed = await service.resetForUser(scope, user.id);
-        await ctx.projectsStore.operations.audit({
-          id: prefixedId('op'),
-          at: clock.now(),
-          action: 'user.two_factor_reset',
-          // The token's fingerprint, never the token (as the other admin changes).
-          actor: crypto
-            .createHash('sha256')
-            .update((req.headers.authorization ?? '').replace(/^Bearer /, ''))
-            .digest('hex')
-            .slice(0, 12),
-          target: `project:${p.slug} user:${user.id}`,
-          details: { env: scope.env, removed },
-          emails: null,
-        });
+        await ctx.operatorAudit(req, { action: 'user.two_factor_reset', target: `project:${p.slug} user:${user.id}`, details: { env: scope.env, removed } });
         return { removed };
       },
     );

@@ -1,13 +1,5 @@
-// The routes of user management, on two surfaces with the same shape: the project's backend under
-// /api/v1/auth/users (a live or test key of scope `users` or `all`; the key's kind selects the environment)
-// and the operator under /admin/v1/projects/:slug/auth/users (the admin listener; ?env=live|test, live by
-// default; hidden from the public OpenAPI document). Ids are UUIDs: a malformed one is a 400, an unknown or
-// foreign one a 404, the same answer.
-import crypto from 'node:crypto';
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { clock } from '../../core/clock.js';
 import { notFound } from '../../core/errors.js';
-import { prefixedId } from '../../core/ids.js';
 import type { KeyRequirement } from '../../control/api-keys/authenticate.js';
 import { errorSchema } from '../../control/http/schemas.js';
 import type { Env, UserChanges, UserQuery } from '../../control/store/index.js';
@@ -309,13 +301,6 @@ const extrasOf =
     };
   };
 
-const fingerprint = (auth: string | undefined) =>
-  crypto
-    .createHash('sha256')
-    .update((auth ?? '').replace(/^Bearer /, ''))
-    .digest('hex')
-    .slice(0, 12);
-
 const slug = { type: 'string', pattern: '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$' } as const;
 
 /** The operator's routes (admin listener), hidden from the public OpenAPI document as auth/admin.ts's. */
@@ -335,16 +320,11 @@ export const adminUserRoutes =
       query: { env: { type: 'string', enum: ['live', 'test'], description: 'The environment (live when omitted)' } },
       errors: { 400: errorSchema, 401: errorSchema, 404: errorSchema, 409: errorSchema },
       op: () => ({}),
-      // As control's admin changes and the signing keys' rotation: the token's fingerprint, never the token.
       record: (req, scope, action, details = {}) =>
-        ctx.projectsStore.operations.audit({
-          id: prefixedId('op'),
-          at: clock.now(),
+        ctx.operatorAudit(req, {
           action,
-          actor: fingerprint(req.headers.authorization),
           target: `project:${(req.params as { slug: string }).slug} user:${(req.params as { id: string }).id}`,
           details: { env: scope.env, ...details },
-          emails: null,
         }),
       extras: extrasOf(ctx),
     });

@@ -926,7 +926,6 @@ export interface Operations {
 // Sign-in's account features (issue 41). Each feature's data interface lives in its own section
 // below; its implementations in control/store/{postgres,sqlite}/<feature>.ts.
 
-// <passkeys: store interface>
 /** A WebAuthn credential (auth/passkeys) of a user, for one project and environment. */
 export interface PasskeyRow {
   id: string;
@@ -994,9 +993,6 @@ export interface Passkeys {
   /** Drops expired challenges. */
   prune(now: number): Promise<void>;
 }
-// </passkeys>
-
-// <two-factor: store interface>
 
 /** A user's authenticator-app secret (auth/two-factor). */
 export interface TotpRow {
@@ -1058,9 +1054,7 @@ export interface TwoFactorStore {
   /** Drops expired tickets. */
   prune(now: number): Promise<void>;
 }
-// </two-factor>
 
-// <magic-links: store interface>
 /** A magic link as sent: the token itself is never stored, only its SHA-256. */
 export interface NewMagicLink {
   tokenHash: string;
@@ -1106,9 +1100,7 @@ export interface MagicLinks {
   /** Deletes links that expired before `now`; answers how many. */
   prune(now: number): Promise<number>;
 }
-// </magic-links>
 
-// <users: store interface>
 // User management (auth/users): the operator's and the project backend's view of a project's users.
 
 /** A ban: sign-in refused while it lasts (`expiresAt` null: until lifted). */
@@ -1182,9 +1174,6 @@ export interface UserAdmin {
    */
   delete(projectId: string, env: Env, userId: string, now: number): Promise<{ user: UserRow; revokedTokenHashes: string[] } | undefined>;
 }
-// </users>
-
-// <signing-keys: store interface>
 
 /**
  * A key that signs the JWTs of every project (auth/jwt): one key set for the deployment, so every node signs
@@ -1220,7 +1209,6 @@ export interface SigningKeys {
   /** Deletes the keys no longer published at `now`; how many. */
   prune(now: number): Promise<number>;
 }
-// </signing-keys>
 
 export interface Store {
   readonly projects: Projects;
@@ -1241,25 +1229,15 @@ export interface Store {
   readonly templates: Templates;
   /** Mail received for receiving domains (control/inbound). */
   readonly inbound: InboundEmails;
-  // <passkeys: store field>
   /** WebAuthn credentials and their ceremonies' challenges (auth/passkeys). */
   readonly passkeys: Passkeys;
-  // </passkeys>
-  // <two-factor: store field>
   /** Second factors: TOTP secrets, backup codes, pending sign-ins (auth/two-factor). */
   readonly twoFactor: TwoFactorStore;
-  // </two-factor>
-  // <magic-links: store field>
   readonly magicLinks: MagicLinks;
-  // </magic-links>
-  // <users: store field>
   /** User management (auth/users). */
   readonly users: UserAdmin;
-  // </users>
-  // <signing-keys: store field>
   /** The JWT signing keys (auth/jwt). */
   readonly signingKeys: SigningKeys;
-  // </signing-keys>
   /** Commits and writes since start (metrics). */
   stats(): { commits: number; writes: number };
   close(): Promise<void>;

@@ -33,6 +33,7 @@ function build(perIp: number) {
     secret: 'a'.repeat(64),
     sendSystemMail: async () => ({ id: 'em_1' }),
     limiter,
+    operatorAudit: async () => {},
   });
   return { s, take, access, log };
 }

@@ -260,7 +260,6 @@ change?.addEventListener('click', () => {
   emailInput!.select();
 });
 
-// <passkeys: widget behaviour>
 // "Sign in with a passkey" (discoverable: the authenticator offers the user's passkeys) and the browser's
 // passkey autofill in the email field (conditional mediation); either ends like the code form, on the app's
 // callback with a svc_code bound to the embedding browser.
@@ -328,8 +327,6 @@ if (cfg.passkeys && browserSupportsWebAuthn()) {
   });
   void passkeyAutofill();
 }
-// </passkeys>
-// <magic-links: widget behaviour>
 // "Email me a sign-in link": the same address field, then "Check your email". The link is bound to the
 // embedding browser (cfg.codeChallenge), so it signs in only where it was asked for.
 const linkButton = $<HTMLButtonElement>('pg-magic-link');
@@ -427,7 +424,6 @@ linkChange?.addEventListener('click', () => {
   emailInput!.focus();
   emailInput!.select();
 });
-// </magic-links>
 
 // ------------------------------------------------------------------ language, size, hello
 

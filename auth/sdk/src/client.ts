@@ -136,7 +136,6 @@ export class PostgateClient {
     return this.request('POST', '/hosted-start', { ...opts, method: 'oauth', ...(codeChallenge ? { codeChallenge } : {}) }, undefined, true);
   }
 
-  // <passkeys: client methods>
   /** Options to register a passkey for the session `token`'s user (navigator.credentials.create). */
   passkeyRegisterOptions(token: string, opts: { rpId?: string; origin?: string } = {}): Promise<import('./types.js').PasskeyCreationOptions> {
     return this.request('POST', '/passkey/register/options', opts, token);
@@ -176,8 +175,6 @@ export class PostgateClient {
   async signInWithPasskey(opts: { autofill?: boolean; rpId?: string } = {}): Promise<SignedIn> {
     return (await import('./passkeys.js')).signInWithPasskey(this, opts);
   }
-  // </passkeys>
-  // <two-factor: client methods>
   /** Finishes a sign-in held for its second factor (PostgateError TWO_FACTOR_REQUIRED: `pendingOf(err).pendingToken`). */
   verifyTwoFactor(pendingToken: string, code: string, method?: import('./types.js').TwoFactorMethod): Promise<SignedIn> {
     return this.request('POST', '/two-factor/verify', { pendingToken, code, ...(method ? { method } : {}) });
@@ -217,8 +214,6 @@ export class PostgateClient {
   disableTwoFactor(token: string, code: string): Promise<{ success: boolean }> {
     return this.request('POST', '/two-factor/disable', { code }, token);
   }
-  // </two-factor>
-  // <magic-links: client methods>
   /**
    * Emails a single-use sign-in link (valid 10 minutes) that returns to `callbackURL` with svc_code. In a
    * browser it is bound to this browser (the email opens a new tab: the verifier is kept for it); on a
@@ -230,13 +225,10 @@ export class PostgateClient {
     if (own) keepLinkVerifier(readVerifier());
     return this.request('POST', '/sign-in/magic-link/send', { email, callbackURL: opts.callbackURL, ...(codeChallenge ? { codeChallenge } : {}) });
   }
-  // </magic-links>
-  // <signing-keys: client methods>
   /** A short-lived JWT of the session for your backend (verify it with the JWKS at /.well-known/jwks.json). */
   getToken(sessionToken: string): Promise<import('./types.js').SessionJwt> {
     return this.request('POST', '/token', {}, sessionToken);
   }
-  // </signing-keys>
 }
 
 export function createClient(opts: ClientOptions): PostgateClient {

@@ -14,19 +14,11 @@ export { PostgateError } from './errors.js';
 export { createCodeVerifier, codeChallengeOf, VERIFIER_KEY } from './binding.js';
 export { marks, markOf, type Mark, type MarkShape } from './marks.js';
 export type { User, Session, Provider, ProviderId, Method, SignedIn, TelegramWidgetData, HostedConfig } from './types.js';
-// <passkeys: exports>
 export { registerPasskey, signInWithPasskey } from './passkeys.js';
 export type { Passkey, PasskeyCreationOptions, PasskeyRequestOptions, PasskeyRegistration, PasskeyAssertion } from './types.js';
 export type { PasskeysValue } from './passkeys-react.js';
-// </passkeys>
-// <two-factor: exports>
 export { pendingOf, type TwoFactorContext, type TwoFactorResult } from './two-factor.js';
 export type { TwoFactorMethod, TwoFactorPending, TwoFactorPrompt, TotpSetup, TwoFactorStatus } from './types.js';
-// </two-factor>
-// <magic-links: exports>
 export { LINK_VERIFIER_KEY, type MagicLinkResult } from './magic-links.js';
-// </magic-links>
-// <signing-keys: exports>
 export { JwtCache, REFRESH_BEFORE_MS } from './token.js';
 export type { SessionJwt } from './types.js';
-// </signing-keys>

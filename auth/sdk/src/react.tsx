@@ -59,13 +59,10 @@ export interface PostgateContextValue extends PostgateState {
   /** The session token, for your own calls to your backend. */
   token: string | null;
   client: PostgateClient;
-  // <passkeys: context value>
   /** Registers a passkey for the signed-in user (the browser asks to create one). */
   registerPasskey: import('./passkeys-react.js').PasskeysValue['registerPasskey'];
   /** Signs in with a passkey and keeps the session as the other sign-ins do; `autofill` waits on an input's passkey autofill. */
   signInWithPasskey: import('./passkeys-react.js').PasskeysValue['signInWithPasskey'];
-  // </passkeys>
-  // <two-factor: context value>
   /**
    * A sign-in (or the OAuth return's exchange) held for its second factor: show a code prompt (or, with
    * `enrol`, enrolment first); null otherwise. The held signIn() answered `status: 'error'` with code
@@ -81,15 +78,10 @@ export interface PostgateContextValue extends PostgateState {
   enrolTwoFactor(): Promise<import('./types.js').TotpSetup>;
   /** The app's first code: two-factor is on (and a held sign-in is signed in); the backup codes, shown once. */
   confirmTwoFactor(code: string): Promise<{ backupCodes: string[] }>;
-  // </two-factor>
-  // <magic-links: context value>
   /** Emails a single-use sign-in link back to `callbackURL` (default: config.callbackURL or this page); the return signs in like OAuth's. */
   sendMagicLink(email: string, options?: { callbackURL?: string }): Promise<MagicLinkResult>;
-  // </magic-links>
-  // <signing-keys: context value>
   /** A JWT of the session for your backend: kept, renewed shortly before it expires, null when signed out. */
   getToken(): Promise<string | null>;
-  // </signing-keys>
 }
 
 const Ctx = createContext<PostgateContextValue | null>(null);

@@ -66,7 +66,6 @@ export interface HostedConfig {
   resendAfterSeconds: number;
 }
 
-// <passkeys: types>
 /** A passkey of the signed-in user (never its key). */
 export interface Passkey {
   id: string;
@@ -85,8 +84,6 @@ export type {
   RegistrationResponseJSON as PasskeyRegistration,
   AuthenticationResponseJSON as PasskeyAssertion,
 } from '@simplewebauthn/browser';
-// </passkeys>
-// <two-factor: types>
 export type TwoFactorMethod = 'totp' | 'backup_code';
 
 /** A sign-in held for its second factor, as the 401 TWO_FACTOR_REQUIRED answer carries it (pendingOf(err)). */
@@ -118,10 +115,6 @@ export interface TwoFactorStatus {
   confirmedAt: string | null;
   backupCodesLeft: number;
 }
-// </two-factor>
-// <magic-links: types>
-// </magic-links>
-// <signing-keys: types>
 /** A JWT of the session for the app's own backend (POST /api/v1/auth/token), verified there against the JWKS. */
 export interface SessionJwt {
   /** ES256; claims iss, sub (user id), aud, project, project_id, sid, provider, env, iat, nbf, exp, jti. */
@@ -129,4 +122,3 @@ export interface SessionJwt {
   /** ISO 8601: at most 10 minutes away, never past the session's end. */
   expiresAt: string;
 }
-// </signing-keys>

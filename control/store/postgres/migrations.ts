@@ -551,7 +551,6 @@ export const migrations: readonly PgMigration[] = [
       ALTER TABLE auth_settings ADD COLUMN jwt_ttl_seconds INTEGER;
     `,
   },
-  // <passkeys: migration 0024>
   {
     // Passkeys; see the SQLite step of the same id.
     id: '0024_passkeys',
@@ -589,8 +588,6 @@ export const migrations: readonly PgMigration[] = [
       CREATE INDEX auth_passkey_challenges_expiry ON auth_passkey_challenges(expires_at);
     `,
   },
-  // </passkeys>
-  // <two-factor: migration 0025>
   {
     // Second factors (auth/two-factor); see the SQLite step of the same id.
     id: '0025_two_factor',
@@ -626,8 +623,6 @@ export const migrations: readonly PgMigration[] = [
       CREATE INDEX auth_pending_sign_ins_expiry ON auth_pending_sign_ins(expires_at);
     `,
   },
-  // </two-factor>
-  // <magic-links: migration 0026>
   {
     // Magic links; see the SQLite step of the same id.
     id: '0026_magic_links',
@@ -648,8 +643,6 @@ export const migrations: readonly PgMigration[] = [
       CREATE INDEX auth_magic_links_expiry ON auth_magic_links (expires_at);
     `,
   },
-  // </magic-links>
-  // <users: migration 0027>
   {
     // User management; see the SQLite step of the same id. The address index serves exact and prefix searches.
     id: '0027_users',
@@ -667,8 +660,6 @@ export const migrations: readonly PgMigration[] = [
       CREATE INDEX auth_exchange_codes_user ON auth_exchange_codes(user_id);
     `,
   },
-  // </users>
-  // <signing-keys: migration 0028>
   {
     // The JWT signing keys (auth/jwt); see the SQLite step of the same id.
     id: '0028_signing_keys',
@@ -685,7 +676,6 @@ export const migrations: readonly PgMigration[] = [
       );
     `,
   },
-  // </signing-keys>
 ];
 
 /** Any constant both nodes agree on: the key of the advisory lock that serialises migrations. */

@@ -29,21 +29,11 @@ import { PgOperations } from './operations.js';
 import { PgTracking } from './tracking.js';
 import { PgTemplates } from './templates.js';
 import { PgInbound } from './inbound.js';
-// <passkeys: import>
 import { PgPasskeys } from './passkeys.js';
-// </passkeys>
-// <two-factor: import>
 import { PgTwoFactor } from './two-factor.js';
-// </two-factor>
-// <magic-links: import>
 import { PgMagicLinks } from './magic-links.js';
-// </magic-links>
-// <users: import>
 import { PgUsers } from './users.js';
-// </users>
-// <signing-keys: import>
 import { PgSigningKeys } from './signing-keys.js';
-// </signing-keys>
 
 export async function openPostgresStore(config: StoreConfig & { databaseUrl: string }, invalidator: Invalidator): Promise<Store> {
   const db = new PgDb(config.databaseUrl);
@@ -88,21 +78,11 @@ class PgStore implements Store {
   readonly tracking;
   readonly templates;
   readonly inbound;
-  // <passkeys: field>
   readonly passkeys;
-  // </passkeys>
-  // <two-factor: field>
   readonly twoFactor;
-  // </two-factor>
-  // <magic-links: field>
   readonly magicLinks;
-  // </magic-links>
-  // <users: field>
   readonly users;
-  // </users>
-  // <signing-keys: field>
   readonly signingKeys;
-  // </signing-keys>
   private readonly acceptor;
 
   constructor(
@@ -130,21 +110,11 @@ class PgStore implements Store {
     this.tracking = new PgTracking(db, hooks);
     this.templates = new PgTemplates(db, new ProjectCache<Map<string, Promise<TemplateRow | undefined>>>(invalidator, STORE_CHANNELS.templates), invalidator);
     this.inbound = new PgInbound(db);
-    // <passkeys: construct>
     this.passkeys = new PgPasskeys(db);
-    // </passkeys>
-    // <two-factor: construct>
     this.twoFactor = new PgTwoFactor(db);
-    // </two-factor>
-    // <magic-links: construct>
     this.magicLinks = new PgMagicLinks(db);
-    // </magic-links>
-    // <users: construct>
     this.users = new PgUsers(db);
-    // </users>
-    // <signing-keys: construct>
     this.signingKeys = new PgSigningKeys(db);
-    // </signing-keys>
   }
 
   stats(): { commits: number; writes: number } {

@@ -640,7 +640,6 @@ const authSettingsMore: Migration = {
   `,
 };
 
-// <passkeys: migration 0024>
 /**
  * Passkeys (auth/passkeys): WebAuthn credentials of users (gone with their user) and the single-use
  * challenges of registrations and sign-ins (hashed; taken with DELETE … RETURNING).
@@ -681,9 +680,7 @@ const passkeys: Migration = {
     CREATE INDEX auth_passkey_challenges_expiry ON auth_passkey_challenges(expires_at);
   `,
 };
-// </passkeys>
 
-// <two-factor: migration 0025>
 /**
  * Second factors (auth/two-factor): a user's TOTP secret (encrypted; the last step used, so no code counts
  * twice), backup codes (keyed hashes, single use) and sign-ins held for their second factor (the ticket's
@@ -723,9 +720,7 @@ const twoFactor: Migration = {
     CREATE INDEX auth_pending_sign_ins_expiry ON auth_pending_sign_ins(expires_at);
   `,
 };
-// </two-factor>
 
-// <magic-links: migration 0026>
 /**
  * Magic links (auth/magic-links): the token's SHA-256 only, the address, the checked callback URL and
  * the asking browser's challenge; used_at set once by a conditional UPDATE (single use). test_token:
@@ -750,9 +745,7 @@ const magicLinks: Migration = {
     CREATE INDEX auth_magic_links_expiry ON auth_magic_links (expires_at);
   `,
 };
-// </magic-links>
 
-// <users: migration 0027>
 /**
  * User management (auth/users): a user's phone-verified flag, the app's metadata (a JSON object), its ban
  * (when, why, until when: NULL is until lifted), and indexes for listing (newest first) and searching users
@@ -774,9 +767,7 @@ const users: Migration = {
     CREATE INDEX auth_exchange_codes_user ON auth_exchange_codes(user_id);
   `,
 };
-// </users>
 
-// <signing-keys: migration 0028>
 /** The JWT signing keys (auth/jwt): one set for the deployment; the private half sealed. */
 const signingKeys: Migration = {
   id: '0028_signing_keys',
@@ -793,7 +784,6 @@ const signingKeys: Migration = {
     );
   `,
 };
-// </signing-keys>
 
 export const migrations: readonly Migration[] = [
   ...controlMigrations,
@@ -815,19 +805,9 @@ export const migrations: readonly Migration[] = [
   tracking,
   inbound,
   authSettingsMore,
-  // <passkeys: migration list>
   passkeys,
-  // </passkeys>
-  // <two-factor: migration list>
   twoFactor,
-  // </two-factor>
-  // <magic-links: migration list>
   magicLinks,
-  // </magic-links>
-  // <users: migration list>
   users,
-  // </users>
-  // <signing-keys: migration list>
   signingKeys,
-  // </signing-keys>
 ];

@@ -27,21 +27,11 @@ import { SqliteOperations } from './operations.js';
 import { SqliteTracking } from './tracking.js';
 import { SqliteTemplates } from './templates.js';
 import { SqliteInbound } from './inbound.js';
-// <passkeys: import>
 import { SqlitePasskeys } from './passkeys.js';
-// </passkeys>
-// <two-factor: import>
 import { SqliteTwoFactor } from './two-factor.js';
-// </two-factor>
-// <magic-links: import>
 import { SqliteMagicLinks } from './magic-links.js';
-// </magic-links>
-// <users: import>
 import { SqliteUsers } from './users.js';
-// </users>
-// <signing-keys: import>
 import { SqliteSigningKeys } from './signing-keys.js';
-// </signing-keys>
 
 export async function openSqliteStore(config: StoreConfig, invalidator: Invalidator): Promise<Store> {
   const db = openDatabase(controlDbFile(config.dataDir), migrations, {
@@ -69,21 +59,11 @@ class SqliteStore implements Store {
   readonly tracking;
   readonly templates;
   readonly inbound;
-  // <passkeys: field>
   readonly passkeys;
-  // </passkeys>
-  // <two-factor: field>
   readonly twoFactor;
-  // </two-factor>
-  // <magic-links: field>
   readonly magicLinks;
-  // </magic-links>
-  // <users: field>
   readonly users;
-  // </users>
-  // <signing-keys: field>
   readonly signingKeys;
-  // </signing-keys>
 
   constructor(
     private readonly db: Db,
@@ -122,21 +102,11 @@ class SqliteStore implements Store {
     this.tracking = new SqliteTracking(db, writer, changes);
     this.templates = new SqliteTemplates(db, writer, templates, invalidator);
     this.inbound = new SqliteInbound(db, writer);
-    // <passkeys: construct>
     this.passkeys = new SqlitePasskeys(db, writer);
-    // </passkeys>
-    // <two-factor: construct>
     this.twoFactor = new SqliteTwoFactor(db, writer);
-    // </two-factor>
-    // <magic-links: construct>
     this.magicLinks = new SqliteMagicLinks(db, writer);
-    // </magic-links>
-    // <users: construct>
     this.users = new SqliteUsers(db, writer);
-    // </users>
-    // <signing-keys: construct>
     this.signingKeys = new SqliteSigningKeys(db, writer);
-    // </signing-keys>
   }
 
   stats(): { commits: number; writes: number } {
