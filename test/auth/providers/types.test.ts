@@ -39,7 +39,9 @@ describe('settingsOf', () => {
               ? ['email', 'sms'].includes(def.id)
               : m === 'magic_link'
                 ? def.id === 'email'
-                : !!def.verify?.[m] || (def.id === 'telegram' && m === 'widget');
+                : m === 'webauthn'
+                  ? def.id === 'passkey'
+                  : !!def.verify?.[m] || (def.id === 'telegram' && m === 'widget');
         expect(runs, `${def.id}.${m}`).toBe(true);
       }
   });
