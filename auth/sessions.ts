@@ -192,7 +192,13 @@ export class Sessions {
     switch (r.status) {
       case 'ok':
         return this.admit(
-          { scope: scopeOf(caller), user: r.user, session: r.session, origin: { ip: r.session.ip, userAgent: r.session.userAgent }, secondFactor: false },
+          {
+            scope: scopeOf(caller),
+            user: r.user,
+            session: r.session,
+            origin: { ip: r.session.ip, userAgent: r.session.userAgent },
+            secondFactor: r.secondFactor,
+          },
           token,
         );
       case 'reused':

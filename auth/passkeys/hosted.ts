@@ -80,10 +80,10 @@ export const hostedPasskeyRoutes =
         const code = await ctx.events.watch(scope, { provider: PROVIDER }, origin, async () => {
           await hosted.enabled(req, project.id, PROVIDER, 'webauthn');
           // The widget's frame sits in an app's page: that page must be one of the project's allowed origins.
-          const { passkey } = await ctx.passkeys.authenticate(scope, req.body.response, await widgetOrigin(req, project.id), (top) =>
+          const { passkey, userVerified } = await ctx.passkeys.authenticate(scope, req.body.response, await widgetOrigin(req, project.id), (top) =>
             ctx.store.hasOrigin(project.id, top),
           );
-          return ctx.passkeys.exchangeCode(scope, passkey.userId, origin, settings.exchangeCodeTtlMs, clientChallenge);
+          return ctx.passkeys.exchangeCode(scope, passkey.userId, origin, settings.exchangeCodeTtlMs, clientChallenge, userVerified);
         });
         return { redirectUrl: withCode(back, code) };
       },

@@ -248,10 +248,12 @@ export class PasskeyService {
     origin: { ip: string | null; userAgent: string | null },
     ttlMs: number,
     clientChallenge: string | null,
+    /** The assertion verified the user (a PIN, a biometric): the code's exchange counts it as the second factor. */
+    userVerified: boolean,
   ): Promise<string> {
     const code = crypto.randomBytes(32).toString('base64url');
     const ok = await this.store.insertExchange(
-      { codeHash: sha256(code), expiresAt: clock.now() + ttlMs, clientChallenge },
+      { codeHash: sha256(code), expiresAt: clock.now() + ttlMs, clientChallenge, secondFactor: userVerified },
       scope.projectId,
       scope.env,
       userId,

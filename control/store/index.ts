@@ -434,7 +434,8 @@ export interface NewOtp {
 
 export type OtpCheck = 'ok' | 'missing' | 'expired' | 'locked' | 'wrong';
 export type ExchangeResult =
-  | { status: 'ok'; session: SessionRow; user: UserRow }
+  /** `secondFactor`: the code was earned with a second factor already (a user-verified passkey). */
+  | { status: 'ok'; session: SessionRow; user: UserRow; secondFactor: boolean }
   | { status: 'missing' | 'expired' | 'unbound' }
   /** The code's session, revoked now (null when it was already gone), and its user (auth events). */
   | { status: 'reused'; revokedTokenHash: string | null; revokedSessionId: string | null; userId: string };
@@ -983,7 +984,7 @@ export interface Passkeys {
    * /exchange-code like any other. False when the user is not the project's and environment's.
    */
   insertExchange(
-    x: { codeHash: string; expiresAt: number; clientChallenge: string | null },
+    x: { codeHash: string; expiresAt: number; clientChallenge: string | null; secondFactor: boolean },
     projectId: string,
     env: Env,
     userId: string,

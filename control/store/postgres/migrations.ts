@@ -676,6 +676,11 @@ export const migrations: readonly PgMigration[] = [
       );
     `,
   },
+  {
+    // An svc_code a second factor already earned; see the SQLite step of the same id.
+    id: '0029_exchange_second_factor',
+    sql: 'ALTER TABLE auth_exchange_codes ADD COLUMN second_factor BOOLEAN NOT NULL DEFAULT false;',
+  },
 ];
 
 /** Any constant both nodes agree on: the key of the advisory lock that serialises migrations. */

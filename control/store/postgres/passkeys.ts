@@ -80,7 +80,7 @@ export class PgPasskeys implements Passkeys {
   }
 
   async insertExchange(
-    x: { codeHash: string; expiresAt: number; clientChallenge: string | null },
+    x: { codeHash: string; expiresAt: number; clientChallenge: string | null; secondFactor: boolean },
     projectId: string,
     env: Env,
     userId: string,
@@ -89,9 +89,9 @@ export class PgPasskeys implements Passkeys {
   ): Promise<boolean> {
     // One statement: the row is written only when the user is the project's and environment's.
     const r = await this.db.query(
-      `INSERT INTO auth_exchange_codes (code_hash, project_id, env, user_id, provider, ip, user_agent, expires_at, client_challenge)
-       SELECT $1::text, project_id, env, id, $5::text, $6::text, $7::text, $8::bigint, $9::text FROM auth_users WHERE id = $4 AND project_id = $2 AND env = $3`,
-      [x.codeHash, projectId, env, userId, provider, origin.ip, origin.userAgent, x.expiresAt, x.clientChallenge],
+      `INSERT INTO auth_exchange_codes (code_hash, project_id, env, user_id, provider, ip, user_agent, expires_at, client_challenge, second_factor)
+       SELECT $1::text, project_id, env, id, $5::text, $6::text, $7::text, $8::bigint, $9::text, $10::boolean FROM auth_users WHERE id = $4 AND project_id = $2 AND env = $3`,
+      [x.codeHash, projectId, env, userId, provider, origin.ip, origin.userAgent, x.expiresAt, x.clientChallenge, x.secondFactor],
     );
     return (r.rowCount ?? 0) > 0;
   }

@@ -339,7 +339,12 @@ export class PgSignIn implements SignInStore {
       if (c.expires_at <= session.createdAt) return { status: 'expired' };
       const row = await this.insertSession(tx, projectId, env, c.user_id, c.provider, { ip: c.ip, userAgent: c.user_agent }, session);
       await tx.query('UPDATE auth_exchange_codes SET used_at = $1, session_id = $2 WHERE code_hash = $3', [session.createdAt, row.id, codeHash]);
-      return { status: 'ok', session: row, user: toUser((await tx.query('SELECT * FROM auth_users WHERE id = $1', [c.user_id])).rows[0]) };
+      return {
+        status: 'ok',
+        session: row,
+        user: toUser((await tx.query('SELECT * FROM auth_users WHERE id = $1', [c.user_id])).rows[0]),
+        secondFactor: c.second_factor === true,
+      };
     });
   }
 

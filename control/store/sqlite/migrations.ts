@@ -785,6 +785,15 @@ const signingKeys: Migration = {
   `,
 };
 
+/**
+ * An svc_code that a second factor already earned (a user-verified passkey in the hosted widget): the
+ * two-factor gate lets its exchange through, as it does the same passkey's direct sign-in.
+ */
+const exchangeSecondFactor: Migration = {
+  id: '0029_exchange_second_factor',
+  sql: `ALTER TABLE auth_exchange_codes ADD COLUMN second_factor INTEGER NOT NULL DEFAULT 0;`,
+};
+
 export const migrations: readonly Migration[] = [
   ...controlMigrations,
   ...authMigrations,
@@ -810,4 +819,5 @@ export const migrations: readonly Migration[] = [
   magicLinks,
   users,
   signingKeys,
+  exchangeSecondFactor,
 ];

@@ -60,8 +60,9 @@ export class SqlitePasskeys implements Passkeys {
         VALUES (@challengeHash, @projectId, @env, @userId, @purpose, @rpId, @origin, @expiresAt)`),
       takeChallenge: p('DELETE FROM auth_passkey_challenges WHERE challenge_hash = ? RETURNING *'),
       user: p('SELECT 1 FROM auth_users WHERE id = ? AND project_id = ? AND env = ?').pluck(),
-      insertExchange: p(`INSERT INTO auth_exchange_codes (code_hash, project_id, env, user_id, provider, ip, user_agent, expires_at, client_challenge)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      insertExchange:
+        p(`INSERT INTO auth_exchange_codes (code_hash, project_id, env, user_id, provider, ip, user_agent, expires_at, client_challenge, second_factor)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       prune: p('DELETE FROM auth_passkey_challenges WHERE expires_at < ?'),
     };
   }
@@ -111,7 +112,7 @@ export class SqlitePasskeys implements Passkeys {
   }
 
   insertExchange(
-    x: { codeHash: string; expiresAt: number; clientChallenge: string | null },
+    x: { codeHash: string; expiresAt: number; clientChallenge: string | null; secondFactor: boolean },
     projectId: string,
     env: Env,
     userId: string,
@@ -120,7 +121,18 @@ export class SqlitePasskeys implements Passkeys {
   ): Promise<boolean> {
     return this.writer.run(() => {
       if (!this.q.user.get(userId, projectId, env)) return false;
-      this.q.insertExchange.run(x.codeHash, projectId, env, userId, provider, origin.ip, origin.userAgent, x.expiresAt, x.clientChallenge);
+      this.q.insertExchange.run(
+        x.codeHash,
+        projectId,
+        env,
+        userId,
+        provider,
+        origin.ip,
+        origin.userAgent,
+        x.expiresAt,
+        x.clientChallenge,
+        x.secondFactor ? 1 : 0,
+      );
       return true;
     });
   }

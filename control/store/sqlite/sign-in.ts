@@ -339,7 +339,7 @@ export class SqliteSignIn implements SignInStore {
       if (c.expires_at <= session.createdAt) return { status: 'expired' };
       const row = this.insertSession(projectId, env, c.user_id, c.provider, { ip: c.ip, userAgent: c.user_agent }, session);
       this.q.useExchange.run(session.createdAt, row.id, codeHash);
-      return { status: 'ok', session: row, user: toUser(this.q.userById.get(c.user_id)) };
+      return { status: 'ok', session: row, user: toUser(this.q.userById.get(c.user_id)), secondFactor: c.second_factor === 1 };
     });
   }
 

@@ -840,7 +840,12 @@ export function describeStore(name: string, open: () => Promise<StoreFixture>): 
         expect(opened.created).toBe(true);
         const first = await store.signIn.useExchangeCode(sha('code'), projectId, 'live', session('t1'), () => true);
         if (first.status !== 'ok') throw new Error(`exchange: ${first.status}`);
-        expect(first).toMatchObject({ status: 'ok', session: { projectId, env: 'live', ip: '203.0.113.1' }, user: { email: 'u@inbox.test' } });
+        expect(first).toMatchObject({
+          status: 'ok',
+          secondFactor: false,
+          session: { projectId, env: 'live', ip: '203.0.113.1' },
+          user: { email: 'u@inbox.test' },
+        });
         expect(await store.signIn.sessionByHash(sha('t1'))).toBeDefined();
         // Another project or environment does not see the code.
         expect(await store.signIn.useExchangeCode(sha('code'), projectId, 'test', session('t0'), () => true)).toEqual({ status: 'missing' });

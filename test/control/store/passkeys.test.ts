@@ -191,15 +191,18 @@ function cases(name: string, make: () => Promise<Backend>) {
 
     it("writes an exchange code only for the project's and environment's own user; it opens a passkey session once", async () => {
       const u = await user(projectA);
-      const x = (codeHash: string) => ({ codeHash, expiresAt: Date.now() + 60_000, clientChallenge: null });
+      const x = (codeHash: string, secondFactor = true) => ({ codeHash, expiresAt: Date.now() + 60_000, clientChallenge: null, secondFactor });
       expect(await store.passkeys.insertExchange(x('h-b'), projectB, 'live', u, 'passkey', origin)).toBe(false);
       expect(await store.passkeys.insertExchange(x('h-t'), projectA, 'test', u, 'passkey', origin)).toBe(false);
       expect(await store.passkeys.insertExchange(x(`h-a-${name}`), projectA, 'live', u, 'passkey', origin)).toBe(true);
+      expect(await store.passkeys.insertExchange(x(`h-p-${name}`, false), projectA, 'live', u, 'passkey', origin)).toBe(true);
       const now = Date.now();
-      const session = { id: crypto.randomUUID(), tokenHash: crypto.randomBytes(32).toString('hex'), createdAt: now, expiresAt: now + 60_000 };
-      const r = await store.signIn.useExchangeCode(`h-a-${name}`, projectA, 'live', session, () => true);
+      const session = () => ({ id: crypto.randomUUID(), tokenHash: crypto.randomBytes(32).toString('hex'), createdAt: now, expiresAt: now + 60_000 });
+      const r = await store.signIn.useExchangeCode(`h-a-${name}`, projectA, 'live', session(), () => true);
       expect(r.status).toBe('ok');
-      if (r.status === 'ok') expect(r.session).toMatchObject({ userId: u, provider: 'passkey', ip: origin.ip });
+      // A user-verified passkey's code carries its second factor to the exchange; one without verification does not.
+      if (r.status === 'ok') expect(r).toMatchObject({ session: { userId: u, provider: 'passkey', ip: origin.ip }, secondFactor: true });
+      expect(await store.signIn.useExchangeCode(`h-p-${name}`, projectA, 'live', session(), () => true)).toMatchObject({ status: 'ok', secondFactor: false });
     });
 
     it('a user deleted takes its passkeys with it (ON DELETE CASCADE)', async () => {

@@ -458,6 +458,21 @@ describe('passkeys over HTTP', () => {
       expect([verified.status, verified.body.user?.id]).toEqual([200, u.id]);
       const presenceOnly = await s.verify(key.get((await s.options()).body, APP, { flags: UP | BE | BS }));
       expect([presenceOnly.status, presenceOnly.body.code, presenceOnly.body.pendingToken]).toEqual([401, 'TWO_FACTOR_REQUIRED', expect.any(String)]);
+      // The same through the hosted widget (a passkey for localhost, the widget's host): its svc_code carries the
+      // verification to the exchange.
+      const local = (await register(u, LOCAL_APP)).key;
+      const widget = `http://localhost:${new URL(stack.url).port}`;
+      const hosted = (p: string, body: Record<string, unknown>) => stack.api('POST', `/api/v1/auth/hosted/passkey/${p}`, undefined, body, { origin: widget });
+      const exchanged = async (flags?: number) => {
+        const verifier = crypto.randomBytes(32).toString('base64url');
+        const o = await hosted('options', { slug: b.slug });
+        const assertion = local.get(o.body, widget, flags === undefined ? {} : { flags });
+        const v = await hosted('verify', { slug: b.slug, response: assertion, redirectUri: `${APP}/callback`, codeChallenge: b64u(sha(verifier)) });
+        const code = new URL(v.body.redirectUrl).searchParams.get('svc_code');
+        return client(stack, b.keys.live).post('/exchange-code', { code, codeVerifier: verifier });
+      };
+      expect((await exchanged()).body.user?.id).toBe(u.id);
+      expect((await exchanged(UP | BE | BS)).body.code).toBe('TWO_FACTOR_REQUIRED');
     } finally {
       await stack.admin('PATCH', `/admin/v1/projects/${b.slug}/auth/settings`, { twoFactor: 'off' });
     }
