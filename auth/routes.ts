@@ -280,7 +280,16 @@ export const keyRoutes =
           await enabled(req, 'sms', 'otp');
           await codes.verify(req.caller!, 'sms', number, req.body.code, clientIp(req, req.caller!));
         });
-        const s = await signIn(req, 'sms', { subject: number, email: null, emailVerified: false, name: null, avatarUrl: null, phone: number, username: null });
+        const s = await signIn(req, 'sms', {
+          subject: number,
+          email: null,
+          emailVerified: false,
+          name: null,
+          avatarUrl: null,
+          phone: number,
+          phoneVerified: true,
+          username: null,
+        });
         return answerSignIn(s);
       },
     );

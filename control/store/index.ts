@@ -399,6 +399,8 @@ export interface SignInProfile {
   name: string | null;
   avatarUrl: string | null;
   phone: string | null;
+  /** The number was proven now (an SMS code): it becomes the user's verified number if the user has no other. */
+  phoneVerified?: boolean;
   username: string | null;
 }
 

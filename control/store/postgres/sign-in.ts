@@ -232,6 +232,7 @@ export class PgSignIn implements SignInStore {
       if (profile.email && profile.emailVerified && !(await byVerifiedEmail(profile.email))) {
         await tx.query('UPDATE auth_users SET email = $1, email_verified = true WHERE id = $2 AND (email IS NULL OR email = $1)', [profile.email, userId]);
       }
+      if (profile.phone && profile.phoneVerified) await this.verifyPhone(tx, userId, profile.phone);
       return { userId, created: false };
     }
     userId = crypto.randomUUID();
@@ -253,7 +254,13 @@ export class PgSignIn implements SignInStore {
       ],
     );
     await insertIdentity(userId);
+    if (profile.phone && profile.phoneVerified) await this.verifyPhone(tx, userId, profile.phone);
     return { userId, created: true };
+  }
+
+  /** A number proven by this sign-in (an SMS code) is verified, if it is the user's number. */
+  private async verifyPhone(tx: Tx, userId: string, phone: string): Promise<void> {
+    await tx.query('UPDATE auth_users SET phone_verified = true WHERE id = $1 AND phone = $2', [userId, phone]);
   }
 
   private async insertSession(tx: Tx, projectId: string, env: Env, userId: string, provider: string, origin: Origin, s: NewSession): Promise<SessionRow> {

@@ -71,6 +71,7 @@ export class SqliteSignIn implements SignInStore {
       touchUser: p(`UPDATE auth_users SET last_sign_in = @at, name = COALESCE(name, @name), avatar_url = COALESCE(avatar_url, @avatarUrl),
         phone = COALESCE(phone, @phone), username = COALESCE(username, @username) WHERE id = @id`),
       touchSignIn: p('UPDATE auth_users SET last_sign_in = ? WHERE id = ?'),
+      verifyUserPhone: p('UPDATE auth_users SET phone_verified = 1 WHERE id = ? AND phone = ?'),
       verifyUserEmail: p('UPDATE auth_users SET email = ?, email_verified = 1 WHERE id = ? AND (email IS NULL OR email = ?)'),
 
       insertSession: p(`INSERT INTO auth_sessions (id, token_hash, project_id, env, user_id, provider, ip, user_agent, created_at, expires_at)
@@ -249,6 +250,7 @@ export class SqliteSignIn implements SignInStore {
       if (profile.email && profile.emailVerified && !this.q.userByVerifiedEmail.get(projectId, env, profile.email)) {
         this.q.verifyUserEmail.run(profile.email, userId, profile.email);
       }
+      if (profile.phone && profile.phoneVerified) this.q.verifyUserPhone.run(userId, profile.phone);
       return { userId, created: false };
     }
     userId = crypto.randomUUID();
@@ -267,6 +269,7 @@ export class SqliteSignIn implements SignInStore {
       lastSignIn: now,
     });
     this.q.insertIdentity.run(projectId, env, profile.provider, profile.subject, userId, now);
+    if (profile.phone && profile.phoneVerified) this.q.verifyUserPhone.run(userId, profile.phone);
     return { userId, created: true };
   }
 

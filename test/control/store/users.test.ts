@@ -165,6 +165,19 @@ function suite(name: string, backend: () => Promise<Backend>) {
       expect((await store.users.get(a.id, 'live', user.id))!.user.name).toBe('Bo');
     });
 
+    it('an SMS sign-in verifies the number it proved: a new user, and a user who had it unverified', async () => {
+      const sms = (await signIn({ provider: 'sms', subject: '+15550001111', phone: '+15550001111', phoneVerified: true }, 1_000)).user.id;
+      expect((await store.users.get(a.id, 'live', sms))?.phoneVerified).toBe(true);
+      const tg = (await signIn({ provider: 'telegram', subject: 'tg-1', phone: '+15550002222' }, 2_000)).user.id;
+      expect((await store.users.get(a.id, 'live', tg))?.phoneVerified).toBe(false);
+      // The same user's number proven later.
+      await signIn({ provider: 'telegram', subject: 'tg-1', phone: '+15550002222', phoneVerified: true }, 3_000);
+      expect((await store.users.get(a.id, 'live', tg))?.phoneVerified).toBe(true);
+      // Another number than the user's is not marked.
+      await signIn({ provider: 'telegram', subject: 'tg-1', phone: '+15550003333', phoneVerified: true }, 4_000);
+      expect((await store.users.get(a.id, 'live', tg))?.user.phone).toBe('+15550002222');
+    });
+
     it('bans and unbans, scoped; banOf reads the ban', async () => {
       const { user } = await signIn({ subject: 'cy@x.test', email: 'cy@x.test' }, T0);
       expect(await store.users.ban(other.id, 'live', user.id, { bannedAt: T0, reason: 'x', expiresAt: null })).toBeUndefined();
