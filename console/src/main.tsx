@@ -14,6 +14,7 @@ const Emails = lazy(() => import('./pages/Emails'));
 const Suppressions = lazy(() => import('./pages/Suppressions'));
 const Webhooks = lazy(() => import('./pages/Webhooks'));
 const SignInActivity = lazy(() => import('./pages/SignIn'));
+const Users = lazy(() => import('./pages/Users'));
 
 const NAV = [
   { to: '/', label: 'Overview' },
@@ -23,10 +24,11 @@ const NAV = [
   { to: '/suppressions', label: 'Suppressions' },
   { to: '/webhooks', label: 'Webhooks' },
   { to: '/sign-in', label: 'Sign-in' },
+  { to: '/users', label: 'Users' },
 ] as const;
 
 function Routes({ path }: { path: string }) {
-  const [, first, second] = path.split('/');
+  const [, first, second, third] = path.split('/');
   const id = second ? decodeURIComponent(second) : undefined;
   switch (first) {
     case '':
@@ -43,6 +45,8 @@ function Routes({ path }: { path: string }) {
       return <Webhooks id={id} />;
     case 'sign-in':
       return <SignInActivity slug={id} />;
+    case 'users':
+      return <Users slug={id} id={third ? decodeURIComponent(third) : undefined} />;
     default:
       return (
         <section className="page">
