@@ -3,7 +3,7 @@
 // server's CPU µs per request, and the ratios. Target: ≥0.9× the hello-world's requests/s
 // with the full API-key and session checks, p99 ≤1.5× the hello-world's. A second bare route
 // answering the session's very bytes (285 against 17) tells the check's own cost apart from
-// the cost of sending a larger answer.
+// the cost of sending a larger answer. A last row exchanges the session for a JWT (POST /api/v1/auth/token).
 //
 //   npm run bench:session      (or node --import tsx bench/session.ts; BENCH_SECONDS, default 10)
 //
@@ -68,6 +68,8 @@ async function main(): Promise<void> {
         // Postgate's own trivial route (no key, no session): what the app costs before the auth API does anything.
         { name: 'postgate GET /healthz', req: { url: `${stack.url}/healthz` }, pids: postgate },
         { name: 'GET /api/v1/auth/session', req: { url: `${stack.url}/api/v1/auth/session`, headers }, pids: postgate },
+        // The session exchanged for a JWT (auth/jwt): the session check, then an ES256 signature with the cached key.
+        { name: 'POST /api/v1/auth/token', req: { url: `${stack.url}/api/v1/auth/token`, method: 'POST', headers }, pids: postgate },
       ],
       { connections: CONNECTIONS, seconds: SECONDS, rounds: ROUNDS, warmup: WARMUP },
       log,
@@ -77,7 +79,7 @@ async function main(): Promise<void> {
     await stopChild(hello.proc);
     if (same) await stopChild(same.proc);
   }
-  const [h, hs, z, s] = figures as [Figures, Figures, Figures, Figures];
+  const [h, hs, z, s, t] = figures as [Figures, Figures, Figures, Figures, Figures];
   const r2 = (n: number) => Math.round(n * 100) / 100;
   const ratio = {
     throughput: r2(s.rps / h.rps),
@@ -97,6 +99,7 @@ async function main(): Promise<void> {
     ['hello-world, same answer', hs],
     ['postgate GET /healthz', z],
     ['GET /api/v1/auth/session', s],
+    ['POST /api/v1/auth/token', t],
   ] as const;
   for (const [name, f] of rows) {
     const cells = [Math.round(f.rps), f.p50, f.p99, Math.round(f.cpuUs), r2(f.rps / h.rps).toFixed(2), r2(f.cpuUs / h.cpuUs).toFixed(2)];
@@ -111,6 +114,7 @@ async function main(): Promise<void> {
   console.log(
     `postgate's /healthz / hello-world: ${ratio.healthzThroughput}× throughput, ${ratio.healthzCpuPerRequest}× CPU per request; session / /healthz: ${ratio.sessionVsHealthz}×`,
   );
+  console.log(`JWT / session check: ${r2(t.rps / s.rps)}× throughput, ${r2(t.cpuUs / s.cpuUs)}× CPU per request (an ES256 signature on top of the check)`);
   console.log('CPU µs/req: user + system time of every process of the server (postgate: supervisor, control, gateway) over the run, per completed request');
   const file = writeResult('session', {
     generator: gen,
