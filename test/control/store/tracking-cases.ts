@@ -39,11 +39,16 @@ export function describeTracking(fx: TrackingFixture): void {
         recipients: [{ address: 'r@inbox.test', kind: 'to' }],
       };
     };
+    // Events are one per minute bucket (floor(at / 60 s)): the hits start at a minute's start, so hits a second or
+    // two apart share their minute whatever the clock said when the suite began (from fx.now they crossed a minute
+    // boundary one run in sixty).
+    const t0 = Math.ceil((fx.now + 60_000) / 60_000) * 60_000;
+    const at = (secondsAfter: number) => t0 + secondsAfter * 1000;
     const hit = (emailId: string, o: Partial<TrackingHit> = {}): TrackingHit => ({
       emailId,
       kind: 'open',
       link: '',
-      at: fx.now + 60_000,
+      at: at(0),
       userAgent: 'Mozilla/5.0 (X11) Firefox/126.0',
       ip: '203.0.113.0/24',
       agent: 'person',
@@ -58,18 +63,18 @@ export function describeTracking(fx: TrackingFixture): void {
       const long = `https://shop.example/${'p'.repeat(5000)}`;
       await store.tracking.record([
         hit(e.id),
-        hit(e.id, { at: fx.now + 61_000 }),
-        hit(e.id, { at: fx.now + 62_000, agent: 'scanner', reason: 'HEAD request', userAgent: '' }),
-        hit(e.id, { kind: 'click', link: a, at: fx.now + 70_000 }),
-        hit(e.id, { kind: 'click', link: long, at: fx.now + 80_000 }),
+        hit(e.id, { at: at(1) }),
+        hit(e.id, { at: at(2), agent: 'scanner', reason: 'HEAD request', userAgent: '' }),
+        hit(e.id, { kind: 'click', link: a, at: at(10) }),
+        hit(e.id, { kind: 'click', link: long, at: at(20) }),
         hit(uuidv7(fx.now), { kind: 'click', link: a }),
       ]);
-      await store.tracking.record([hit(e.id, { kind: 'click', link: a, at: fx.now + 200_000 })]);
+      await store.tracking.record([hit(e.id, { kind: 'click', link: a, at: at(140) })]);
       const counts = await store.tracking.counts(e.id);
       expect(counts).toEqual([
-        { kind: 'open', link: '', count: 3, bots: 1, firstAt: fx.now + 60_000, lastAt: fx.now + 62_000 },
-        { kind: 'click', link: a, count: 2, bots: 0, firstAt: fx.now + 70_000, lastAt: fx.now + 200_000 },
-        { kind: 'click', link: long, count: 1, bots: 0, firstAt: fx.now + 80_000, lastAt: fx.now + 80_000 },
+        { kind: 'open', link: '', count: 3, bots: 1, firstAt: at(0), lastAt: at(2) },
+        { kind: 'click', link: a, count: 2, bots: 0, firstAt: at(10), lastAt: at(140) },
+        { kind: 'click', link: long, count: 1, bots: 0, firstAt: at(20), lastAt: at(20) },
       ]);
       const events = (await store.emails.get(fx.projectId(), e.id))!.events.filter((x) => x.type === 'opened' || x.type === 'clicked');
       // Two person opens in one minute are one event; the machine's open is its own; each click minute and link one.
@@ -118,9 +123,9 @@ export function describeTracking(fx: TrackingFixture): void {
       for (const w of [all, clicks, delivered]) await store.webhooks.create(w);
       const e = { ...email(), projectId };
       await store.emails.accept(e);
-      await store.tracking.record([hit(e.id), hit(e.id, { kind: 'click', link: 'https://shop.example/', at: fx.now + 90_000 })]);
+      await store.tracking.record([hit(e.id), hit(e.id, { kind: 'click', link: 'https://shop.example/', at: at(30) })]);
       // A later batch in the same minute (the pixel loaded again): counted, but no second event or message.
-      await store.tracking.record([hit(e.id, { at: fx.now + 61_000 })]);
+      await store.tracking.record([hit(e.id, { at: at(1) })]);
       expect((await store.tracking.counts(e.id)).find((x) => x.kind === 'open')?.count).toBe(2);
       const types = async (id: string) => (await store.webhooks.deliveries(id)).map((d) => JSON.parse(d.payload) as { type: string; data: any });
       const toAll = await types(all.id);
@@ -132,7 +137,7 @@ export function describeTracking(fx: TrackingFixture): void {
         to: ['r@inbox.test'],
         click: {
           link: 'https://shop.example/',
-          timestamp: new Date(fx.now + 90_000).toISOString(),
+          timestamp: new Date(at(30)).toISOString(),
           userAgent: 'Mozilla/5.0 (X11) Firefox/126.0',
           ipAddress: '203.0.113.0/24',
           bot: false,
