@@ -118,7 +118,8 @@ describe('the Users page', () => {
     await found.getByRole('link', { name: email }).click();
     await page.getByRole('button', { name: 'Unban user' }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toBe('Ban lifted.');
-    expect(await page.getByRole('form', { name: 'Ban this user' }).isVisible()).toBe(true);
+    // The page reads the user again after the change: the ban form comes back once that answer is in.
+    await expect.poll(() => page.getByRole('form', { name: 'Ban this user' }).isVisible()).toBe(true);
     const after = await codeSignIn();
     expect(after.status).toBe(200);
     afterUnban = after.body.token;
